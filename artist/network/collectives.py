@@ -1,0 +1,183 @@
+"""All-reduce algorithms as dependency graphs of point-to-point transfers.
+
+A Schedule is a list of Transfers between ranks (rank i is GPU ranks[i]).
+Transfers are grouped in lock-step steps; a transfer's ``deps`` are the
+transfers its sender must have fully received before it may start (in a ring,
+rank r forwards at step k the chunk it received at step k-1). The analytical
+backend times the steps; the ns-3 engine executes the dependency graph packet by
+packet. Both read the same Schedule, so they model the same algorithm.
+
+Algorithms:
+- ``ring``: NCCL-style ring all-reduce (reduce-scatter then all-gather,
+  2(N-1) steps of S/N bytes) over the ranks grouped by rack and machine, so the
+  ring leaves a machine once. With C channels the payload is split in C parallel
+  rings; channel c rotates each machine's GPUs by c so that different GPUs (and
+  NICs) carry each channel's inter-machine hop, as NCCL's channels do.
+- ``hierarchical``: reduce-scatter inside each machine, a ring all-reduce among
+  the GPUs with the same local index across machines, all-gather inside each
+  machine (needs the same GPU count on every machine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from artist.placement import Placement
+
+ALGORITHMS = ("ring", "hierarchical")
+
+
+@dataclass(frozen=True)
+class Transfer:
+    src: int  # rank index
+    dst: int  # rank index
+    nbytes: int
+    step: int
+    channel: int
+    deps: tuple[int, ...] = ()  # indices into Schedule.transfers
+
+
+@dataclass(frozen=True)
+class Schedule:
+    algorithm: str
+    ranks: tuple[int, ...]  # global GPU id of each rank
+    nbytes: int  # all-reduce payload per rank
+    channels: int
+    transfers: tuple[Transfer, ...]
+
+    @property
+    def steps(self) -> int:
+        return 1 + max((t.step for t in self.transfers), default=-1)
+
+    def by_step(self) -> list[list[Transfer]]:
+        out: list[list[Transfer]] = [[] for _ in range(self.steps)]
+        for t in self.transfers:
+            out[t.step].append(t)
+        return out
+
+    def bytes_sent_per_rank(self) -> list[int]:
+        sent = [0] * len(self.ranks)
+        for t in self.transfers:
+            sent[t.src] += t.nbytes
+        return sent
+
+    def bytes_received_per_rank(self) -> list[int]:
+        received = [0] * len(self.ranks)
+        for t in self.transfers:
+            received[t.dst] += t.nbytes
+        return received
+
+
+def split_bytes(nbytes: int, parts: int) -> list[int]:
+    """Split nbytes into `parts` integer pieces differing by at most one byte."""
+    base, extra = divmod(int(nbytes), parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step: int, channel: int,
+                    phases: str = "rs+ag") -> list[tuple[int, int, int, int, int]]:
+    """(src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather.
+
+    At reduce-scatter step k, ring position p sends chunk (p - k) mod n; at
+    all-gather step k it sends chunk (p + 1 - k) mod n (the chunk it finished)."""
+    n = len(ring)
+    out = []
+    if n < 2:
+        return out
+    step = first_step
+    if "rs" in phases:
+        for k in range(n - 1):
+            for p in range(n):
+                out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p - k) % n], step, channel))
+            step += 1
+    if "ag" in phases:
+        for k in range(n - 1):
+            for p in range(n):
+                out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p + 1 - k) % n], step, channel))
+            step += 1
+    return out
+
+
+def _with_dependencies(raw: list[tuple[int, int, int, int, int]]) -> tuple[Transfer, ...]:
+    """Each transfer depends on what its sender received in the latest earlier step
+    in which it received anything, within the same channel."""
+    raw = sorted(raw, key=lambda t: (t[3], t[4], t[0], t[1]))
+    received: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (rank, channel) -> (step, indices)
+    out: list[Transfer] = []
+    pending: list[tuple[int, int, int]] = []  # (rank, channel, index) for the current step
+    current_step = None
+    for idx, (src, dst, nbytes, step, channel) in enumerate(raw):
+        if step != current_step:
+            for rank, ch, i in pending:
+                prev = received.get((rank, ch))
+                if prev is not None and prev[0] == current_step:
+                    prev[1].append(i)
+                else:
+                    received[(rank, ch)] = (current_step, [i])
+            pending = []
+            current_step = step
+        deps = tuple(received[(src, channel)][1]) if (src, channel) in received else ()
+        out.append(Transfer(src, dst, nbytes, step, channel, deps))
+        pending.append((dst, channel, idx))
+    return tuple(out)
+
+
+def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+    order = placement.ranks_in_ring_order()
+    rank_of = {g: i for i, g in enumerate(order)}
+    n = len(order)
+    raw = []
+    if n > 1:
+        per_channel = split_bytes(nbytes, channels)
+        for c in range(channels):
+            ring_gpus = []
+            for machines in placement.machines_by_rack.values():
+                for m in machines:
+                    local = list(placement.gpus_by_machine[m])
+                    shift = c % len(local)
+                    ring_gpus.extend(local[shift:] + local[:shift])
+            ring = [rank_of[g] for g in ring_gpus]
+            raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c))
+    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw))
+
+
+def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+    order = placement.ranks_in_ring_order()
+    rank_of = {g: i for i, g in enumerate(order)}
+    machines = [placement.gpus_by_machine[m] for r in placement.machines_by_rack.values() for m in r]
+    local = {len(gs) for gs in machines}
+    if len(local) != 1:
+        raise ValueError(
+            f"hierarchical all-reduce needs the same GPU count on every machine; placement has "
+            f"{sorted(len(gs) for gs in machines)} (use algorithm 'ring')")
+    g = local.pop()
+    m_count = len(machines)
+    raw = []
+    if len(order) > 1:
+        for c, channel_bytes in enumerate(split_bytes(nbytes, channels)):
+            shards = split_bytes(channel_bytes, g)  # shard l ends up owned by local rank l
+            intra_steps = g - 1
+            for gs in machines:
+                ring = [rank_of[x] for x in gs]
+                raw.extend(_ring_transfers(ring, shards, 0, c, "rs"))
+            for l in range(g):
+                ring = [rank_of[gs[l]] for gs in machines]
+                # After the intra-machine reduce-scatter, local rank l owns shard (l + 1) mod g.
+                owned = shards[(l + 1) % g]
+                raw.extend(_ring_transfers(ring, split_bytes(owned, m_count), intra_steps, c))
+            inter_steps = 2 * (m_count - 1)
+            for gs in machines:
+                ring = [rank_of[x] for x in gs]
+                raw.extend(_ring_transfers(ring, shards, intra_steps + inter_steps, c, "ag"))
+    return Schedule("hierarchical", tuple(order), int(nbytes), channels, _with_dependencies(raw))
+
+
+def allreduce_schedule(algorithm: str, placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+    if channels < 1:
+        raise ValueError(f"channels must be >= 1, got {channels}")
+    if algorithm == "ring":
+        return ring_allreduce(placement, nbytes, channels)
+    if algorithm == "hierarchical":
+        return hierarchical_allreduce(placement, nbytes, channels)
+    raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")

@@ -1,0 +1,58 @@
+"""Which links and switches a GPU-to-GPU transfer crosses, shared by all backends.
+
+Directional link ids:
+  ("gpu_up", g) / ("gpu_down", g)     GPU g <-> its machine's NVSwitch   (machine tier)
+  ("nic_up", g) / ("nic_down", g)     GPU g's NIC <-> its rack switch     (rack tier)
+  ("rack_up", r) / ("rack_down", r)   rack r's switch <-> the spine       (spine tier, bundled)
+
+Intra-machine traffic goes over the NVSwitch, everything else over the NICs,
+and across racks through the spine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from artist.topology import Topology
+
+LinkId = tuple[str, int]
+
+# Link kinds in NCCL's terms, used to pick a per-step start-up latency.
+NVLINK, NET = "nvlink", "net"
+
+
+@dataclass(frozen=True)
+class Path:
+    links: tuple[LinkId, ...]
+    latency_s: float  # propagation over the links + switch traversal
+    kind: str  # NVLINK or NET
+
+
+def link_bandwidth_bps(topology: Topology, link: LinkId) -> float:
+    kind = link[0]
+    if kind in ("gpu_up", "gpu_down"):
+        return topology.machine.bandwidth_bps
+    if kind in ("nic_up", "nic_down"):
+        return topology.rack.bandwidth_bps
+    if kind in ("rack_up", "rack_down"):
+        return topology.rack_uplink_bps
+    raise KeyError(f"unknown link kind {kind!r}")
+
+
+def path(topology: Topology, src: int, dst: int) -> Path:
+    if src == dst:
+        raise ValueError(f"a transfer needs two different GPUs, got {src} -> {dst}")
+    t = topology
+    ms, md = t.machine_of(src), t.machine_of(dst)
+    if ms == md:
+        return Path((("gpu_up", src), ("gpu_down", dst)),
+                    2 * t.machine.link_latency_s + t.machine.switch_latency_s, NVLINK)
+    rs, rd = t.rack_of_machine(ms), t.rack_of_machine(md)
+    if rs == rd:
+        return Path((("nic_up", src), ("nic_down", dst)),
+                    2 * t.rack.link_latency_s + t.rack.switch_latency_s, NET)
+    return Path(
+        (("nic_up", src), ("rack_up", rs), ("rack_down", rd), ("nic_down", dst)),
+        2 * t.rack.link_latency_s + 2 * t.spine.link_latency_s + 2 * t.rack.switch_latency_s + t.spine.switch_latency_s,
+        NET,
+    )

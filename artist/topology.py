@@ -1,0 +1,199 @@
+"""Cluster topology: GPUs on machines, machines in racks, racks on a spine.
+
+Three tiers, each with its own links:
+- ``machine``: every GPU has one link to its machine's NVSwitch-class switch;
+- ``rack``: every GPU has its own NIC with one link to the rack switch
+  (InfiniBand-class, as on DGX machines with one NIC per GPU);
+- ``spine``: every rack has an uplink to the spine switch (Ethernet-class). Its
+  capacity is the rack's total NIC capacity divided by the oversubscription
+  ratio, i.e. an ideally load-balanced bundle of spine ports.
+
+GPU ids are global and dense: GPU g sits on machine g // gpus_per_machine,
+machine m in rack m // machines_per_rack. All bandwidths are per direction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from artist.yamlio import Fields, load_yaml_mapping
+
+TIER_NAMES = ("machine", "rack", "spine")
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    bandwidth_bps: float  # per link, per direction, bits per second
+    link_latency_s: float  # propagation + serialisation start-up of one link
+    switch_latency_s: float  # per switch traversed at this tier
+    source: str = ""
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.bandwidth_bps / 8.0
+
+
+@dataclass(frozen=True)
+class GpuType:
+    name: str
+    relative_speed: float  # compute speed relative to the profiles' reference GPU
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    racks: int
+    machines_per_rack: int
+    gpus_per_machine: int
+    machine: Tier
+    rack: Tier
+    spine: Tier
+    oversubscription: float = 1.0
+    rack_gpu_types: tuple[str, ...] = ("generic",)  # cycled over racks
+    gpu_types: dict = field(default_factory=dict, compare=False, hash=False)
+    source: str = ""
+    path: str = ""
+
+    # ---- sizes -------------------------------------------------------------
+    @property
+    def machines(self) -> int:
+        return self.racks * self.machines_per_rack
+
+    @property
+    def gpus(self) -> int:
+        return self.machines * self.gpus_per_machine
+
+    @property
+    def gpus_per_rack(self) -> int:
+        return self.machines_per_rack * self.gpus_per_machine
+
+    def machine_of(self, gpu: int) -> int:
+        return gpu // self.gpus_per_machine
+
+    def rack_of_machine(self, machine: int) -> int:
+        return machine // self.machines_per_rack
+
+    def rack_of(self, gpu: int) -> int:
+        return self.rack_of_machine(self.machine_of(gpu))
+
+    def gpu_type_of_machine(self, machine: int) -> str:
+        return self.rack_gpu_types[self.rack_of_machine(machine) % len(self.rack_gpu_types)]
+
+    def gpu_type(self, name: str) -> GpuType:
+        try:
+            return self.gpu_types[name]
+        except KeyError:
+            raise KeyError(f"topology {self.name!r} has no GPU type {name!r}") from None
+
+    def tier(self, name: str) -> Tier:
+        if name not in TIER_NAMES:
+            raise KeyError(f"unknown tier {name!r}; tiers are {TIER_NAMES}")
+        return getattr(self, name)
+
+    # ---- derived link figures --------------------------------------------
+    @property
+    def rack_uplink_bps(self) -> float:
+        """Capacity of one rack's bundle of spine uplinks, per direction."""
+        return self.gpus_per_rack * self.rack.bandwidth_bps / self.oversubscription
+
+    @property
+    def spine_ports_per_rack(self) -> float:
+        return self.rack_uplink_bps / self.spine.bandwidth_bps
+
+    def with_racks(self, racks: int) -> "Topology":
+        if racks < 1:
+            raise ValueError(f"rack count must be >= 1, got {racks}")
+        return dataclasses.replace(self, racks=racks)
+
+    def link_parameters(self) -> dict:
+        """Everything about the links that can change a latency (cache-key material)."""
+        return {
+            "gpus_per_machine": self.gpus_per_machine,
+            "machines_per_rack": self.machines_per_rack,
+            "oversubscription": self.oversubscription,
+            **{
+                f"{t.name}.{k}": v
+                for t in (self.machine, self.rack, self.spine)
+                for k, v in (("bps", t.bandwidth_bps), ("link_s", t.link_latency_s), ("switch_s", t.switch_latency_s))
+            },
+        }
+
+    # ---- loading -----------------------------------------------------------
+    @classmethod
+    def from_yaml(cls, path: str | Path, racks: int | None = None) -> "Topology":
+        path = Path(path)
+        topo = cls.from_mapping(load_yaml_mapping(path), str(path))
+        return topo.with_racks(racks) if racks is not None else topo
+
+    @classmethod
+    def from_mapping(cls, data: dict, source: str = "<topology>") -> "Topology":
+        f = Fields(data, source)
+        f.unknown_keys({
+            "name", "source", "racks", "machines_per_rack", "gpus_per_machine", "gpu_type",
+            "rack_gpu_types", "gpu_types", "tiers", "oversubscription", "notes",
+        })
+        tiers_f = f.sub("tiers")
+        tiers_f.unknown_keys(set(TIER_NAMES))
+        tiers = {name: _tier(tiers_f.sub(name), name) for name in TIER_NAMES}
+
+        gpu_types: dict[str, GpuType] = {}
+        if f.has("gpu_types"):
+            types_f = f.sub("gpu_types")
+            for name in types_f.data:
+                tf = types_f.sub(name)
+                tf.unknown_keys({"relative_speed", "source"})
+                gpu_types[str(name)] = GpuType(str(name), tf.number("relative_speed", positive=True), tf.string("source", ""))
+        if f.has("rack_gpu_types"):
+            rack_types = f.raw("rack_gpu_types")
+            if not isinstance(rack_types, list) or not rack_types or not all(isinstance(t, str) for t in rack_types):
+                raise f.error("rack_gpu_types", "expected a non-empty list of GPU type names")
+            rack_types = tuple(rack_types)
+        else:
+            rack_types = (f.string("gpu_type"),)
+        for t in rack_types:
+            if t not in gpu_types:
+                if gpu_types:
+                    raise f.error("rack_gpu_types" if f.has("rack_gpu_types") else "gpu_type",
+                                  f"GPU type {t!r} is not declared under gpu_types")
+                gpu_types[t] = GpuType(t, 1.0, "single GPU type: speed is the reference by definition")
+
+        spine_f = tiers_f.sub("spine")
+        oversub = f.number("oversubscription", 1.0, positive=True)
+        if spine_f.has("oversubscription"):
+            oversub = spine_f.number("oversubscription", positive=True)
+
+        return cls(
+            name=f.string("name"),
+            racks=f.integer("racks", minimum=1),
+            machines_per_rack=f.integer("machines_per_rack", minimum=1),
+            gpus_per_machine=f.integer("gpus_per_machine", minimum=1),
+            machine=tiers["machine"],
+            rack=tiers["rack"],
+            spine=tiers["spine"],
+            oversubscription=oversub,
+            rack_gpu_types=rack_types,
+            gpu_types=gpu_types,
+            source=f.string("source", ""),
+            path=source,
+        )
+
+
+def _tier(f: Fields, name: str) -> Tier:
+    f.unknown_keys({"bandwidth_gbps", "link_latency_us", "switch_latency_us", "source", "oversubscription", "port_count", "notes"})
+    if not f.has("source"):
+        raise f.error("source", "every tier must say where its figures come from")
+    return Tier(
+        name=name,
+        bandwidth_bps=f.number("bandwidth_gbps", positive=True) * 1e9,
+        link_latency_s=f.number("link_latency_us", minimum=0.0) * 1e-6,
+        switch_latency_s=f.number("switch_latency_us", minimum=0.0) * 1e-6,
+        source=f.string("source"),
+    )
+
+
+def load_topology(path: str | Path, racks: int | None = None) -> Topology:
+    return Topology.from_yaml(path, racks)

@@ -1,0 +1,90 @@
+"""Reading YAML documents with errors that name the file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from artist.errors import InputError
+
+
+def load_yaml_mapping(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read file ({exc.strerror})") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(str(path), where, f"invalid YAML: {problem}") from exc
+    if not isinstance(data, dict):
+        raise InputError(str(path), None, "expected a mapping at the top level")
+    return data
+
+
+class Fields:
+    """Typed access to a mapping; errors name the dotted field path."""
+
+    def __init__(self, data: Mapping[str, Any], source: str, prefix: str = ""):
+        if not isinstance(data, Mapping):
+            raise InputError(source, f"field '{prefix.rstrip('.') or '<root>'}'", "expected a mapping")
+        self.data = data
+        self.source = source
+        self.prefix = prefix
+
+    def _where(self, key: str) -> str:
+        return f"field '{self.prefix}{key}'"
+
+    def error(self, key: str, problem: str) -> InputError:
+        return InputError(self.source, self._where(key), problem)
+
+    def has(self, key: str) -> bool:
+        return key in self.data and self.data[key] is not None
+
+    def sub(self, key: str) -> "Fields":
+        if not self.has(key):
+            raise self.error(key, "missing")
+        return Fields(self.data[key], self.source, f"{self.prefix}{key}.")
+
+    def raw(self, key: str, default: Any = ...):
+        if not self.has(key):
+            if default is ...:
+                raise self.error(key, "missing")
+            return default
+        return self.data[key]
+
+    def number(self, key: str, default: Any = ..., *, positive: bool = False, minimum: float | None = None) -> float:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {value!r}")
+        value = float(value)
+        if positive and not value > 0:
+            raise self.error(key, f"must be > 0, got {value}")
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}")
+        return value
+
+    def integer(self, key: str, default: Any = ..., *, minimum: int | None = None) -> int:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"must be >= {minimum}, got {value}")
+        return value
+
+    def string(self, key: str, default: Any = ...) -> str:
+        value = self.raw(key, default)
+        if not isinstance(value, str) or not value:
+            raise self.error(key, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def unknown_keys(self, allowed: set[str]) -> None:
+        extra = sorted(set(self.data) - allowed)
+        if extra:
+            raise self.error(extra[0], f"unknown field (allowed: {', '.join(sorted(allowed))})")
