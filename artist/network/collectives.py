@@ -99,10 +99,12 @@ def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step:
     return out
 
 
-def _with_dependencies(raw: list[tuple[int, int, int, int, int]]) -> tuple[Transfer, ...]:
+def _with_dependencies(raw: list[tuple[int, int, int, int, int]], dependencies: bool = True) -> tuple[Transfer, ...]:
     """Each transfer depends on what its sender received in the latest earlier step
     in which it received anything, within the same channel."""
     raw = sorted(raw, key=lambda t: (t[3], t[4], t[0], t[1]))
+    if not dependencies:
+        return tuple(Transfer(*t) for t in raw)
     received: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (rank, channel) -> (step, indices)
     out: list[Transfer] = []
     pending: list[tuple[int, int, int]] = []  # (rank, channel, index) for the current step
@@ -123,7 +125,7 @@ def _with_dependencies(raw: list[tuple[int, int, int, int, int]]) -> tuple[Trans
     return tuple(out)
 
 
-def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
     order = placement.ranks_in_ring_order()
     rank_of = {g: i for i, g in enumerate(order)}
     n = len(order)
@@ -139,10 +141,10 @@ def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1) -> Sche
                     ring_gpus.extend(local[shift:] + local[:shift])
             ring = [rank_of[g] for g in ring_gpus]
             raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c))
-    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw))
+    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
 
 
-def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
     order = placement.ranks_in_ring_order()
     rank_of = {g: i for i, g in enumerate(order)}
     machines = [placement.gpus_by_machine[m] for r in placement.machines_by_rack.values() for m in r]
@@ -170,14 +172,17 @@ def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1)
             for gs in machines:
                 ring = [rank_of[x] for x in gs]
                 raw.extend(_ring_transfers(ring, shards, intra_steps + inter_steps, c, "ag"))
-    return Schedule("hierarchical", tuple(order), int(nbytes), channels, _with_dependencies(raw))
+    return Schedule("hierarchical", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
 
 
-def allreduce_schedule(algorithm: str, placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+def allreduce_schedule(algorithm: str, placement: Placement, nbytes: int, channels: int = 1,
+                       dependencies: bool = True) -> Schedule:
+    """The all-reduce of nbytes per rank on this placement. dependencies=False skips
+    building the dependency lists (the analytical model times lock-step steps)."""
     if channels < 1:
         raise ValueError(f"channels must be >= 1, got {channels}")
     if algorithm == "ring":
-        return ring_allreduce(placement, nbytes, channels)
+        return ring_allreduce(placement, nbytes, channels, dependencies)
     if algorithm == "hierarchical":
-        return hierarchical_allreduce(placement, nbytes, channels)
+        return hierarchical_allreduce(placement, nbytes, channels, dependencies)
     raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")

@@ -1,0 +1,181 @@
+"""Which GPUs are free and who holds the others.
+
+FreeMap is the free-GPU bookkeeping plus placement search (policies copy it
+to plan a round); ClusterState adds ownership and enforces the invariants:
+a GPU is never given to two jobs and never released by a job that does not
+hold it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from artist.placement import MACHINE, NETWORK, RACK, TIER_ORDER, Placement
+from artist.topology import Topology
+
+
+class AllocationError(RuntimeError):
+    """A request that would break the cluster's invariants (a bug in a policy or the simulator)."""
+
+
+class FreeMap:
+    def __init__(self, topology: Topology, free_by_machine: list[list[int]] | None = None):
+        self.topology = topology
+        gpm = topology.gpus_per_machine
+        if free_by_machine is None:
+            free_by_machine = [list(range(m * gpm, (m + 1) * gpm)) for m in range(topology.machines)]
+        self.free_by_machine = free_by_machine  # sorted lists of free GPU ids
+        self.free_count = [len(f) for f in free_by_machine]
+        mpr = topology.machines_per_rack
+        self.rack_free = [sum(self.free_count[r * mpr:(r + 1) * mpr]) for r in range(topology.racks)]
+        self.total_free = sum(self.rack_free)
+
+    def copy(self) -> "FreeMap":
+        return FreeMap(self.topology, [list(f) for f in self.free_by_machine])
+
+    # ---- bookkeeping -------------------------------------------------------
+    def take(self, gpus: Iterable[int]) -> None:
+        t = self.topology
+        by_machine: dict[int, set[int]] = {}
+        for g in gpus:
+            by_machine.setdefault(t.machine_of(g), set()).add(g)
+        for m, gs in by_machine.items():
+            free = self.free_by_machine[m]
+            if not gs.issubset(free):
+                raise AllocationError(f"GPUs {sorted(gs - set(free))} on machine {m} are not free")
+        for m, gs in by_machine.items():
+            self.free_by_machine[m] = [g for g in self.free_by_machine[m] if g not in gs]
+            self.free_count[m] -= len(gs)
+            self.rack_free[t.rack_of_machine(m)] -= len(gs)
+            self.total_free -= len(gs)
+
+    def give(self, gpus: Iterable[int]) -> None:
+        t = self.topology
+        by_machine: dict[int, list[int]] = {}
+        for g in gpus:
+            by_machine.setdefault(t.machine_of(g), []).append(g)
+        for m, gs in by_machine.items():
+            if set(gs) & set(self.free_by_machine[m]) or len(set(gs)) != len(gs):
+                raise AllocationError(f"GPUs {gs} on machine {m} are already free")
+            if self.free_count[m] + len(gs) > t.gpus_per_machine:
+                raise AllocationError(f"machine {m} would exceed its {t.gpus_per_machine} GPUs")
+        for m, gs in by_machine.items():
+            self.free_by_machine[m] = sorted(self.free_by_machine[m] + gs)
+            self.free_count[m] += len(gs)
+            self.rack_free[t.rack_of_machine(m)] += len(gs)
+            self.total_free += len(gs)
+
+    # ---- search ------------------------------------------------------------
+    def best_tier_possible(self, n: int) -> str | None:
+        """The most consolidated tier at which n GPUs are free right now."""
+        if n > self.total_free:
+            return None
+        if n <= self.topology.gpus_per_machine and max(self.free_count) >= n:
+            return MACHINE
+        if n <= self.topology.gpus_per_rack and max(self.rack_free) >= n:
+            return RACK
+        return NETWORK
+
+    def find(self, n: int, max_tier: str = NETWORK) -> Placement | None:
+        """Most consolidated placement of n free GPUs, no worse than max_tier.
+
+        Machine tier: the fullest machine that still fits (best fit keeps big
+        holes for big jobs). Rack tier: the rack that fits with the fewest
+        machines, taking its freest machines first. Network tier: freest racks
+        first, each filled freest-machine first. Ties go to the lowest id, so
+        the search is deterministic."""
+        tier = self.best_tier_possible(n)
+        if tier is None or TIER_ORDER[tier] > TIER_ORDER[max_tier]:
+            return None
+        t = self.topology
+        if tier == MACHINE:
+            m = min((c, m) for m, c in enumerate(self.free_count) if c >= n)[1]
+            return Placement(t, tuple(self.free_by_machine[m][:n]))
+        if tier == RACK:
+            best = None
+            for r, free in enumerate(self.rack_free):
+                if free < n:
+                    continue
+                machines = self._freest_machines(r)
+                gpus, used = self._fill(machines, n)
+                key = (used, free, r)
+                if best is None or key < best[0]:
+                    best = (key, gpus)
+            return Placement(t, tuple(best[1]))
+        racks = sorted(range(t.racks), key=lambda r: (-self.rack_free[r], r))
+        machines = [m for r in racks for m in self._freest_machines(r)]
+        gpus, _ = self._fill(machines, n)
+        return Placement(t, tuple(gpus))
+
+    def first_fit(self, n: int) -> Placement | None:
+        """Lowest-numbered free GPUs, with no regard to tier (network-agnostic placement)."""
+        if n > self.total_free:
+            return None
+        gpus: list[int] = []
+        for free in self.free_by_machine:
+            gpus.extend(free[: n - len(gpus)])
+            if len(gpus) == n:
+                return Placement(self.topology, tuple(gpus))
+        raise AssertionError("free counts out of sync with free lists")
+
+    def _freest_machines(self, rack: int) -> list[int]:
+        mpr = self.topology.machines_per_rack
+        ms = range(rack * mpr, (rack + 1) * mpr)
+        return sorted((m for m in ms if self.free_count[m]), key=lambda m: (-self.free_count[m], m))
+
+    def _fill(self, machines: list[int], n: int) -> tuple[list[int], int]:
+        gpus: list[int] = []
+        used = 0
+        for m in machines:
+            take = self.free_by_machine[m][: n - len(gpus)]
+            gpus.extend(take)
+            used += 1
+            if len(gpus) == n:
+                break
+        return gpus, used
+
+
+class ClusterState:
+    """The cluster's allocations; the simulator is its only writer."""
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        self.free = FreeMap(topology)
+        self.owner: list[str | None] = [None] * topology.gpus
+        self.allocations: dict[str, Placement] = {}
+
+    def allocate(self, job_id: str, placement: Placement) -> None:
+        if job_id in self.allocations:
+            raise AllocationError(f"job {job_id} already holds {self.allocations[job_id]}")
+        if placement.topology != self.topology:
+            raise AllocationError(f"job {job_id}: placement is on another topology")
+        for g in placement.gpus:
+            if self.owner[g] is not None:
+                raise AllocationError(f"GPU {g} asked for job {job_id} is held by job {self.owner[g]}")
+        self.free.take(placement.gpus)
+        for g in placement.gpus:
+            self.owner[g] = job_id
+        self.allocations[job_id] = placement
+
+    def release(self, job_id: str) -> Placement:
+        placement = self.allocations.pop(job_id, None)
+        if placement is None:
+            raise AllocationError(f"job {job_id} holds no GPUs")
+        for g in placement.gpus:
+            if self.owner[g] != job_id:
+                raise AllocationError(f"GPU {g} is not held by job {job_id}")
+            self.owner[g] = None
+        self.free.give(placement.gpus)
+        return placement
+
+    @property
+    def allocated_gpus(self) -> int:
+        return self.topology.gpus - self.free.total_free
+
+    def check_invariants(self) -> None:
+        held = sum(p.size for p in self.allocations.values())
+        if held + self.free.total_free != self.topology.gpus:
+            raise AllocationError(f"{held} held + {self.free.total_free} free != {self.topology.gpus} GPUs")
+        owned = sum(1 for o in self.owner if o is not None)
+        if owned != held:
+            raise AllocationError(f"owner map holds {owned} GPUs, allocations {held}")

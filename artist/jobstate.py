@@ -1,0 +1,97 @@
+"""A job's state during a simulation: what policies read and the simulator writes.
+
+Progress is kept as an anchor (iterations done at anchor time) plus a rate, so
+reading it at any moment costs O(1) and nothing is advanced tick by tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from artist.network.base import CommResult
+from artist.placement import Placement
+from artist.workload import Job, ModelProfile
+
+WAITING, RUNNING, FINISHED = "waiting", "running", "finished"
+
+
+@dataclass
+class PlacementRecord:
+    time: float
+    tier: str
+    shape: str
+    gpus: tuple[int, ...]
+    iteration_seconds: float
+    exposed_comm_seconds: float
+
+
+@dataclass(eq=False)
+class JobState:
+    job: Job
+    model: ModelProfile
+    status: str = WAITING
+    placement: Placement | None = None
+    comm: CommResult | None = None
+    iteration_seconds: float = 0.0  # compute + exposed communication on the current placement
+    # progress anchor: iterations done at anchor_time; progress resumes at resume_at
+    anchor_time: float = 0.0
+    anchor_iterations: float = 0.0
+    resume_at: float = 0.0
+    # accounting
+    first_start: float | None = None
+    finish: float | None = None
+    started_at: float | None = None  # start of the current run (None while waiting)
+    waiting_since: float | None = None
+    waited_seconds: float = 0.0  # total time spent waiting, all episodes before the current one
+    ran_seconds: float = 0.0  # total wall time holding GPUs, all runs before the current one
+    exposed_comm_total: float = 0.0  # exposed comm seconds accumulated over finished iterations
+    collective_total: float = 0.0
+    preemptions: int = 0
+    migrations: int = 0
+    history: list[PlacementRecord] = field(default_factory=list)
+    version: int = 0  # bumps whenever the predicted completion changes
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def gpus(self) -> int:
+        return self.job.gpus
+
+    @property
+    def arrival(self) -> float:
+        return self.job.arrival
+
+    @property
+    def has_run(self) -> bool:
+        return self.first_start is not None
+
+    def iterations_done(self, now: float) -> float:
+        if self.status != RUNNING:
+            return self.anchor_iterations
+        return min(float(self.job.iterations), self.anchor_iterations + self._progress_seconds(now) / self.iteration_seconds)
+
+    def _progress_seconds(self, now: float) -> float:
+        return max(0.0, now - max(self.anchor_time, self.resume_at))
+
+    def remaining_iterations(self, now: float) -> float:
+        return self.job.iterations - self.iterations_done(now)
+
+    def running_seconds(self, now: float) -> float:
+        """Total time this job has held GPUs (restores included)."""
+        current = now - self.started_at if self.status == RUNNING and self.started_at is not None else 0.0
+        return self.ran_seconds + current
+
+    def attained_service(self, now: float) -> float:
+        """GPUs x running seconds (Tiresias' 2D attained service)."""
+        return self.job.gpus * self.running_seconds(now)
+
+    def waiting_seconds(self, now: float) -> float:
+        """Total time spent in the wait queue so far (all episodes)."""
+        current = now - self.waiting_since if self.status == WAITING and self.waiting_since is not None else 0.0
+        return self.waited_seconds + current
+
+    def ideal_seconds(self) -> float:
+        """Running time with no communication on the profile's reference GPU."""
+        return self.job.iterations * self.model.compute_seconds

@@ -1,0 +1,117 @@
+"""Per-job records and summary tables of a simulation (pandas)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from artist.simulator import SimulationResult
+
+JOB_COLUMNS = [
+    "job_id", "model", "gpus", "iterations", "arrival", "first_start", "finish", "jct", "queueing_delay",
+    "waiting_seconds", "running_seconds", "ideal_seconds", "slowdown", "comm_seconds_per_iteration",
+    "collective_seconds_per_iteration", "preemptions", "migrations", "placements", "final_tier", "placement_history",
+]
+
+
+def job_table(result: SimulationResult) -> pd.DataFrame:
+    rows = []
+    for s in result.jobs:
+        finished = s.finish is not None
+        jct = s.finish - s.arrival if finished else np.nan
+        ideal = s.ideal_seconds()
+        rows.append({
+            "job_id": s.job_id,
+            "model": s.model.name,
+            "gpus": s.gpus,
+            "iterations": s.job.iterations,
+            "arrival": s.arrival,
+            "first_start": s.first_start if s.first_start is not None else np.nan,
+            "finish": s.finish if finished else np.nan,
+            "jct": jct,
+            # Time from arrival to first start (the usual queueing delay) ...
+            "queueing_delay": (s.first_start - s.arrival) if s.first_start is not None else np.nan,
+            # ... and all time spent waiting, after preemptions too.
+            "waiting_seconds": s.waited_seconds,
+            "running_seconds": s.ran_seconds,
+            "ideal_seconds": ideal,
+            "slowdown": jct / ideal if finished else np.nan,
+            "comm_seconds_per_iteration": s.exposed_comm_total / s.job.iterations if finished else np.nan,
+            "collective_seconds_per_iteration": s.collective_total / s.job.iterations if finished else np.nan,
+            "preemptions": s.preemptions,
+            "migrations": s.migrations,
+            "placements": len(s.history),
+            "final_tier": s.history[-1].tier if s.history else "",
+            "placement_history": ";".join(f"{r.time:.6f}:{r.tier}:{r.shape}" for r in s.history),
+        })
+    return pd.DataFrame(rows, columns=JOB_COLUMNS)
+
+
+def utilisation_table(result: SimulationResult) -> pd.DataFrame:
+    """GPUs allocated over time, as steps: `allocated` holds from `time` to the next row."""
+    df = pd.DataFrame(result.utilisation, columns=["time", "allocated_gpus"])
+    df["utilisation"] = df["allocated_gpus"] / result.topology.gpus
+    return df
+
+
+def mean_utilisation(result: SimulationResult) -> float:
+    if result.makespan <= 0:
+        return 0.0
+    times = [t for t, _ in result.utilisation] + [result.makespan]
+    busy = sum(a * (times[i + 1] - times[i]) for i, (_, a) in enumerate(result.utilisation))
+    return busy / (result.topology.gpus * result.makespan)
+
+
+def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
+    jobs = job_table(result) if jobs is None else jobs
+    done = jobs.dropna(subset=["jct"])
+    jct, queue = done["jct"].to_numpy(), done["queueing_delay"].to_numpy()
+
+    def pct(values, q):
+        return float(np.percentile(values, q)) if len(values) else float("nan")
+
+    return {
+        "policy": result.policy,
+        "jobs": int(len(jobs)),
+        "finished": int(len(done)),
+        "makespan": float(result.makespan),
+        "jct_mean": float(jct.mean()) if len(jct) else float("nan"),
+        "jct_median": pct(jct, 50),
+        "jct_p95": pct(jct, 95),
+        "jct_p99": pct(jct, 99),
+        "queueing_mean": float(queue.mean()) if len(queue) else float("nan"),
+        "queueing_p95": pct(queue, 95),
+        "queueing_p99": pct(queue, 99),
+        "comm_latency_mean": float(done["comm_seconds_per_iteration"].mean()) if len(done) else float("nan"),
+        "gpu_utilisation": mean_utilisation(result),
+        "preemptions": int(jobs["preemptions"].sum()),
+        "migrations": int(jobs["migrations"].sum()),
+    }
+
+
+def summary_table(result: SimulationResult) -> pd.DataFrame:
+    return pd.DataFrame([summary(result)])
+
+
+def write_tables(result: SimulationResult, out_dir: str | Path, formats: tuple[str, ...] = ("csv", "parquet")) -> dict[str, Path]:
+    """Write jobs, summary and utilisation tables; returns the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = job_table(result)
+    tables = {"jobs": jobs, "summary": pd.DataFrame([summary(result, jobs)]), "utilisation": utilisation_table(result)}
+    written = {}
+    for name, df in tables.items():
+        for fmt in formats:
+            path = out_dir / f"{name}.{fmt}"
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            if fmt == "csv":
+                df.to_csv(tmp, index=False, float_format="%.9g")
+            elif fmt == "parquet":
+                df.to_parquet(tmp, index=False)
+            else:
+                raise ValueError(f"unknown table format {fmt!r}")
+            tmp.replace(path)  # atomic: a reader never sees half a table
+            written[f"{name}.{fmt}"] = path
+    return written

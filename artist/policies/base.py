@@ -1,0 +1,67 @@
+"""What a scheduling policy sees and what it returns.
+
+A policy is asked for a Decision at every scheduling moment (arrival,
+completion, periodic round, a wake-up it asked for). It sees a SchedulerView:
+the time, the jobs (waiting and running), a copy of the free-GPU map to plan
+on, and the CommModel, the only way it may learn communication costs. It
+returns the placement every job should hold from now on; running jobs left
+out are preempted, jobs given another placement are migrated. The simulator
+applies the difference and charges checkpoint-restore costs.
+
+Views are not defensive copies (that would dominate the hot path): a policy
+must treat JobState objects and the topology as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from artist.cluster import FreeMap
+from artist.jobstate import JobState
+from artist.network.base import CommModel, CommResult, compute_seconds_on
+from artist.placement import Placement
+from artist.topology import Topology
+
+
+@dataclass
+class Decision:
+    allocations: dict[str, Placement]  # job id -> placement, for every job that should run
+    wake_at: float | None = None  # ask to be called again at this time (timers, thresholds)
+
+
+@dataclass
+class SchedulerView:
+    now: float
+    topology: Topology
+    waiting: list[JobState]  # in arrival order (ties by job id)
+    running: list[JobState]  # in start order
+    free: FreeMap  # the simulator's map: call plan() for a copy to modify
+    comm_model: CommModel
+    restore_seconds: float
+
+    def plan(self) -> FreeMap:
+        """A private copy of the free-GPU map to try placements on."""
+        return self.free.copy()
+
+    def current_allocations(self) -> dict[str, Placement]:
+        return {s.job_id: s.placement for s in self.running}
+
+    def comm(self, state: JobState, placement: Placement) -> CommResult:
+        return self.comm_model.iteration_comm_time(state.model, placement)
+
+    def iteration_seconds(self, state: JobState, placement: Placement) -> float:
+        """Compute + exposed communication of one iteration of this job on that placement."""
+        return compute_seconds_on(state.model, placement) + self.comm(state, placement).exposed_seconds
+
+
+class Policy:
+    """Base class: subclasses set `name` and implement schedule()."""
+
+    name = "policy"
+
+    def schedule(self, view: SchedulerView) -> Decision:
+        raise NotImplementedError
+
+    def parameters(self) -> dict:
+        """The policy's settings, for result tables."""
+        return {}

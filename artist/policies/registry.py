@@ -1,0 +1,49 @@
+"""Policy names -> classes. A new policy is one module that calls @register."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+from artist.policies.base import Policy
+
+_REGISTRY: dict[str, type[Policy]] = {}
+
+# Modules whose import registers policies; listed so that the registry is
+# complete without importing the world at start-up of unrelated commands.
+POLICY_MODULES = (
+    "artist.policies.fifo",
+)
+
+
+def register(name: str):
+    def wrap(cls):
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"policy name {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def _load_all() -> None:
+    for module in POLICY_MODULES:
+        importlib.import_module(module)
+
+
+def policy_names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def make_policy(name: str, **params) -> Policy:
+    _load_all()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown policy {name!r}; known policies: {', '.join(sorted(_REGISTRY))}")
+    cls = _REGISTRY[name]
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        raise KeyError(f"policy {name!r} has no parameter {unknown[0]!r}; parameters: {', '.join(sorted(accepted)) or 'none'}")
+    return cls(**params)

@@ -1,0 +1,249 @@
+"""The event loop: arrivals, scheduling moments, progress, completions.
+
+Exact, not time-stepped. Between events a running job advances analytically
+at 1 / (compute + exposed communication) iterations per second; its
+completion is predicted when it (re)starts and the prediction is invalidated
+(by a version number) whenever its placement changes. Events at one instant
+are all applied before the policy is asked once: completions, then arrivals,
+then wake-ups and periodic rounds.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from artist.cluster import AllocationError, ClusterState
+from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
+from artist.network.base import CommModel, compute_seconds_on
+from artist.placement import Placement, shape_to_text
+from artist.policies.base import Decision, Policy, SchedulerView
+from artist.topology import Topology
+from artist.workload import Job, ModelProfile
+
+COMPLETION, ARRIVAL, WAKE, ROUND = 0, 1, 2, 3
+
+
+class SimulationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    # Periodic scheduling rounds on top of the event-driven ones (arrivals,
+    # completions, wake-ups); None turns them off.
+    round_interval_s: float | None = 300.0
+    # Checkpoint-restore cost paid when a preempted job resumes or a job
+    # migrates. Assumed 30 s: Gandiva (OSDI'18, sec. 6) reports migrations of a
+    # few seconds to tens of seconds; set it from your own measurements.
+    restore_seconds: float = 30.0
+    # Check cluster invariants after every decision (tests turn it on).
+    check_invariants: bool = False
+
+
+@dataclass
+class SimulationResult:
+    jobs: list[JobState]
+    makespan: float
+    utilisation: list[tuple[float, int]]  # (time, GPUs allocated from then on)
+    topology: Topology
+    policy: str
+    scheduling_calls: int
+    events: int
+
+
+class Simulator:
+    def __init__(self, topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile],
+                 policy: Policy, comm_model: CommModel, config: SimulatorConfig = SimulatorConfig()):
+        self.topology = topology
+        self.policy = policy
+        self.comm_model = comm_model
+        self.config = config
+        self.cluster = ClusterState(topology)
+        self.states: dict[str, JobState] = {}
+        for job in sorted(jobs, key=lambda j: (j.arrival, j.job_id)):
+            if job.job_id in self.states:
+                raise SimulationError(f"job id {job.job_id!r} appears twice in the trace")
+            if job.model not in models:
+                raise SimulationError(f"job {job.job_id}: unknown model {job.model!r}")
+            if job.gpus > topology.gpus:
+                raise SimulationError(f"job {job.job_id} asks for {job.gpus} GPUs; the cluster has {topology.gpus}")
+            self.states[job.job_id] = JobState(job, models[job.model])
+        self.now = 0.0
+        self._events: list = []
+        self._seq = 0
+        self.waiting: dict[str, JobState] = {}  # insertion order = arrival order
+        self.running: dict[str, JobState] = {}
+        self.utilisation: list[tuple[float, int]] = [(0.0, 0)]
+        self._pending_wake: float | None = None
+        self.scheduling_calls = 0
+        self.events = 0
+
+    # ---- event queue -------------------------------------------------------
+    def _push(self, time: float, kind: int, payload=None) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (time, kind, self._seq, payload))
+
+    def run(self) -> SimulationResult:
+        for state in self.states.values():
+            self._push(state.arrival, ARRIVAL, state.job_id)
+        if self.config.round_interval_s:
+            self._push(0.0, ROUND)
+        finished = 0
+        total = len(self.states)
+        while self._events and finished < total:
+            time = self._events[0][0]
+            self.now = time
+            reschedule = False
+            while self._events and self._events[0][0] == time:
+                _, kind, _, payload = heapq.heappop(self._events)
+                self.events += 1
+                if kind == COMPLETION:
+                    job_id, version = payload
+                    state = self.states[job_id]
+                    if state.status == RUNNING and state.version == version:
+                        self._finish(state)
+                        finished += 1
+                        reschedule = True
+                elif kind == ARRIVAL:
+                    state = self.states[payload]
+                    state.waiting_since = time
+                    self.waiting[payload] = state
+                    reschedule = True
+                elif kind == WAKE:
+                    if self._pending_wake == time:
+                        self._pending_wake = None
+                    reschedule = True
+                elif kind == ROUND:
+                    if finished < total:
+                        self._push(time + self.config.round_interval_s, ROUND)
+                    reschedule = bool(self.waiting or self.running)
+            if reschedule and finished < total:
+                self._schedule()
+            if finished < total and not self.running and not self._has_future_work():
+                stuck = ", ".join(list(self.waiting)[:10])
+                raise SimulationError(
+                    f"simulation stalled at t={self.now:.3f}s: policy {self.policy.name!r} leaves "
+                    f"{len(self.waiting)} job(s) waiting on an idle cluster with nothing else to come ({stuck})")
+        makespan = max((s.finish for s in self.states.values() if s.finish is not None), default=0.0)
+        return SimulationResult(list(self.states.values()), makespan, self.utilisation, self.topology,
+                                self.policy.name, self.scheduling_calls, self.events)
+
+    def _has_future_work(self) -> bool:
+        """Anything left that could change what the policy decides (not a bare periodic round)."""
+        return any(kind in (ARRIVAL, WAKE) for _, kind, _, _ in self._events)
+
+    # ---- scheduling --------------------------------------------------------
+    def _schedule(self) -> None:
+        view = SchedulerView(self.now, self.topology, list(self.waiting.values()), list(self.running.values()),
+                             self.cluster.free, self.comm_model, self.config.restore_seconds)
+        self.scheduling_calls += 1
+        decision = self.policy.schedule(view)
+        if not isinstance(decision, Decision):
+            raise SimulationError(f"policy {self.policy.name!r} returned {type(decision).__name__}, not a Decision")
+        self._apply(decision)
+        if decision.wake_at is not None and decision.wake_at > self.now:
+            if self._pending_wake is None or decision.wake_at < self._pending_wake:
+                self._pending_wake = decision.wake_at
+                self._push(decision.wake_at, WAKE)
+
+    def _apply(self, decision: Decision) -> None:
+        wanted = decision.allocations
+        for job_id, placement in wanted.items():
+            state = self.states.get(job_id)
+            if state is None or state.status == FINISHED:
+                raise SimulationError(f"policy {self.policy.name!r} placed unknown or finished job {job_id!r}")
+            if placement.size != state.gpus:
+                raise SimulationError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; it asks {state.gpus}")
+        # Stop first (preemptions, migrations), then start, so GPUs can change hands.
+        for job_id, state in list(self.running.items()):
+            target = wanted.get(job_id)
+            if target is None or target.gpus != state.placement.gpus:
+                self._stop(state, migrating=target is not None)
+        try:
+            for job_id, placement in wanted.items():
+                state = self.states[job_id]
+                if state.status != RUNNING:
+                    self._start(state, placement)
+        except AllocationError as exc:
+            raise SimulationError(f"policy {self.policy.name!r} made an impossible allocation: {exc}") from exc
+        if self.config.check_invariants:
+            self.cluster.check_invariants()
+        self._record_utilisation()
+
+    def _stop(self, state: JobState, migrating: bool) -> None:
+        now = self.now
+        self._account_progress(state)
+        self.cluster.release(state.job_id)
+        state.ran_seconds += now - state.started_at
+        state.started_at = None
+        state.status = WAITING
+        state.version += 1
+        del self.running[state.job_id]
+        if migrating:
+            state.migrations += 1
+        else:
+            state.preemptions += 1
+        state.waiting_since = now
+        self.waiting[state.job_id] = state
+
+    def _start(self, state: JobState, placement: Placement) -> None:
+        now = self.now
+        self.cluster.allocate(state.job_id, placement)
+        comm = self.comm_model.iteration_comm_time(state.model, placement)
+        state.placement = placement
+        state.comm = comm
+        state.iteration_seconds = compute_seconds_on(state.model, placement) + comm.exposed_seconds
+        restore = self.config.restore_seconds if state.has_run else 0.0
+        state.anchor_time = now
+        state.resume_at = now + restore
+        if state.first_start is None:
+            state.first_start = now
+        state.waited_seconds += now - state.waiting_since
+        state.waiting_since = None
+        state.started_at = now
+        state.status = RUNNING
+        state.version += 1
+        self.waiting.pop(state.job_id, None)
+        self.running[state.job_id] = state
+        state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
+                                             placement.gpus, state.iteration_seconds, comm.exposed_seconds))
+        remaining = state.job.iterations - state.anchor_iterations
+        self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
+
+    def _finish(self, state: JobState) -> None:
+        now = self.now
+        self._account_progress(state, completed=True)
+        self.cluster.release(state.job_id)
+        state.ran_seconds += now - state.started_at
+        state.started_at = None
+        state.status = FINISHED
+        state.finish = now
+        state.version += 1
+        del self.running[state.job_id]
+        self._record_utilisation()
+
+    def _account_progress(self, state: JobState, completed: bool = False) -> None:
+        """Fold progress since the anchor into the job's totals."""
+        done = float(state.job.iterations) if completed else state.iterations_done(self.now)
+        advanced = done - state.anchor_iterations
+        if advanced > 0 and state.comm is not None:
+            state.exposed_comm_total += advanced * state.comm.exposed_seconds
+            state.collective_total += advanced * state.comm.collective_seconds
+        state.anchor_iterations = done
+        state.anchor_time = self.now
+
+    def _record_utilisation(self) -> None:
+        allocated = self.cluster.allocated_gpus
+        if self.utilisation[-1][1] != allocated:
+            if self.utilisation[-1][0] == self.now:
+                self.utilisation[-1] = (self.now, allocated)
+            else:
+                self.utilisation.append((self.now, allocated))
+
+
+def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,
+             comm_model: CommModel, config: SimulatorConfig = SimulatorConfig()) -> SimulationResult:
+    return Simulator(topology, jobs, models, policy, comm_model, config).run()
+
