@@ -1,0 +1,104 @@
+"""`artist latency-table`: seconds per (model, placement shape) on a topology, with a regression check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from artist.errors import InputError
+from artist.latency_table import (BackendSpec, STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv,
+                                  table_to_csv)
+from artist.network.cache import CACHE_FILE_NAME, default_cache_path
+from artist.network.factory import BACKENDS
+from artist.placement import parse_shape
+from artist.topology import load_topology
+from artist.workload import load_models
+
+
+def add_parser(sub) -> None:
+    standard = "; ".join(f"{text} {desc}" for desc, text in
+                         ((d, str(list(map(list, s))).replace(" ", "")) for d, s in STANDARD_SHAPES))
+    p = sub.add_parser("latency-table", help="latency table of models x placement shapes",
+                       description="Communication time per iteration for every model and placement shape "
+                                   "on one topology, as CSV; optionally checked against a golden table.")
+    p.add_argument("--topology", default="topologies/dally-3tier.yaml")
+    p.add_argument("--racks", type=int, default=None, help="override the topology's rack count")
+    p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="only this model (repeatable; default: every profile in --models)")
+    p.add_argument("--shape", action="append", default=[], metavar="SHAPE",
+                   help="placement shape as racks of per-machine GPU counts, e.g. '[[4,4],[8]]' (repeatable)")
+    p.add_argument("--standard", action="store_true", help=f"the standard shape set: {standard}")
+    p.add_argument("--backend", "--comm", dest="backend", default="analytical", choices=BACKENDS)
+    p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
+    p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib; -1: all cores)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
+    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
+    p.add_argument("--out", default=None, help="write the table here (default: standard output unless --check)")
+    p.add_argument("--check", default=None, metavar="GOLDEN_CSV", help="compare with a golden table; exit 1 on any difference")
+    p.add_argument("--rtol", type=float, default=0.02, help="relative tolerance of --check (default 0.02)")
+    p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance of --check, in each column's unit")
+    p.add_argument("--progress", action="store_true", default=None, help="progress bar (default: when stderr is a terminal)")
+    p.set_defaults(func=run)
+
+
+def _shapes(args) -> list:
+    shapes = [s for _, s in STANDARD_SHAPES] if args.standard else []
+    for text in args.shape:
+        try:
+            shapes.append(parse_shape(text))
+        except ValueError as exc:
+            raise InputError("command line", f"--shape {text}", str(exc)) from None
+    if not shapes:
+        raise InputError("command line", "--shape", "give at least one --shape or --standard")
+    return shapes
+
+
+def _models(args) -> list:
+    models = load_models(args.models)
+    if not args.model:
+        return list(models.values())
+    unknown = [n for n in args.model if n not in models]
+    if unknown:
+        raise InputError(args.models or "workloads/models", "--model",
+                         f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(models))}")
+    return [models[n] for n in args.model]
+
+
+def run(args) -> int:
+    for name, value in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if not value >= 0:
+            raise InputError("command line", name, f"must be >= 0, got {value}")
+    if args.channels < 1:
+        raise InputError("command line", "--channels", f"must be >= 1, got {args.channels}")
+    topology = load_topology(args.topology, args.racks)
+    shapes = _shapes(args)
+    models = _models(args)
+    golden = read_table_csv(args.check) if args.check else None  # fail on a bad golden file before any work
+    cache_path = None
+    if not args.no_cache:
+        cache_path = str(Path(args.cache_dir) / CACHE_FILE_NAME if args.cache_dir else default_cache_path())
+    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path)
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress)
+
+    text = table_to_csv(run_.table)
+    if args.out:
+        Path(args.out).write_text(text)
+    elif golden is None:
+        sys.stdout.write(text)
+    rows = len(run_.table)
+    if cache_path is None:
+        print(f"latency-table: {rows} rows, cache off, {run_.simulations} simulations", file=sys.stderr)
+    else:
+        print(f"latency-table: {rows} rows, {run_.hits} cache hits, {run_.simulations} simulations "
+              f"(cache {cache_path})", file=sys.stderr)
+
+    if golden is None:
+        return 0
+    comparison = compare_tables(run_.table, golden, rtol=args.rtol, atol=args.atol)
+    for line in comparison.report_lines():
+        print(line)
+    print(comparison.summary())
+    return 0 if comparison.ok else 1

@@ -1,0 +1,592 @@
+"""Persistent latency cache: ``Cached(inner, store)`` wraps any CommModel.
+
+A packet-accurate answer can take tens of seconds and a sweep asks for the
+same placement shapes thousands of times, so every answer is kept in one SQLite
+file and reused across runs and processes.
+
+Key. sha256 of a canonical JSON (sorted keys, no whitespace) of:
+  - the placement's canonical shape (which racks/machines/GPUs were picked
+    does not matter, see placement.py) and its GPU types with counts and
+    relative speeds (they set the compute time and so the exposed time);
+  - ``model.comm_signature()`` (buckets, ready times, compute seconds);
+  - the topology's link parameters of the tiers the placement touches (machine
+    always; rack when it leaves a machine; spine and oversubscription when it
+    leaves a rack) plus GPUs per machine and machines per rack;
+  - ``inner.identity()``: backend name and version, algorithm, channels,
+    latency and transport parameters, calibration profile id.
+JSON and sha256 do not depend on PYTHONHASHSEED or the process.
+
+Store. One SQLite file in WAL mode under ``$ARTIST_CACHE_DIR`` (else
+``$XDG_CACHE_HOME/artist``, else ``~/.cache/artist``), readable with any SQLite
+client (table ``entries``). Every write is one ``BEGIN IMMEDIATE`` transaction,
+so a process killed mid-write leaves either the whole entry or nothing. Readers
+never take the write lock. SQLite's WAL needs shared memory between its users:
+the file must live on a local file system (not NFS); several processes of one
+machine are fine.
+
+In-flight de-duplication (our choice). Before simulating a missing key a
+process inserts a claim row into ``inflight`` (owner host, pid, the pid's start
+time from /proc, claim time) inside a ``BEGIN IMMEDIATE`` transaction that
+first re-checks ``entries`` and any existing claim; the primary key on ``key``
+makes the claim atomic. Other askers of that key poll ``entries`` (read-only)
+until the value lands. A claim is stale, and is taken over, when its owner is
+on this host and is gone (no such pid, a zombie, or the pid now belongs to a
+process started at another time), or when it is older than ``claim_ttl_s``
+(the only test possible for an owner on another host, and a backstop against
+an owner stuck forever). We do not use a heartbeat thread: cppyy does not
+release the GIL while ns-3 runs, so a Python heartbeat would stop beating
+during exactly the long simulations it is meant to cover.
+
+Counters (hits, misses, simulated and saved wall seconds) live in the store.
+Hits are counted in memory and added to the store with the next write, every
+few seconds, on ``flush()`` / ``close()`` and at interpreter exit, so that a
+hit costs no write transaction.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import socket
+import sqlite3
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from hashlib import sha256
+from pathlib import Path
+
+from artist.errors import InputError
+from artist.network.base import CommResult
+from artist.placement import MACHINE, NETWORK, RACK, Placement, shape_to_text
+from artist.workload import ModelProfile
+
+CACHE_FILE_NAME = "latency-cache.sqlite"
+# Bump KEY_VERSION when the meaning of the key material changes, SCHEMA_VERSION when the tables do.
+KEY_VERSION = 1
+SCHEMA_VERSION = 1
+
+DEFAULT_BUSY_TIMEOUT_S = 60.0
+DEFAULT_CLAIM_TTL_S = 3600.0
+DEFAULT_POLL_INTERVAL_S = 0.02
+COUNTER_FLUSH_INTERVAL_S = 2.0
+COUNTER_NAMES = ("hits", "misses", "simulated_wall_seconds", "saved_wall_seconds")
+
+ENTRY_COLUMNS = (
+    "key", "backend", "backend_version", "ns3_version", "model_name", "model_signature", "shape", "gpus", "tier",
+    "exposed_seconds", "collective_seconds", "wall_seconds", "created_at", "result_json", "key_json",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    backend_version TEXT NOT NULL,
+    ns3_version TEXT NOT NULL,
+    model_name TEXT NOT NULL,
+    model_signature TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    gpus INTEGER NOT NULL,
+    tier TEXT NOT NULL,
+    exposed_seconds REAL NOT NULL,
+    collective_seconds REAL NOT NULL,
+    wall_seconds REAL NOT NULL,
+    created_at TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    key_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inflight (
+    key TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    owner_host TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_start TEXT NOT NULL,
+    claimed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value REAL NOT NULL);
+"""
+
+
+# --------------------------------------------------------------------------- key
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get("ARTIST_CACHE_DIR"):
+        return Path(os.environ["ARTIST_CACHE_DIR"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "artist"
+    return Path.home() / ".cache" / "artist"
+
+
+def default_cache_path() -> Path:
+    return default_cache_dir() / CACHE_FILE_NAME
+
+
+def _jsonable(value):
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def canonical_json(value) -> str:
+    """Sorted keys, no whitespace, NaN refused: the same value gives the same text in any process."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_jsonable)
+
+
+def touched_link_parameters(placement: Placement) -> dict:
+    """The topology's link parameters of the tiers this placement's traffic can cross."""
+    tiers = {MACHINE: ("machine.",), RACK: ("machine.", "rack."), NETWORK: ("machine.", "rack.", "spine.")}
+    prefixes = tiers[placement.tier]
+    params = placement.topology.link_parameters()
+    out = {k: v for k, v in params.items() if k.startswith(prefixes)}
+    out["gpus_per_machine"] = params["gpus_per_machine"]
+    out["machines_per_rack"] = params["machines_per_rack"]
+    if placement.tier == NETWORK:
+        out["oversubscription"] = params["oversubscription"]
+    return out
+
+
+def key_material(inner, model: ModelProfile, placement: Placement) -> dict:
+    topology = placement.topology
+    return {
+        "key_version": KEY_VERSION,
+        "shape": [list(rack) for rack in placement.canonical_shape],
+        "gpu_types": [[name, count, topology.gpu_type(name).relative_speed]
+                      for name, count in placement.gpu_type_counts],
+        "model": model.comm_signature(),
+        "links": touched_link_parameters(placement),
+        "backend": inner.identity(),
+    }
+
+
+def cache_key(material: dict) -> str:
+    return sha256(canonical_json(material).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- process liveness
+
+
+_HOST = socket.gethostname()
+
+
+def _process_start(pid: int) -> str:
+    """Start time of a process in clock ticks since boot (Linux /proc), '' where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return fields[19]  # field 22 of stat(5); fields[0] is field 3
+    except (OSError, IndexError):
+        return ""
+
+
+def _process_state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_is_gone(host: str, pid: int, start: str) -> bool:
+    """True when we can tell that a claim's owner process no longer exists."""
+    if host != _HOST:
+        return False  # cannot tell; the claim's age decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # exists, belongs to another user
+    if _process_state(pid) == "Z":
+        return True  # killed, not yet reaped
+    current = _process_start(pid)
+    return bool(start and current and current != start)
+
+
+# --------------------------------------------------------------------------- store
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    result: CommResult  # as the inner model returned it
+    wall_seconds: float  # what producing it cost
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    token: str
+
+
+WAIT = "wait"  # another live process holds the claim
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def result_to_json(result: CommResult) -> str:
+    return canonical_json({
+        "exposed_seconds": result.exposed_seconds, "collective_seconds": result.collective_seconds,
+        "backend": result.backend, "calibrated": result.calibrated, "bucket_seconds": list(result.bucket_seconds),
+        "packets": result.packets, "details": result.details,
+    })
+
+
+def result_from_json(text: str) -> CommResult:
+    d = json.loads(text)
+    return CommResult(exposed_seconds=d["exposed_seconds"], collective_seconds=d["collective_seconds"],
+                      backend=d["backend"], calibrated=d["calibrated"], bucket_seconds=tuple(d["bucket_seconds"]),
+                      packets=d["packets"], details=d["details"])
+
+
+_LIVE_STORES: "weakref.WeakSet[LatencyStore]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_live_stores():
+    for store in list(_LIVE_STORES):
+        try:
+            store.flush()
+        except Exception:  # noqa: BLE001 - exit must not fail on a store that went away
+            pass
+
+
+class LatencyStore:
+    """The SQLite file behind Cached. One connection per process and thread, opened lazily,
+    so a store can be pickled to joblib workers or used after fork."""
+
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+                 claim_ttl_s: float = DEFAULT_CLAIM_TTL_S, poll_interval_s: float = DEFAULT_POLL_INTERVAL_S):
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.busy_timeout_s = busy_timeout_s
+        self.claim_ttl_s = claim_ttl_s
+        self.poll_interval_s = poll_interval_s
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._pending = dict.fromkeys(COUNTER_NAMES, 0.0)
+        self._last_flush = time.monotonic()
+        _LIVE_STORES.add(self)
+
+    def __getstate__(self):
+        self.flush()
+        return {"path": self.path, "busy_timeout_s": self.busy_timeout_s, "claim_ttl_s": self.claim_ttl_s,
+                "poll_interval_s": self.poll_interval_s}
+
+    def __setstate__(self, state):
+        self.__init__(state["path"], busy_timeout_s=state["busy_timeout_s"], claim_ttl_s=state["claim_ttl_s"],
+                      poll_interval_s=state["poll_interval_s"])
+
+    # ---- connection ---------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        self._local.conn = self._open()
+        self._local.pid = os.getpid()
+        return self._local.conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(str(self.path.parent), None, f"cannot create the cache directory ({exc.strerror})") from exc
+        conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise InputError(str(self.path), None, f"cannot switch the cache to WAL mode (got {mode!r})")
+            # WAL + NORMAL: a commit survives a process crash; only an OS crash or power loss
+            # may lose the last commits, never consistency. Acceptable for a cache.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            with _transaction(conn):
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    conn.execute(statement)
+                row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+                if row is None:
+                    conn.execute("INSERT INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                elif row[0] != str(SCHEMA_VERSION):
+                    raise InputError(str(self.path), "table meta, schema_version",
+                                     f"cache written with schema {row[0]}, this version reads {SCHEMA_VERSION}; "
+                                     "run `artist cache clear` or point ARTIST_CACHE_DIR elsewhere")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise InputError(str(self.path), None, f"not a usable latency cache ({exc})") from exc
+        return conn
+
+    def close(self) -> None:
+        self.flush()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            conn.close()
+        self._local = threading.local()
+
+    # ---- reads --------------------------------------------------------------
+    def get(self, key: str) -> StoredAnswer | None:
+        row = self._conn().execute(
+            "SELECT result_json, wall_seconds, created_at FROM entries WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return StoredAnswer(result_from_json(row[0]), row[1], row[2])
+
+    def claim_holder(self, key: str):
+        return self._conn().execute(
+            "SELECT owner_host, owner_pid, owner_start, claimed_at FROM inflight WHERE key = ?", (key,)).fetchone()
+
+    # ---- claims -------------------------------------------------------------
+    def get_or_claim(self, key: str) -> StoredAnswer | Claim | str:
+        """The stored answer, or a claim for us to simulate it, or WAIT while a live owner works."""
+        conn = self._conn()
+        with _transaction(conn):
+            row = conn.execute("SELECT result_json, wall_seconds, created_at FROM entries WHERE key = ?",
+                               (key,)).fetchone()
+            if row is not None:
+                return StoredAnswer(result_from_json(row[0]), row[1], row[2])
+            holder = conn.execute("SELECT owner_host, owner_pid, owner_start, claimed_at FROM inflight WHERE key = ?",
+                                  (key,)).fetchone()
+            if holder is not None:
+                if not self._is_stale(holder):
+                    return WAIT
+                conn.execute("DELETE FROM inflight WHERE key = ?", (key,))
+            token = os.urandom(16).hex()
+            conn.execute("INSERT INTO inflight(key, token, owner_host, owner_pid, owner_start, claimed_at) "
+                         "VALUES (?, ?, ?, ?, ?, ?)",
+                         (key, token, _HOST, os.getpid(), _process_start(os.getpid()), time.time()))
+            return Claim(key, token)
+
+    def _is_stale(self, holder) -> bool:
+        host, pid, start, claimed_at = holder
+        return owner_is_gone(host, pid, start) or time.time() - claimed_at > self.claim_ttl_s
+
+    def release(self, claim: Claim) -> None:
+        conn = self._conn()
+        with _transaction(conn):
+            conn.execute("DELETE FROM inflight WHERE key = ? AND token = ?", (claim.key, claim.token))
+
+    # ---- writes -------------------------------------------------------------
+    def put(self, claim: Claim, material: dict, model_name: str, placement: Placement, result: CommResult,
+            wall_seconds: float) -> str:
+        """Store one answer, drop our claim and count the miss, all in one transaction.
+        If another process stored the key meanwhile (it took over a claim it judged stale),
+        the first answer stays."""
+        identity = material["backend"]
+        row = {
+            "key": claim.key,
+            "backend": result.backend,
+            "backend_version": str(identity.get("version", "")),
+            "ns3_version": str(identity.get("ns3_version", "")),
+            "model_name": model_name,
+            "model_signature": material["model"],
+            "shape": shape_to_text(placement.canonical_shape),
+            "gpus": placement.size,
+            "tier": placement.tier,
+            "exposed_seconds": float(result.exposed_seconds),
+            "collective_seconds": float(result.collective_seconds),
+            "wall_seconds": float(wall_seconds),
+            "created_at": _utc_now(),
+            "result_json": result_to_json(result),
+            "key_json": canonical_json(material),
+        }
+        self.count(misses=1, simulated_wall_seconds=wall_seconds, flush=False)
+        conn = self._conn()
+        with _transaction(conn):
+            self._write_entry(conn, row)
+            conn.execute("DELETE FROM inflight WHERE key = ? AND token = ?", (claim.key, claim.token))
+            self._write_counters(conn)
+        return row["created_at"]
+
+    def _write_entry(self, conn: sqlite3.Connection, row: dict) -> None:
+        columns = ", ".join(ENTRY_COLUMNS)
+        marks = ", ".join("?" for _ in ENTRY_COLUMNS)
+        conn.execute(f"INSERT OR IGNORE INTO entries({columns}) VALUES ({marks})", [row[c] for c in ENTRY_COLUMNS])
+
+    # ---- counters -----------------------------------------------------------
+    def count(self, flush: bool = True, **deltas: float) -> None:
+        with self._lock:
+            for name, value in deltas.items():
+                self._pending[name] += value
+        if flush and time.monotonic() - self._last_flush > COUNTER_FLUSH_INTERVAL_S:
+            self.flush()
+
+    def _write_counters(self, conn: sqlite3.Connection) -> None:
+        """Inside an open transaction: add pending counts to the store."""
+        with self._lock:
+            pending, self._pending = self._pending, dict.fromkeys(COUNTER_NAMES, 0.0)
+            self._last_flush = time.monotonic()
+        for name, value in pending.items():
+            if value:
+                conn.execute("INSERT INTO counters(name, value) VALUES (?, ?) "
+                             "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value", (name, value))
+
+    def flush(self) -> None:
+        with self._lock:
+            if not any(self._pending.values()):
+                return
+        conn = self._conn()
+        with _transaction(conn):
+            self._write_counters(conn)
+
+    def counters(self) -> dict[str, float]:
+        self.flush()
+        rows = dict(self._conn().execute("SELECT name, value FROM counters").fetchall())
+        return {name: rows.get(name, 0.0) for name in COUNTER_NAMES}
+
+    # ---- maintenance --------------------------------------------------------
+    def stats(self) -> dict:
+        counters = self.counters()
+        conn = self._conn()
+        entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+        by_backend = dict(conn.execute("SELECT backend, COUNT(*) FROM entries GROUP BY backend ORDER BY backend"))
+        inflight = conn.execute("SELECT COUNT(*) FROM inflight").fetchone()[0]
+        lookups = counters["hits"] + counters["misses"]
+        return {
+            "path": str(self.path),
+            "entries": entries,
+            "entries_by_backend": by_backend,
+            "inflight_claims": inflight,
+            **{name: counters[name] for name in COUNTER_NAMES},
+            "hit_rate": counters["hits"] / lookups if lookups else 0.0,
+        }
+
+    def clear(self) -> int:
+        """Drop every entry, claim and counter; return the number of entries dropped."""
+        with self._lock:
+            self._pending = dict.fromkeys(COUNTER_NAMES, 0.0)
+        conn = self._conn()
+        with _transaction(conn):
+            n = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+            conn.execute("DELETE FROM entries")
+            conn.execute("DELETE FROM inflight")
+            conn.execute("DELETE FROM counters")
+        return n
+
+    def export_rows(self) -> list[dict]:
+        columns = [c for c in ENTRY_COLUMNS if c != "result_json"]
+        cur = self._conn().execute(f"SELECT {', '.join(columns)} FROM entries ORDER BY key")
+        return [dict(zip(columns, row)) for row in cur]
+
+
+class _transaction:
+    """BEGIN IMMEDIATE ... COMMIT, ROLLBACK on error. IMMEDIATE takes the write lock up front,
+    so the busy timeout applies and a read-then-write never fails on a stale snapshot."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+        return False
+
+
+# --------------------------------------------------------------------------- the wrapper
+
+
+@dataclass
+class SessionStats:
+    """What one Cached instance did in this process."""
+
+    hits: int = 0
+    misses: int = 0  # simulations run here
+    waits: int = 0  # answers that another process was simulating when asked
+    saved_wall_seconds: float = 0.0
+
+
+class Cached:
+    """CommModel that answers from the store and asks ``inner`` only for keys never seen.
+
+    An in-process dict sits in front of SQLite: the simulator asks for the same
+    keys very often, and a dict lookup is far cheaper than a query."""
+
+    def __init__(self, inner, store: LatencyStore | str | Path | None = None, *, memo: bool = True):
+        self.inner = inner
+        self.store = store if isinstance(store, LatencyStore) else LatencyStore(store)
+        self.memo_enabled = memo
+        self._memo: dict[str, StoredAnswer] = {}
+        self.session = SessionStats()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def identity(self) -> dict:
+        return self.inner.identity()  # caching never changes an answer
+
+    def key_for(self, model: ModelProfile, placement: Placement) -> str:
+        return cache_key(key_material(self.inner, model, placement))
+
+    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
+        started = time.perf_counter()
+        material = key_material(self.inner, model, placement)
+        key = cache_key(material)
+        answer = self._memo.get(key)
+        if answer is None:
+            answer = self.store.get(key)
+        waited = False
+        while answer is None:
+            outcome = self.store.get_or_claim(key)
+            if isinstance(outcome, StoredAnswer):
+                answer = outcome
+            elif isinstance(outcome, Claim):
+                return self._simulate(outcome, material, model, placement)
+            else:
+                waited = True
+                answer = self._wait_for(key)
+        if self.memo_enabled:
+            self._memo[key] = answer
+        self.session.hits += 1
+        self.session.waits += waited
+        self.session.saved_wall_seconds += answer.wall_seconds
+        self.store.count(hits=1, saved_wall_seconds=answer.wall_seconds)
+        details = dict(answer.result.details)
+        details["cache"] = {"key": key, "simulated_wall_seconds": answer.wall_seconds,
+                            "simulated_packets": answer.result.packets, "created_at": answer.created_at}
+        return answer.result.replace(cache_hit=True, packets=0, wall_seconds=time.perf_counter() - started,
+                                     details=details)
+
+    def _wait_for(self, key: str) -> StoredAnswer | None:
+        """Poll (read-only) while a live owner simulates; None when the claim vanished or went stale."""
+        delay = self.store.poll_interval_s
+        while True:
+            answer = self.store.get(key)
+            if answer is not None:
+                return answer
+            holder = self.store.claim_holder(key)
+            if holder is None or self.store._is_stale(holder):
+                return None  # the caller re-enters get_or_claim, which decides under the write lock
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def _simulate(self, claim: Claim, material: dict, model: ModelProfile, placement: Placement) -> CommResult:
+        started = time.perf_counter()
+        try:
+            result = self.inner.iteration_comm_time(model, placement)
+        except BaseException:
+            self.store.release(claim)
+            raise
+        wall = time.perf_counter() - started
+        created_at = self.store.put(claim, material, model.name, placement, result, wall)
+        if self.memo_enabled:
+            self._memo[claim.key] = StoredAnswer(result, wall, created_at)
+        self.session.misses += 1
+        return result.replace(cache_hit=False, wall_seconds=wall)
+
+    def flush(self) -> None:
+        self.store.flush()
+
+    def close(self) -> None:
+        self.store.close()
