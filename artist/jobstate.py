@@ -23,6 +23,8 @@ class PlacementRecord:
     gpus: tuple[int, ...]
     iteration_seconds: float
     exposed_comm_seconds: float
+    restore_seconds: float  # checkpoint-restore paid at this start before progress resumed
+    end: float | None = None  # when the job left this placement (finish, preemption, migration)
 
 
 @dataclass(eq=False)

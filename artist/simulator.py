@@ -177,6 +177,7 @@ class Simulator:
         self._account_progress(state)
         self.cluster.release(state.job_id)
         state.ran_seconds += now - state.started_at
+        state.history[-1].end = now
         state.started_at = None
         state.status = WAITING
         state.version += 1
@@ -208,7 +209,7 @@ class Simulator:
         self.waiting.pop(state.job_id, None)
         self.running[state.job_id] = state
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
-                                             placement.gpus, state.iteration_seconds, comm.exposed_seconds))
+                                             placement.gpus, state.iteration_seconds, comm.exposed_seconds, restore))
         remaining = state.job.iterations - state.anchor_iterations
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
 
@@ -217,6 +218,7 @@ class Simulator:
         self._account_progress(state, completed=True)
         self.cluster.release(state.job_id)
         state.ran_seconds += now - state.started_at
+        state.history[-1].end = now
         state.started_at = None
         state.status = FINISHED
         state.finish = now

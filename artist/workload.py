@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+from datetime import datetime, timezone
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -234,7 +235,7 @@ def read_helios_csv(path: str | Path, model_names: Sequence[str], seed: int,
         for lineno, row in reader:
             where = f"line {lineno}"
             gpus = int(_number(row, "gpu_num", path, where, minimum=0, integer=True))
-            submit = _number(row, "submit_time", path, where)
+            submit = _timestamp(row, "submit_time", path, where)
             duration = _number(row, "duration", path, where, minimum=0.0)
             if gpus == 0 and not include_cpu_jobs:
                 continue
@@ -294,6 +295,22 @@ def _cell(row: dict, column: str, path: Path, where: str) -> str:
     if not value:
         raise InputError(str(path), f"{where}, column '{column}'", "empty")
     return value
+
+
+def _timestamp(row, column, path, where) -> float:
+    """Seconds: a number, or 'YYYY-MM-DD HH:MM:SS' as Helios' cluster_log.csv stores
+    times (read as UTC; only differences between rows matter)."""
+    text = _cell(row, column, path, where)
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(str(path), f"{where}, column '{column}'",
+                         f"not a number or a 'YYYY-MM-DD HH:MM:SS' time: {text!r}") from None
+    return stamp.replace(tzinfo=stamp.tzinfo or timezone.utc).timestamp()
 
 
 def _number(row, column, path, where, minimum=None, integer=False) -> float:

@@ -79,6 +79,8 @@ class Fields:
         return value
 
     def string(self, key: str, default: Any = ...) -> str:
+        if not self.has(key) and default is not ...:
+            return default
         value = self.raw(key, default)
         if not isinstance(value, str) or not value:
             raise self.error(key, f"expected a non-empty string, got {value!r}")

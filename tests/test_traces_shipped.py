@@ -82,9 +82,6 @@ def test_helios_sample_rows_are_self_consistent(helios_rows):
         assert int(r["node_num"]) * 8 >= int(r["gpu_num"])  # at most 8 GPUs per node
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "artist.workload.read_helios_csv parses submit_time as a number, but Helios cluster_log.csv "
-    "timestamps are 'YYYY-MM-DD HH:MM:SS' strings; remove this marker when the reader accepts them"))
 def test_helios_sample_loads_with_the_project_reader(models):
     jobs = read_helios_csv(TRACES / "helios_sample.csv", sorted(models), seed=0, models=models)
     assert len(jobs) == 9  # the CPU job is skipped

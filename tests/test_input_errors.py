@@ -1,0 +1,115 @@
+"""Bad input gets an error naming the file and the line or field."""
+
+import textwrap
+
+import pytest
+
+from artist.errors import InputError
+from artist.policies.registry import make_policy
+from artist.topology import load_topology
+from artist.workload import ModelProfile, read_helios_csv, read_jobs_csv
+from artist.workload_spec import jobs_from_spec
+
+from conftest import REPO
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path):
+    path = write(tmp_path, "bad.yaml", """\
+        name: x
+        racks: 2
+        gpus_per_machine: 8: 8
+        machines_per_rack: 4
+        """)
+    with pytest.raises(InputError) as exc:
+        load_topology(path)
+    assert str(path) in str(exc.value) and "line 3" in str(exc.value)
+
+
+def test_topology_missing_field_names_the_field(tmp_path):
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("    bandwidth_gbps: 400\n", "")
+    path = write(tmp_path, "t.yaml", text)
+    with pytest.raises(InputError, match=r"t\.yaml: field 'tiers\.rack\.bandwidth_gbps': missing"):
+        load_topology(path)
+
+
+def test_topology_wrong_type_names_the_field(tmp_path):
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("gpus_per_machine: 8", "gpus_per_machine: eight")
+    path = write(tmp_path, "t.yaml", text)
+    with pytest.raises(InputError, match="field 'gpus_per_machine': expected an integer"):
+        load_topology(path)
+
+
+def test_topology_unknown_field_is_not_ignored(tmp_path):
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text() + "rackz: 3\n"
+    path = write(tmp_path, "t.yaml", text)
+    with pytest.raises(InputError, match="field 'rackz': unknown field"):
+        load_topology(path)
+
+
+def test_bad_csv_row_names_file_line_and_column(tmp_path):
+    path = write(tmp_path, "jobs.csv", """\
+        job_id,arrival,model,gpus,iterations
+        a,0,resnet50,8,100
+        b,10,resnet50,four,100
+        """)
+    with pytest.raises(InputError, match=r"jobs\.csv: line 3, column 'gpus': not a number: 'four'"):
+        read_jobs_csv(path)
+
+
+def test_ragged_csv_row(tmp_path):
+    path = write(tmp_path, "jobs.csv", "job_id,arrival,model,gpus,iterations\na,0,m,8\n")
+    with pytest.raises(InputError, match="line 2: has 4 cells, header has 5"):
+        read_jobs_csv(path)
+
+
+def test_unknown_model_in_trace(tmp_path):
+    path = write(tmp_path, "jobs.csv", "job_id,arrival,model,gpus,iterations\na,0,gpt9,8,100\n")
+    with pytest.raises(InputError, match="line 2, column 'model': unknown model 'gpt9'"):
+        read_jobs_csv(path, models={"resnet50"})
+
+
+def test_csv_missing_column(tmp_path):
+    path = write(tmp_path, "jobs.csv", "job_id,arrival,gpus,iterations\na,0,8,100\n")
+    with pytest.raises(InputError, match="line 1: missing column.*model"):
+        read_jobs_csv(path)
+
+
+def test_helios_bad_timestamp(tmp_path):
+    header = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+    path = write(tmp_path, "log.csv", header + "1,u,v,8,8,1,COMPLETED,yesterday,,,100,0\n")
+    with pytest.raises(InputError, match="line 2, column 'submit_time'"):
+        read_helios_csv(path, ["m"], seed=0)
+
+
+def test_model_profile_errors_name_the_field(tmp_path):
+    path = write(tmp_path, "m.yaml", """\
+        name: m
+        tensors: [[fc.weight, 10], [fc.bias, -1]]
+        compute: {reference_gpu: A100, seconds_per_iteration: 0.1, source: test}
+        """)
+    with pytest.raises(InputError, match=r"field 'tensors\[1\]'"):
+        ModelProfile.from_yaml(path)
+
+
+def test_unknown_policy_lists_the_known_ones():
+    with pytest.raises(KeyError, match="unknown policy 'lifo'.*fifo"):
+        make_policy("lifo")
+
+
+def test_unknown_policy_parameter():
+    with pytest.raises(KeyError, match="has no parameter 'speed'"):
+        make_policy("fifo", speed=3)
+
+
+def test_generator_spec_errors():
+    models = {"m": ModelProfile("m", (10,), 1.0, "A100")}
+    with pytest.raises(InputError, match="parameter 'nn'"):
+        jobs_from_spec("poisson:nn=3", models, 0)
+    with pytest.raises(InputError, match="no such trace file"):
+        jobs_from_spec("nowhere.csv", models, 0)
