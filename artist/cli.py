@@ -11,6 +11,7 @@ from artist.errors import InputError
 # Each module defines add_parser(subparsers) and sets `func` on its parser.
 COMMAND_MODULES = (
     "artist.commands.simulate",
+    "artist.commands.calibrate",
     "artist.commands.latency_table",
     "artist.commands.cache",
 )

@@ -1,0 +1,95 @@
+"""From nccl-tests logs to points, to a fitted profile, or to a check of an existing profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Sequence
+
+from artist.calibration.fit import (FIT, HELD_OUT, MIB, TIERS, Point, apply_corrections, error_summary, fit_tiers,
+                                    median_abs, simulate_test)
+from artist.calibration.nccl_tests import NcclLog, parse_nccl_tests
+from artist.calibration.profile import CalibrationProfile
+from artist.errors import InputError
+from artist.topology import Topology
+
+# Which fitted tier an unfitted tier borrows from, nearest first: the rack and network tiers
+# both cross NICs, so they share corrections before falling back to NVLink's.
+FALLBACK = {"machine": ("rack", "network"), "rack": ("network", "machine"), "network": ("rack", "machine")}
+
+
+@dataclass
+class LogPoints:
+    log: NcclLog
+    points: list[Point] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # tests not used, with the reason
+
+
+def collect_points(model, topology: Topology, paths: Sequence[str | Path],
+                   layout: Sequence[int] | None = None, min_bytes: int = 1,
+                   max_bytes: int | None = None) -> list[LogPoints]:
+    out = []
+    for path in paths:
+        log = parse_nccl_tests(path)
+        lp = LogPoints(log)
+        for test in log.tests:
+            if test.collective != "all_reduce":
+                lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test (only all_reduce is simulated)")
+                continue
+            lp.points.extend(simulate_test(model, topology, log, test, layout, min_bytes, max_bytes))
+        if not lp.points:
+            raise InputError(log.source, None, "no all_reduce rows to calibrate against "
+                                               f"(tests: {', '.join(t.collective or 'unnamed' for t in log.tests)})")
+        out.append(lp)
+    return out
+
+
+def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Sequence[LogPoints],
+                min_bytes: int = MIB) -> tuple[CalibrationProfile, list[Point]]:
+    points = [p for lp in logs for p in lp.points]
+    corrections = fit_tiers(points)
+    if not corrections:
+        raise ValueError("no fit points")
+    points = apply_corrections(points, corrections)
+    inherited = {}
+    tier_stats: dict[str, dict] = {}
+    for tier in TIERS:
+        mine = [p for p in points if p.tier == tier]
+        if tier in corrections:
+            held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+            tier_stats[tier] = {
+                "fitted_on": sorted({p.log for p in mine}),
+                "fit_points": sum(p.role == FIT for p in mine),
+                "held_out_points": len(held),
+                "fit_median_abs_error": _round(median_abs(p.error_after for p in mine if p.role == FIT)),
+                "held_out_median_abs_error": _round(median_abs(p.error_after for p in held)),
+            }
+        else:
+            source = next(t for t in FALLBACK[tier] if t in corrections)
+            inherited[tier] = source
+            tier_stats[tier] = {"note": f"no log spans the {tier} tier; reuses the {source} tier's correction"}
+    log_entries, log_errors = [], {}
+    for lp in logs:
+        fname = Path(lp.log.source).name
+        tests = sorted({(p.test_line, p.shape, p.tier, p.ranks) for p in lp.points})
+        log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256,
+                            "all_reduce_tests": [{"line": l, "shape": s, "tier": t, "ranks": r} for l, s, t, r in tests]})
+        log_errors[fname] = {k: _round(v) for k, v in error_summary([p for p in points if p.log == fname], min_bytes).items()}
+    profile = CalibrationProfile(
+        name=name, topology_name=topology.name, link_parameters=topology.link_parameters(), backend=backend_identity,
+        corrections=corrections, inherited=inherited, topology_path=topology.path, logs=tuple(log_entries),
+        fit={"tiers": tier_stats, "logs": log_errors},
+        notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B that the fit did not use "
+               f"(sizes alternate between fit and held-out in each log)",))
+    return profile, points
+
+
+def check_points(profile: CalibrationProfile, logs: Sequence[LogPoints]) -> list[Point]:
+    """Apply an existing profile to new logs: no point is fitted, all are held out."""
+    points = [replace(p, role=HELD_OUT) for lp in logs for p in lp.points]
+    return apply_corrections(points, {t: profile.correction(t) for t in TIERS})
+
+
+def _round(x):
+    """Six significant digits keep the YAML readable; counts stay integers."""
+    return float(f"{x:.6g}") if isinstance(x, float) else x

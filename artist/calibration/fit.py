@@ -1,0 +1,201 @@
+"""Fitting a per-tier correction of a CommModel to measured nccl-tests all-reduce times.
+
+For every all_reduce test of every log: lay the log's ranks out on the
+calibration topology (nodes -> machines, packed into as few racks as possible),
+ask the backend for the all-reduce time of each size, and pair it with the
+measured time. Points are grouped by the tier the placement spans (machine,
+rack, network); each tier's TierCorrection (bandwidth factor, extra per-step
+latency per hop) is the least-squares solution of the relative time errors of its fit
+points. Sizes alternate between fitting and held out (sorted by size, the
+first, third, ... are fitted) so that every log reports an error on sizes the
+fit never saw.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from statistics import median
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from artist.calibration.correction import TierCorrection, latency_hops
+from artist.calibration.nccl_tests import NcclLog, NcclTest
+from artist.errors import InputError
+from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
+from artist.topology import Topology
+
+TIERS = (MACHINE, RACK, NETWORK)
+FIT, HELD_OUT = "fit", "held-out"
+MIB = 1024 * 1024
+# Bounds of the fitted parameters: the factor may not change the modelled bandwidth by more than
+# 1000x either way; extra per-hop latency is >= 0 because NCCL's tuning-table latencies, which
+# the backends charge already, are lower bounds of what real runs pay.
+FACTOR_BOUNDS = (1e-3, 1e3)
+HOP_LATENCY_BOUNDS_US = (0.0, 1e4)
+
+
+@dataclass(frozen=True)
+class Point:
+    log: str  # file name of the log
+    line: int  # the size row's line in the log
+    test_line: int
+    size_bytes: int
+    ranks: int
+    measured_s: float
+    simulated_s: float  # backend, uncorrected
+    hops: int  # latency hops of the placement's tier (correction.latency_hops)
+    tier: str
+    shape: str
+    role: str  # FIT or HELD_OUT
+    corrected_s: float | None = None
+
+    @property
+    def error_before(self) -> float:
+        return self.simulated_s / self.measured_s - 1.0
+
+    @property
+    def error_after(self) -> float | None:
+        return None if self.corrected_s is None else self.corrected_s / self.measured_s - 1.0
+
+
+def parse_layout(text: str) -> tuple[int, ...]:
+    """'2x8' -> (8, 8); '1,1' -> (1, 1): GPUs per node."""
+    text = text.strip()
+    if m := re.fullmatch(r"(\d+)x(\d+)", text):
+        nodes, per_node = int(m[1]), int(m[2])
+        if nodes < 1 or per_node < 1:
+            raise ValueError(f"layout {text!r}: nodes and GPUs per node must be >= 1")
+        return (per_node,) * nodes
+    try:
+        counts = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"layout {text!r}: expected NODESxGPUS (e.g. 2x8) or per-node counts (e.g. 8,4)") from None
+    if not counts or min(counts) < 1:
+        raise ValueError(f"layout {text!r}: every node needs >= 1 GPU")
+    return counts
+
+
+def layout_of_test(test: NcclTest, claimed: Sequence[int] | None = None) -> tuple[int, ...]:
+    """GPUs per node of a test: from its 'Using devices' block, else from the user's claim.
+    A claim that disagrees with the block, or a rank count that disagrees with busbw/algbw, is an error."""
+    where = f"test at line {test.first_line}"
+    layout = test.gpus_per_host if test.devices else None
+    if claimed is not None:
+        claimed = tuple(claimed)
+        if layout is not None and sorted(layout) != sorted(claimed):
+            raise InputError(test.source, f"line {test.devices_line}",
+                             f"'Using devices' lists GPUs per node {list(layout)}, but the layout given is {list(claimed)}")
+        layout = layout or claimed
+    if layout is None:
+        raise InputError(test.source, where, "the log has no 'Using devices' block; give its layout (e.g. --layout 2x8)")
+    implied = test.implied_ranks
+    if implied is not None and implied != sum(layout):
+        raise InputError(test.source, where,
+                         f"busbw/algbw implies {implied} ranks but the layout has {sum(layout)} ({list(layout)})")
+    return tuple(layout)
+
+
+def placement_for_layout(topology: Topology, layout: Sequence[int], source: str = "<layout>",
+                         where: str | None = None) -> Placement:
+    """Nodes become machines (largest first), packed into as few racks as possible. The
+    topology grows racks if the log has more nodes than it holds: the rack count does not change
+    any link parameter."""
+    layout = sorted(layout, reverse=True)
+    too_big = [g for g in layout if g > topology.gpus_per_machine]
+    if too_big:
+        raise InputError(source, where, f"a node of the log runs {too_big[0]} ranks but machines of topology "
+                                        f"{topology.name!r} hold {topology.gpus_per_machine} GPUs")
+    per_rack = topology.machines_per_rack
+    shape = [layout[i:i + per_rack] for i in range(0, len(layout), per_rack)]
+    if len(shape) > topology.racks:
+        topology = topology.with_racks(len(shape))
+    return placement_from_shape(topology, shape)
+
+
+def _roles(n: int) -> list[str]:
+    return [FIT if i % 2 == 0 else HELD_OUT for i in range(n)]
+
+
+def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
+                  claimed_layout: Sequence[int] | None = None, min_bytes: int = 1,
+                  max_bytes: int | None = None) -> list[Point]:
+    """Pair every usable all_reduce row of a test with the backend's time for it."""
+    if test.collective != "all_reduce":
+        raise InputError(log.source, f"line {test.first_line}",
+                         f"only all_reduce tests can be fitted (the backends simulate all-reduce); this test is "
+                         f"{test.collective or 'of an unknown collective'}")
+    rank_issues = [i for i in test.issues if i.kind == "ranks"]
+    if rank_issues:
+        raise InputError(log.source, f"line {rank_issues[0].line}", rank_issues[0].message)
+    layout = layout_of_test(test, claimed_layout)
+    placement = placement_for_layout(topology, layout, log.source, f"line {test.devices_line or test.first_line}")
+    hops = latency_hops(placement)
+    shape = "[" + ",".join("[" + ",".join(map(str, r)) + "]" for r in placement.canonical_shape) + "]"
+    rows = sorted((r for r in test.rows if r.size_bytes >= min_bytes and (max_bytes is None or r.size_bytes <= max_bytes)),
+                  key=lambda r: r.size_bytes)
+    missing = [r.line for r in rows if r.time_us is None or r.time_us <= 0]
+    if missing:
+        raise InputError(log.source, f"line {missing[0]}", "size row has no usable time (N/A or 0) to fit against")
+    name = log.source.replace("\\", "/").rsplit("/", 1)[-1]
+    return [Point(log=name, line=r.line, test_line=test.first_line, size_bytes=r.size_bytes, ranks=placement.size,
+                  measured_s=r.time_us * 1e-6, simulated_s=float(model.collective_seconds(placement, r.size_bytes)),
+                  hops=hops, tier=placement.tier, shape=shape, role=role)
+            for r, role in zip(rows, _roles(len(rows)))]
+
+
+def fit_correction(points: Sequence[Point]) -> TierCorrection:
+    """Least squares on relative time error: minimise sum_i ((t_i/f + h_i x) / m_i - 1)^2.
+    Linear in (1/f, x), so solved exactly by a bounded linear least squares (deterministic)."""
+    if not points:
+        raise ValueError("no points to fit")
+    m = np.array([p.measured_s for p in points])
+    t = np.array([p.simulated_s for p in points])
+    h = np.array([p.hops for p in points], dtype=float)
+    lo_f, hi_f = FACTOR_BOUNDS
+    if len({p.size_bytes for p in points}) < 2:
+        # One size cannot separate bandwidth from latency: fit the bandwidth factor alone.
+        a = float(np.clip(np.sum(t / m) / np.sum((t / m) ** 2), 1 / hi_f, 1 / lo_f))
+        return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=0.0)
+    A = np.column_stack([t / m, h * 1e-6 / m])  # second unknown in microseconds, for conditioning
+    res = lsq_linear(A, np.ones_like(m), bounds=([1 / hi_f, HOP_LATENCY_BOUNDS_US[0]], [1 / lo_f, HOP_LATENCY_BOUNDS_US[1]]),
+                     method="bvls")
+    a, x_us = (float(v) for v in res.x)
+    return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=x_us * 1e-6)
+
+
+def fit_tiers(points: Iterable[Point]) -> dict[str, TierCorrection]:
+    by_tier: dict[str, list[Point]] = {}
+    for p in points:
+        if p.role == FIT:
+            by_tier.setdefault(p.tier, []).append(p)
+    return {tier: fit_correction(by_tier[tier]) for tier in TIERS if tier in by_tier}
+
+
+def apply_corrections(points: Iterable[Point], corrections: dict[str, TierCorrection]) -> list[Point]:
+    """Points with corrected_s set (None for a tier the corrections do not cover)."""
+    out = []
+    for p in points:
+        c = corrections.get(p.tier)
+        out.append(replace(p, corrected_s=c.apply(p.simulated_s, p.hops) if c is not None else None))
+    return out
+
+
+def median_abs(values: Iterable[float | None]) -> float | None:
+    values = [abs(v) for v in values if v is not None]
+    return median(values) if values else None
+
+
+def error_summary(points: Sequence[Point], min_bytes: int = MIB) -> dict:
+    """Median |relative error| before and after, on held-out sizes >= min_bytes and on every size."""
+    held = [p for p in points if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+    return {
+        "points": len(points),
+        "held_out_points": len(held),
+        "held_out_median_error_before": median_abs(p.error_before for p in held),
+        "held_out_median_error_after": median_abs(p.error_after for p in held),
+        "all_median_error_before": median_abs(p.error_before for p in points),
+        "all_median_error_after": median_abs(p.error_after for p in points),
+    }

@@ -1,0 +1,216 @@
+"""Calibration profiles (YAML) and the Calibrated wrapper that applies one to any CommModel.
+
+A profile holds, per tier (machine, rack, network), the fitted TierCorrection,
+or says which lower tier's correction it reuses when no log covered it; the
+topology link parameters and the backend identity it was fitted for; the logs
+(with SHA-256) it came from; and the fit and held-out errors.
+
+The profile id is a digest of what changes an answer (link parameters, backend
+identity, corrections), so two profiles that calibrate identically share an id
+and any change of a parameter changes every cache key built on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from artist.calibration.correction import TierCorrection, latency_hops
+from artist.errors import InputError
+from artist.network.base import CommResult, compute_seconds_on, overlap_with_backward
+from artist.placement import Placement
+from artist.topology import Topology
+from artist.workload import ModelProfile
+from artist.yamlio import Fields, load_yaml_mapping
+
+PROFILE_FORMAT = 1
+TIER_NAMES = ("machine", "rack", "network")  # Placement.tier values
+CORRECTION_TEXT = ("t' = t / bandwidth_factor + hops * hop_latency_s; t = the backend's all-reduce time; "
+                   "hops = hops of the placement's tier along one chunk's path: 2(N-1) NVLink hops on one machine, "
+                   "2(m-1) NIC crossings over m machines (artist.calibration.correction)")
+
+
+@dataclass(frozen=True)
+class CalibrationProfile:
+    name: str
+    topology_name: str
+    link_parameters: dict  # Topology.link_parameters() of the calibration topology
+    backend: dict  # identity() of the backend the corrections were fitted for
+    corrections: dict[str, TierCorrection]  # fitted tiers
+    inherited: dict[str, str] = field(default_factory=dict)  # tier -> the fitted tier whose correction it reuses
+    topology_path: str = ""
+    logs: tuple[dict, ...] = ()
+    fit: dict = field(default_factory=dict)  # errors and notes, per tier and per log
+    notes: tuple[str, ...] = ()
+    path: str = ""
+
+    def __post_init__(self):
+        for tier in TIER_NAMES:
+            if tier not in self.corrections and self.inherited.get(tier) not in self.corrections:
+                raise ValueError(f"profile {self.name!r}: tier {tier!r} has neither a fitted correction nor a fitted tier to reuse")
+
+    @property
+    def id(self) -> str:
+        payload = {
+            "format": PROFILE_FORMAT,
+            "link_parameters": self.link_parameters,
+            "backend": self.backend,
+            "tiers": {t: _correction_dict(self.correction(t)) for t in TIER_NAMES},
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+    def correction(self, tier: str) -> TierCorrection:
+        if tier in self.corrections:
+            return self.corrections[tier]
+        return self.corrections[self.inherited[tier]]
+
+    def check_topology(self, topology: Topology) -> None:
+        if topology.link_parameters() != self.link_parameters:
+            theirs = topology.link_parameters()
+            diff = sorted(k for k in set(theirs) | set(self.link_parameters) if theirs.get(k) != self.link_parameters.get(k))
+            raise ValueError(f"calibration profile {self.name!r} was fitted on topology {self.topology_name!r}; "
+                             f"topology {topology.name!r} differs in {', '.join(diff)}")
+
+    # ---- YAML ------------------------------------------------------------------
+    def to_mapping(self) -> dict:
+        tiers = {}
+        for t in TIER_NAMES:
+            if t in self.corrections:
+                tiers[t] = {**_correction_dict(self.corrections[t]), **self.fit.get("tiers", {}).get(t, {})}
+            else:
+                tiers[t] = {"same_as": self.inherited[t],
+                            "note": self.fit.get("tiers", {}).get(t, {}).get("note", "no log covered this tier")}
+        return {
+            "profile_format": PROFILE_FORMAT,
+            "name": self.name,
+            "id": self.id,
+            "correction": CORRECTION_TEXT,
+            "topology": {"name": self.topology_name, "path": self.topology_path,
+                         "link_parameters": dict(self.link_parameters)},
+            "backend": dict(self.backend),
+            "tiers": tiers,
+            "logs": [dict(l) for l in self.logs],
+            "errors": self.fit.get("logs", {}),
+            "notes": list(self.notes),
+        }
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(self.to_yaml())
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CalibrationProfile":
+        path = Path(path)
+        f = Fields(load_yaml_mapping(path), str(path))
+        f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors", "notes"})
+        fmt = f.integer("profile_format")
+        if fmt != PROFILE_FORMAT:
+            raise f.error("profile_format", f"unsupported profile format {fmt} (this version reads {PROFILE_FORMAT})")
+        topo = f.sub("topology")
+        topo.unknown_keys({"name", "path", "link_parameters"})
+        link = topo.raw("link_parameters")
+        if not isinstance(link, dict) or not link:
+            raise topo.error("link_parameters", "expected a mapping of link parameters")
+        backend = f.raw("backend")
+        if not isinstance(backend, dict) or "backend" not in backend:
+            raise f.error("backend", "expected the backend identity mapping (with a 'backend' name)")
+        tiers_f = f.sub("tiers")
+        tiers_f.unknown_keys(set(TIER_NAMES))
+        corrections, inherited, stats = {}, {}, {}
+        for t in TIER_NAMES:
+            tf = tiers_f.sub(t)
+            if tf.has("same_as"):
+                tf.unknown_keys({"same_as", "note"})
+                target = tf.string("same_as")
+                if target not in TIER_NAMES or not tiers_f.sub(target).has("bandwidth_factor"):
+                    raise tf.error("same_as", f"must name a tier with a fitted correction, got {target!r}")
+                inherited[t] = target
+                stats[t] = {"note": tf.string("note", "")}
+                continue
+            corrections[t] = TierCorrection(bandwidth_factor=tf.number("bandwidth_factor", positive=True),
+                                            hop_latency_s=tf.number("hop_latency_s", minimum=0.0))
+            stats[t] = {k: v for k, v in tf.data.items() if k not in ("bandwidth_factor", "hop_latency_s")}
+        logs = f.raw("logs", [])
+        if not isinstance(logs, list) or not all(isinstance(l, dict) for l in logs):
+            raise f.error("logs", "expected a list of mappings")
+        notes = f.raw("notes", [])
+        profile = cls(
+            name=f.string("name"), topology_name=topo.string("name"), link_parameters=link, backend=backend,
+            corrections=corrections, inherited=inherited, topology_path=str(topo.raw("path", "")),
+            logs=tuple(logs), fit={"tiers": stats, "logs": f.raw("errors", {})},
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (str(notes),), path=str(path))
+        if f.has("id") and str(f.raw("id")) != profile.id:
+            raise f.error("id", f"does not match the profile's content (content id {profile.id}): the parameters were "
+                                f"edited after fitting; re-fit with `artist calibrate` or delete the id line")
+        return profile
+
+
+def _correction_dict(c: TierCorrection) -> dict:
+    # Seconds, not microseconds: a unit conversion would not survive the YAML round trip bit for bit.
+    return {"bandwidth_factor": float(c.bandwidth_factor), "hop_latency_s": float(c.hop_latency_s)}
+
+
+def load_profile(path: str | Path) -> CalibrationProfile:
+    return CalibrationProfile.load(path)
+
+
+def _identity_matches(wanted: dict, identity: dict) -> bool:
+    """The profile's backend identity is found in the model's identity, at the top level or in a
+    wrapper's 'inner' identity (e.g. a cache around the backend)."""
+    if all(identity.get(k) == v for k, v in wanted.items()):
+        return True
+    inner = identity.get("inner")
+    return isinstance(inner, dict) and _identity_matches(wanted, inner)
+
+
+class Calibrated:
+    """A CommModel whose all-reduce times are corrected by a calibration profile.
+
+    Works on any CommModel: it reads the inner result's per-bucket all-reduce
+    times, corrects each with the correction of the tier the placement spans,
+    and recomputes the exposed time with the same overlap rule as the backends."""
+
+    def __init__(self, inner, profile: CalibrationProfile):
+        identity = inner.identity()
+        if not _identity_matches(profile.backend, identity):
+            raise ValueError(f"calibration profile {profile.name!r} was fitted for backend {profile.backend}, "
+                             f"but the model is {identity}; fit a profile with these settings (artist calibrate)")
+        self.inner = inner
+        self.profile = profile
+        self.name = f"{inner.name}+calibrated"
+
+    def identity(self) -> dict:
+        return {"calibrated": True, "calibration_profile": self.profile.id, "inner": self.inner.identity()}
+
+    def _correct(self, placement: Placement, seconds: list[float]) -> tuple[list[float], str]:
+        self.profile.check_topology(placement.topology)
+        tier = placement.tier
+        correction = self.profile.correction(tier)
+        hops = latency_hops(placement)
+        return [correction.apply(s, hops) for s in seconds], tier
+
+    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
+        if placement.size < 2:
+            return float(self.inner.collective_seconds(placement, nbytes))
+        return self._correct(placement, [float(self.inner.collective_seconds(placement, nbytes))])[0][0]
+
+    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
+        result = self.inner.iteration_comm_time(model, placement)
+        if len(result.bucket_seconds) != len(model.buckets):
+            raise ValueError(f"backend {self.inner.name!r} returned {len(result.bucket_seconds)} bucket times for "
+                             f"{len(model.buckets)} buckets; calibration needs the per-bucket all-reduce times")
+        buckets, tier = self._correct(placement, list(result.bucket_seconds))
+        exposed = overlap_with_backward(buckets, [r for _, r in model.buckets], compute_seconds_on(model, placement))
+        return result.replace(exposed_seconds=exposed, collective_seconds=float(sum(buckets)),
+                              bucket_seconds=tuple(buckets), calibrated=True,
+                              details={**result.details, "calibration_profile": self.profile.id, "calibration_tier": tier})

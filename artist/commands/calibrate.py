@@ -1,0 +1,97 @@
+"""`artist calibrate`: fit a calibration profile to nccl-tests logs, or check one on new logs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from artist.errors import InputError
+from artist.network.factory import BACKENDS, make_comm_model
+from artist.topology import load_topology
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "calibrate", help="fit a calibration profile to nccl-tests logs (or --check one)",
+        description="Simulate the all_reduce sizes and rank layouts of nccl-tests logs with a backend, fit a "
+                    "per-tier correction (bandwidth factor, per-step latency) and write it as a profile; or, with "
+                    "--check, evaluate an existing profile on other logs.")
+    p.add_argument("--logs", nargs="+", required=True, help="nccl-tests output files")
+    p.add_argument("--topology", default=None, help="topology YAML (default with --check: the profile's)")
+    p.add_argument("--backend", default="analytical", choices=BACKENDS)
+    p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
+    p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
+    p.add_argument("--out", default=None, help="profile YAML to write (e.g. calibration/profiles/NAME.yaml)")
+    p.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
+    p.add_argument("--check", default=None, metavar="PROFILE", help="evaluate this profile on --logs instead of fitting")
+    p.add_argument("--layout", default=None,
+                   help="GPUs per node for logs without a 'Using devices' block: NODESxGPUS (2x8) or 8,8; "
+                        "checked against the logs that have one")
+    # The backends model NCCL's Ring/Simple protocol, which NCCL uses for MiB-sized messages such as
+    # gradient buckets; below ~1 MiB it switches to the LL/LL128 protocols and tree algorithms.
+    p.add_argument("--min-bytes", type=int, default=1 << 20,
+                   help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not model)")
+    p.add_argument("--max-bytes", type=int, default=None, help="ignore sizes above this (e.g. to bound ns-3 run time)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
+    p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from artist.calibration.build import check_points, collect_points, fit_profile
+    from artist.calibration.fit import parse_layout
+    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.report import plot_busbw, points_table, summary_table
+
+    try:
+        layout = parse_layout(args.layout) if args.layout else None
+    except ValueError as exc:
+        raise InputError("--layout", None, str(exc)) from None
+
+    if args.check:
+        profile = load_profile(args.check)
+        topo_path = args.topology or profile.topology_path
+        if not topo_path:
+            raise InputError(args.check, "field 'topology.path'", "no topology path stored; pass --topology")
+        topology = load_topology(topo_path)
+        profile.check_topology(topology)
+        b = profile.backend
+        model = make_comm_model(b["backend"], topology, algorithm=b.get("algorithm", "ring"), channels=b.get("channels", 1))
+        Calibrated(model, profile)  # refuses a backend the profile was not fitted for
+        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes)
+        points = check_points(profile, logs)
+        print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}")
+    else:
+        if not args.out:
+            raise SystemExit("artist calibrate: give --out PROFILE.yaml to fit, or --check PROFILE to evaluate")
+        if not args.topology:
+            raise SystemExit("artist calibrate: --topology is required when fitting")
+        topology = load_topology(args.topology)
+        model = make_comm_model(args.backend, topology, algorithm=args.algorithm, channels=args.channels)
+        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes)
+        name = args.name or Path(args.out).stem
+        profile, points = fit_profile(name, topology, model.identity(), logs)
+        profile.save(args.out)
+        print(f"wrote {args.out}: profile {name} (id {profile.id}), topology {topology.name}, backend {args.backend}")
+        for tier in ("machine", "rack", "network"):
+            c = profile.correction(tier)
+            how = f"reuses {profile.inherited[tier]}" if tier in profile.inherited else "fitted"
+            print(f"  {tier:<8} bandwidth_factor {c.bandwidth_factor:.4f}  hop_latency {c.hop_latency_s * 1e6:.2f} us  ({how})")
+
+    for lp in logs:
+        for issue in lp.log.issues:
+            print(f"warning: {lp.log.source}: line {issue.line}: {issue.message}", file=sys.stderr)
+        for reason in lp.skipped:
+            print(f"note: {lp.log.source}: {reason}")
+        if lp.log.ignored_lines:
+            lines = ", ".join(str(n) for n, _ in lp.log.ignored_lines)
+            print(f"note: {lp.log.source}: {len(lp.log.ignored_lines)} line(s) are not nccl-tests output and were "
+                  f"not read: {lines}")
+    if not args.quiet:
+        print()
+        print(points_table(points))
+    print()
+    print(summary_table(points))
+    if args.plot:
+        print(f"wrote {plot_busbw(points, args.plot)}")
+    return 0
