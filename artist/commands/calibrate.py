@@ -37,6 +37,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _model(backend: str, topology, algorithm: str, channels: int):
+    try:
+        return make_comm_model(backend, topology, algorithm=algorithm, channels=channels)
+    except ImportError as exc:
+        raise SystemExit(f"artist calibrate: backend {backend!r} is not available: {exc}") from None
+
+
 def run(args) -> int:
     from artist.calibration.build import check_points, collect_points, fit_profile
     from artist.calibration.fit import parse_layout
@@ -56,7 +63,7 @@ def run(args) -> int:
         topology = load_topology(topo_path)
         profile.check_topology(topology)
         b = profile.backend
-        model = make_comm_model(b["backend"], topology, algorithm=b.get("algorithm", "ring"), channels=b.get("channels", 1))
+        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1))
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
         logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes)
         points = check_points(profile, logs)
@@ -67,7 +74,7 @@ def run(args) -> int:
         if not args.topology:
             raise SystemExit("artist calibrate: --topology is required when fitting")
         topology = load_topology(args.topology)
-        model = make_comm_model(args.backend, topology, algorithm=args.algorithm, channels=args.channels)
+        model = _model(args.backend, topology, args.algorithm, args.channels)
         logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes)
         name = args.name or Path(args.out).stem
         profile, points = fit_profile(name, topology, model.identity(), logs)
