@@ -261,3 +261,31 @@ def test_cli_cache_uses_artist_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "env-cache"))
     code, out = _cli(["cache", "stats"])
     assert code == 0 and str(tmp_path / "env-cache" / CACHE_FILE_NAME) in out
+
+
+def test_in_process_shortcut_never_serves_a_stale_key(topo, store_path):
+    """The memo maps (model, topology, shape, GPU speeds, identity) to keys; topologies that compare
+    equal but differ in GPU speeds, or a backend whose settings change, must still get new keys."""
+    import dataclasses
+
+    from artist.topology import GpuType
+
+    cached = Cached(AnalyticalModel(topo), LatencyStore(store_path))
+    model = dataclasses.replace(MODEL, compute_seconds=0.002)  # short compute: the speed shows in the answer
+    slow = dataclasses.replace(topo, gpu_types={"A100": GpuType("A100", 1.0)})
+    fast = dataclasses.replace(topo, gpu_types={"A100": GpuType("A100", 4.0)})
+    assert slow == fast  # gpu_types is not part of Topology equality
+    a = cached.iteration_comm_time(model, placement_from_shape(slow, [[8, 8]]))
+    b = cached.iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
+    assert not a.cache_hit and not b.cache_hit
+    assert b.exposed_seconds == AnalyticalModel(fast).iteration_comm_time(model, placement_from_shape(fast, [[8, 8]])).exposed_seconds
+    assert a.exposed_seconds != b.exposed_seconds
+
+    # A backend whose settings change after creation gets new keys (its identity is read every time).
+    inner = CountingInner()
+    versioned = Cached(inner, LatencyStore(store_path))
+    p = placement_from_shape(slow, [[8, 8]])
+    versioned.iteration_comm_time(model, p)
+    inner.identity = lambda: {"backend": "counting", "version": "8"}
+    assert not versioned.iteration_comm_time(model, p).cache_hit
+    assert len(inner.calls) == 2

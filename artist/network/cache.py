@@ -517,6 +517,7 @@ class Cached:
         self.store = store if isinstance(store, LatencyStore) else LatencyStore(store)
         self.memo_enabled = memo
         self._memo: dict[str, StoredAnswer] = {}
+        self._keys: dict[tuple, tuple[str, dict]] = {}  # in-process shortcut to (key, material)
         self.session = SessionStats()
 
     @property
@@ -529,10 +530,26 @@ class Cached:
     def key_for(self, model: ModelProfile, placement: Placement) -> str:
         return cache_key(key_material(self.inner, model, placement))
 
+    def _key_and_material(self, model: ModelProfile, placement: Placement) -> tuple[str, dict]:
+        """Building the key material hashes the model's buckets and costs ~100 us; within a
+        process the same (model, topology, shape, GPU types, backend identity) maps to the
+        same key, so remember it. Equality of ModelProfile and Topology covers every field
+        the material reads, except GPU type speeds, which are added explicitly."""
+        if not self.memo_enabled:
+            material = key_material(self.inner, model, placement)
+            return cache_key(material), material
+        topology = placement.topology
+        speeds = tuple((name, count, topology.gpu_type(name).relative_speed) for name, count in placement.gpu_type_counts)
+        shortcut = (model, topology, placement.canonical_shape, speeds, canonical_json(self.inner.identity()))
+        found = self._keys.get(shortcut)
+        if found is None:
+            material = key_material(self.inner, model, placement)
+            found = self._keys[shortcut] = (cache_key(material), material)
+        return found
+
     def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
         started = time.perf_counter()
-        material = key_material(self.inner, model, placement)
-        key = cache_key(material)
+        key, material = self._key_and_material(model, placement)
         answer = self._memo.get(key)
         if answer is None:
             answer = self.store.get(key)
