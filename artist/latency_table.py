@@ -73,16 +73,29 @@ class BackendSpec:
     algorithm: str = "ring"
     channels: int = 1
     cache_path: str | None = None  # None: no cache
+    calibration: str | None = None  # calibration profile YAML; None: uncalibrated
 
     def build(self, topology: Topology):
+        """Calibrated(Cached(backend)): the cache keeps raw backend answers, which stay valid
+        when a profile is re-fitted; the correction is cheap to re-apply."""
         from artist.network.factory import make_comm_model
 
         model = make_comm_model(self.backend, topology, algorithm=self.algorithm, channels=self.channels)
-        if self.cache_path is None:
-            return model
-        from artist.network.cache import Cached, LatencyStore
+        if self.cache_path is not None:
+            from artist.network.cache import Cached, LatencyStore
 
-        return Cached(model, LatencyStore(self.cache_path))
+            model = Cached(model, LatencyStore(self.cache_path))
+        if self.calibration is not None:
+            from artist.calibration.profile import Calibrated, load_profile
+
+            model = Calibrated(model, load_profile(self.calibration))
+        return model
+
+    def resolved(self) -> "BackendSpec":
+        """Absolute paths, so that workers with another working directory find the same files."""
+        absolute = lambda p: None if p is None else str(Path(p).resolve())
+        return BackendSpec(self.backend, self.algorithm, self.channels, absolute(self.cache_path),
+                           absolute(self.calibration))
 
 
 _WORKER_MODELS: "OrderedDict[tuple, object]" = OrderedDict()
@@ -125,8 +138,10 @@ def table_row(comm, model: ModelProfile, shape: Shape, topology: Topology) -> tu
 def _row_task(spec: BackendSpec, topology: Topology, model: ModelProfile, shape: Shape) -> tuple[dict, bool]:
     comm = _comm_model(spec, topology)
     out = table_row(comm, model, shape, topology)
-    if hasattr(comm, "flush"):
-        comm.flush()  # joblib workers may never run atexit handlers: push counters now
+    while comm is not None:
+        if hasattr(comm, "flush"):
+            comm.flush()  # joblib workers may never run atexit handlers: push the cache counters now
+        comm = getattr(comm, "inner", None)
     return out
 
 
@@ -157,6 +172,19 @@ def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) 
     return out
 
 
+def _check_spec(spec: BackendSpec, topology: Topology) -> None:
+    """Fail on a bad backend option or calibration profile before any work starts."""
+    try:
+        built = spec.build(topology)
+        if spec.calibration is not None:
+            built.profile.check_topology(topology)
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        source = spec.calibration if spec.calibration is not None else f"backend {spec.backend!r}"
+        raise InputError(source, None, str(exc)) from None
+
+
 def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shapes: Iterable[Sequence[Sequence[int]]],
                         spec: BackendSpec = BackendSpec(), *, n_jobs: int = 1, progress: bool = False) -> TableRun:
     """Rows in the order models x shapes as given; parallel over rows with joblib when n_jobs != 1."""
@@ -167,8 +195,8 @@ def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shap
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise InputError("models", None, f"model(s) listed twice: {', '.join(duplicated)}")
-    if spec.cache_path is not None:
-        spec = BackendSpec(spec.backend, spec.algorithm, spec.channels, str(Path(spec.cache_path).resolve()))
+    spec = spec.resolved()
+    _check_spec(spec, topology)
     tasks = [(model, shape) for model in models for shape in shapes]
     bar = tqdm(total=len(tasks), desc="latency table", unit="row", disable=not progress, leave=False)
     results: list[tuple[dict, bool]] = []

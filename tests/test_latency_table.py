@@ -280,3 +280,43 @@ def test_parallel_rows_through_a_shared_cache_match_the_serial_table(topo, toys,
     assert (second.hits, second.simulations) == (10, 0)
     stats = LatencyStore(spec.cache_path).stats()
     assert (stats["entries"], stats["misses"], stats["hits"], stats["inflight_claims"]) == (10, 10, 10, 0)
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+H100 = REPO / "topologies" / "h100-dgx.yaml"
+H100_PROFILE = REPO / "calibration" / "profiles" / "h100-analytical.yaml"
+
+
+def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_path):
+    from artist.calibration.profile import Calibrated, load_profile
+    from artist.network.analytical import AnalyticalModel
+    from artist.placement import placement_from_shape
+
+    topo = load_topology(H100)
+    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE))
+    shapes = [[[8]], [[4], [4]]]
+    first = build_latency_table(topo, list(toys.values()), shapes, spec)
+    second = build_latency_table(topo, list(toys.values()), shapes, spec)
+    assert (first.simulations, second.hits) == (4, 4)
+    assert table_to_csv(first.table) == table_to_csv(second.table)
+    assert list(first.table.calibrated) == [True] * 4
+    direct = Calibrated(AnalyticalModel(topo), load_profile(H100_PROFILE))
+    raw = AnalyticalModel(topo)
+    for _, row in first.table.iterrows():
+        p = placement_from_shape(topo, [[4], [4]] if row["shape"] == "[[4],[4]]" else [[8]])
+        assert row.exposed_seconds == direct.iteration_comm_time(toys[row.model], p).exposed_seconds
+        # The calibration moved the numbers: the column is not a label only.
+        assert row.collective_seconds != raw.iteration_comm_time(toys[row.model], p).collective_seconds
+    # The cache holds the raw backend answers (a re-fitted profile re-uses them).
+    rows = LatencyStore(spec.cache_path).export_rows()
+    raw_values = {raw.iteration_comm_time(toys[m], placement_from_shape(topo, s)).exposed_seconds
+                  for m in toys for s in shapes}
+    assert {r["exposed_seconds"] for r in rows} == raw_values
+
+
+def test_calibration_for_another_topology_is_refused_before_any_work(toys):
+    topo = load_topology(TOPOLOGY)
+    with pytest.raises(InputError, match="fitted on topology 'h100-dgx'"):
+        build_latency_table(topo, list(toys.values()), [[[8]]], BackendSpec(calibration=str(H100_PROFILE)))

@@ -32,6 +32,8 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", "--comm", dest="backend", default="analytical", choices=BACKENDS)
     p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
     p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
+    p.add_argument("--calibration", default=None, metavar="PROFILE_YAML",
+                   help="apply a calibration profile (artist calibrate) to the backend's answers")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib; -1: all cores)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
     p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
@@ -79,7 +81,7 @@ def run(args) -> int:
     cache_path = None
     if not args.no_cache:
         cache_path = str(Path(args.cache_dir) / CACHE_FILE_NAME if args.cache_dir else default_cache_path())
-    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path)
+    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, args.calibration)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress)
 
