@@ -289,3 +289,38 @@ def test_in_process_shortcut_never_serves_a_stale_key(topo, store_path):
     inner.identity = lambda: {"backend": "counting", "version": "8"}
     assert not versioned.iteration_comm_time(model, p).cache_hit
     assert len(inner.calls) == 2
+
+
+def test_single_collectives_are_cached_apart_from_iterations(topo, store_path):
+    class CountingAnalytical(AnalyticalModel):
+        calls = 0
+
+        def collective_seconds(self, placement, nbytes):
+            CountingAnalytical.calls += 1
+            return super().collective_seconds(placement, nbytes)
+
+    p = placement_from_shape(topo, [[8], [8]])
+    cached = Cached(CountingAnalytical(topo), LatencyStore(store_path))
+    want = AnalyticalModel(topo).collective_seconds(p, 8_000_000)
+    assert cached.collective_seconds(p, 8_000_000) == want
+    calls = CountingAnalytical.calls
+    again = Cached(CountingAnalytical(topo), LatencyStore(store_path), memo=False)
+    assert again.collective_seconds(p, 8_000_000) == want  # from the file
+    assert CountingAnalytical.calls == calls and again.session.hits == 1
+    assert again.collective_seconds(p, 8_000_001) == AnalyticalModel(topo).collective_seconds(p, 8_000_001)
+    # An iteration of a one-bucket model of the same bytes is another question, with its own entry.
+    one_bucket = ModelProfile("one", (8_000_000,), 0.1, "A100")
+    assert not cached.iteration_comm_time(one_bucket, p).cache_hit
+    names = sorted(r["model_name"] for r in LatencyStore(store_path).export_rows())
+    assert names == ["allreduce 8000000 B", "allreduce 8000001 B", "one"]
+
+
+def test_calibrated_over_cached_answers_collectives(store_path):
+    from artist.calibration.profile import Calibrated, load_profile
+
+    h100 = load_topology(REPO / "topologies" / "h100-dgx.yaml")
+    profile = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")
+    p = placement_from_shape(h100, [[8], [8]])
+    through_cache = Calibrated(Cached(AnalyticalModel(h100), LatencyStore(store_path)), profile)
+    direct = Calibrated(AnalyticalModel(h100), profile)
+    assert through_cache.collective_seconds(p, 1 << 26) == direct.collective_seconds(p, 1 << 26)

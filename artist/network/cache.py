@@ -33,9 +33,14 @@ until the value lands. A claim is stale, and is taken over, when its owner is
 on this host and is gone (no such pid, a zombie, or the pid now belongs to a
 process started at another time), or when it is older than ``claim_ttl_s``
 (the only test possible for an owner on another host, and a backstop against
-an owner stuck forever). We do not use a heartbeat thread: cppyy does not
-release the GIL while ns-3 runs, so a Python heartbeat would stop beating
-during exactly the long simulations it is meant to cover.
+an owner stuck forever). We do not use a heartbeat thread: a backend that runs
+C++ in-process through cppyy holds the GIL while it runs, so a Python heartbeat
+would stop beating during exactly the long simulations it is meant to cover,
+while the owner's liveness can be read from outside at any time.
+
+Questions cached: a model's iteration (``iteration_comm_time``) and, for
+backends that offer it, one all-reduce of a payload (``collective_seconds``,
+asked by calibration fits); the key's "model" part tells them apart.
 
 Counters (hits, misses, simulated and saved wall seconds) live in the store.
 Hits are counted in memory and added to the store with the next write, every
@@ -152,17 +157,29 @@ def touched_link_parameters(placement: Placement) -> dict:
     return out
 
 
-def key_material(inner, model: ModelProfile, placement: Placement) -> dict:
+def key_material_parts(inner, placement: Placement) -> dict:
     topology = placement.topology
     return {
         "key_version": KEY_VERSION,
         "shape": [list(rack) for rack in placement.canonical_shape],
         "gpu_types": [[name, count, topology.gpu_type(name).relative_speed]
                       for name, count in placement.gpu_type_counts],
-        "model": model.comm_signature(),
         "links": touched_link_parameters(placement),
         "backend": inner.identity(),
     }
+
+
+def key_material(inner, model: ModelProfile, placement: Placement) -> dict:
+    material = key_material_parts(inner, placement)
+    material["model"] = model.comm_signature()
+    return material
+
+
+def collective_key_material(inner, placement: Placement, nbytes: int) -> dict:
+    """Key material of one all-reduce of nbytes (calibration fits ask this, not a model's iteration)."""
+    material = key_material_parts(inner, placement)
+    material["model"] = f"allreduce:{int(nbytes)}"
+    return material
 
 
 def cache_key(material: dict) -> str:
@@ -530,26 +547,45 @@ class Cached:
     def key_for(self, model: ModelProfile, placement: Placement) -> str:
         return cache_key(key_material(self.inner, model, placement))
 
-    def _key_and_material(self, model: ModelProfile, placement: Placement) -> tuple[str, dict]:
+    def _key_and_material(self, question, placement: Placement, material_of) -> tuple[str, dict]:
         """Building the key material hashes the model's buckets and costs ~100 us; within a
-        process the same (model, topology, shape, GPU types, backend identity) maps to the
+        process the same (question, topology, shape, GPU types, backend identity) maps to the
         same key, so remember it. Equality of ModelProfile and Topology covers every field
         the material reads, except GPU type speeds, which are added explicitly."""
         if not self.memo_enabled:
-            material = key_material(self.inner, model, placement)
+            material = material_of()
             return cache_key(material), material
         topology = placement.topology
         speeds = tuple((name, count, topology.gpu_type(name).relative_speed) for name, count in placement.gpu_type_counts)
-        shortcut = (model, topology, placement.canonical_shape, speeds, canonical_json(self.inner.identity()))
+        shortcut = (question, topology, placement.canonical_shape, speeds, canonical_json(self.inner.identity()))
         found = self._keys.get(shortcut)
         if found is None:
-            material = key_material(self.inner, model, placement)
+            material = material_of()
             found = self._keys[shortcut] = (cache_key(material), material)
         return found
 
     def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
         started = time.perf_counter()
-        key, material = self._key_and_material(model, placement)
+        key, material = self._key_and_material(model, placement, lambda: key_material(self.inner, model, placement))
+        return self._answer(key, material, model.name, placement, started,
+                            lambda: self.inner.iteration_comm_time(model, placement))
+
+    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
+        """One all-reduce of nbytes, cached like an iteration (for backends that offer it)."""
+        started = time.perf_counter()
+        nbytes = int(nbytes)
+        key, material = self._key_and_material(("allreduce", nbytes), placement,
+                                               lambda: collective_key_material(self.inner, placement, nbytes))
+
+        def simulate() -> CommResult:
+            seconds = float(self.inner.collective_seconds(placement, nbytes))
+            return CommResult(exposed_seconds=seconds, collective_seconds=seconds, backend=self.inner.name,
+                              bucket_seconds=(seconds,))
+
+        return self._answer(key, material, f"allreduce {nbytes} B", placement, started, simulate).collective_seconds
+
+    def _answer(self, key: str, material: dict, question_name: str, placement: Placement, started: float,
+                simulate) -> CommResult:
         answer = self._memo.get(key)
         if answer is None:
             answer = self.store.get(key)
@@ -559,7 +595,7 @@ class Cached:
             if isinstance(outcome, StoredAnswer):
                 answer = outcome
             elif isinstance(outcome, Claim):
-                return self._simulate(outcome, material, model, placement)
+                return self._simulate(outcome, material, question_name, placement, simulate)
             else:
                 waited = True
                 answer = self._wait_for(key)
@@ -588,15 +624,16 @@ class Cached:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
 
-    def _simulate(self, claim: Claim, material: dict, model: ModelProfile, placement: Placement) -> CommResult:
+    def _simulate(self, claim: Claim, material: dict, question_name: str, placement: Placement,
+                  simulate) -> CommResult:
         started = time.perf_counter()
         try:
-            result = self.inner.iteration_comm_time(model, placement)
+            result = simulate()
         except BaseException:
             self.store.release(claim)
             raise
         wall = time.perf_counter() - started
-        created_at = self.store.put(claim, material, model.name, placement, result, wall)
+        created_at = self.store.put(claim, material, question_name, placement, result, wall)
         if self.memo_enabled:
             self._memo[claim.key] = StoredAnswer(result, wall, created_at)
         self.session.misses += 1
