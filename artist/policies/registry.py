@@ -13,6 +13,9 @@ _REGISTRY: dict[str, type[Policy]] = {}
 # complete without importing the world at start-up of unrelated commands.
 POLICY_MODULES = (
     "artist.policies.fifo",
+    "artist.policies.gandiva",
+    "artist.policies.tiresias",
+    "artist.policies.dally",
 )
 
 

@@ -1,0 +1,1 @@
+"""Experiment scripts: each module is runnable with `python -m artist.experiments.<name>`."""

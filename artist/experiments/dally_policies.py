@@ -1,0 +1,138 @@
+"""The policy suite on the Dally paper's cluster: FIFO, Gandiva, Tiresias, Dally and its variants.
+
+    python -m artist.experiments.dally_policies --out DIR [--racks 2,4,8,16] [--n-jobs 2]
+
+Every policy runs on topologies/dally-3tier.yaml at each rack count, on two
+workloads over the six shipped models (workloads/models):
+- batch: 500 jobs, all arriving at t = 0;
+- poisson: 400 jobs, exponential inter-arrival times, mean 60 s.
+The communication backend is the analytical model (artist.network.analytical).
+
+Workload (our choices, not the paper's, which used production traces):
+- GPU demand drawn from 1, 2, 4, 8, 16, 32 with weights .30 .20 .20 .15 .10 .05
+  (mostly small jobs, as in the Philly and Helios traces; mean 5.9 GPUs);
+- iterations log-uniform in [1 000, 100 000] (artist.workload.JobMix default);
+  with the profiles' compute times (7.6 ms to 441 ms per iteration) ideal run
+  times span ~8 s to ~12 h, mean ~45 min;
+- the same seeded traces at every rack count, so that the cluster size is the
+  contention knob: the batch is ~8.1 M ideal GPU-seconds (~17.6 h of the
+  2-rack cluster's 128 GPUs); the Poisson trace offers ~270 GPUs of work on
+  average, i.e. a load of ~2.1 on 2 racks, ~1.05 on 4, ~0.5 on 8, ~0.26 on 16.
+
+Outputs in DIR: runs/<workload>-r<racks>-<policy>/{summary,jobs}.csv per run
+(a finished run is not redone when the script is restarted), summary.csv with
+every run, and summary.md, the same as a Markdown table (times in hours,
+communication in milliseconds per iteration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from artist.metrics import job_table, summary
+from artist.network.analytical import AnalyticalModel
+from artist.policies.registry import make_policy
+from artist.simulator import SimulatorConfig, simulate
+from artist.topology import load_topology
+from artist.workload import JobMix, batch_jobs, load_models, poisson_jobs
+
+REPO = Path(__file__).resolve().parent.parent.parent
+TOPOLOGY = REPO / "topologies" / "dally-3tier.yaml"
+POLICIES = ("fifo", "gandiva", "tiresias", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated")
+RACKS = (2, 4, 8, 16)
+GPU_CHOICES = (1, 2, 4, 8, 16, 32)
+GPU_WEIGHTS = (0.30, 0.20, 0.20, 0.15, 0.10, 0.05)
+BATCH_JOBS, POISSON_JOBS, INTERARRIVAL_S = 500, 400, 60.0
+COLUMNS = ["workload", "racks", "gpus_total", "policy", "jobs", "finished", "makespan", "jct_mean", "jct_median",
+           "jct_p95", "jct_p99", "queueing_mean", "queueing_p95", "queueing_p99", "comm_latency_mean",
+           "gpu_utilisation", "preemptions", "migrations", "wall_seconds"]
+
+
+def workloads(models: dict, seed: int, batch_n: int, poisson_n: int, interarrival_s: float) -> dict:
+    mix = JobMix(models=tuple(sorted(models)), gpu_choices=GPU_CHOICES, gpu_weights=GPU_WEIGHTS)
+    return {"batch": batch_jobs(batch_n, mix, seed), "poisson": poisson_jobs(poisson_n, mix, interarrival_s, seed)}
+
+
+def run_one(workload: str, racks: int, policy: str, jobs, models, out: Path) -> dict:
+    run_dir = out / "runs" / f"{workload}-r{racks}-{policy}"
+    done = run_dir / "summary.csv"
+    if done.exists():
+        return pd.read_csv(done).iloc[0].to_dict()
+    topology = load_topology(TOPOLOGY, racks)
+    started = time.perf_counter()
+    result = simulate(topology, jobs, models, make_policy(policy), AnalyticalModel(topology), SimulatorConfig())
+    wall = time.perf_counter() - started
+    table = job_table(result)
+    row = {"workload": workload, "racks": racks, "gpus_total": topology.gpus, **summary(result, table),
+           "wall_seconds": round(wall, 1)}
+    row = {c: row[c] for c in COLUMNS}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(run_dir / "jobs.csv", index=False, float_format="%.9g")
+    tmp = done.with_suffix(".tmp")
+    pd.DataFrame([row]).to_csv(tmp, index=False, float_format="%.9g")
+    tmp.replace(done)  # written last: its presence marks the run finished
+    print(f"{workload:8s} racks={racks:2d} {policy:24s} makespan {row['makespan'] / 3600:7.2f} h  "
+          f"JCT mean {row['jct_mean'] / 3600:6.2f} h  wall {wall:6.1f} s", flush=True)
+    return row
+
+
+def markdown(df: pd.DataFrame) -> str:
+    hours = ["makespan", "jct_mean", "jct_median", "jct_p95", "jct_p99", "queueing_mean", "queueing_p95", "queueing_p99"]
+    lines = []
+    for workload, part in df.groupby("workload", sort=False):
+        lines.append(f"\n### {workload} (times in hours; comm = mean exposed communication, ms per iteration)\n")
+        head = ["racks", "policy", *hours, "comm_ms", "util", "preempt", "migr"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for _, r in part.iterrows():
+            cells = [str(int(r["racks"])), r["policy"], *(f"{r[h] / 3600:.2f}" for h in hours),
+                     f"{r['comm_latency_mean'] * 1e3:.3f}", f"{r['gpu_utilisation']:.2f}",
+                     str(int(r["preemptions"])), str(int(r["migrations"]))]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--racks", default=",".join(map(str, RACKS)), help="comma-separated rack counts")
+    p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated policy names")
+    p.add_argument("--workloads", default="batch,poisson", help="batch, poisson or both")
+    p.add_argument("--batch-jobs", type=int, default=BATCH_JOBS)
+    p.add_argument("--poisson-jobs", type=int, default=POISSON_JOBS)
+    p.add_argument("--interarrival", type=float, default=INTERARRIVAL_S, help="Poisson mean inter-arrival, seconds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-jobs", type=int, default=1, help="runs in parallel (joblib processes)")
+    args = p.parse_args(argv)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    models = load_models()
+    traces = workloads(models, args.seed, args.batch_jobs, args.poisson_jobs, args.interarrival)
+    names = [w for w in args.workloads.split(",") if w]
+    for w in names:
+        if w not in traces:
+            raise SystemExit(f"dally_policies: unknown workload {w!r}; known: {', '.join(traces)}")
+    racks = [int(r) for r in args.racks.split(",") if r]
+    policies = [x for x in args.policies.split(",") if x]
+    tasks = [(w, r, pol) for w in names for r in racks for pol in policies]
+    if args.n_jobs == 1:
+        rows = [run_one(w, r, pol, traces[w], models, out) for w, r, pol in tasks]
+    else:
+        from joblib import Parallel, delayed
+
+        rows = Parallel(n_jobs=args.n_jobs)(delayed(run_one)(w, r, pol, traces[w], models, out) for w, r, pol in tasks)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.drop(columns=["wall_seconds"]).to_csv(out / "summary.csv", index=False, float_format="%.9g")
+    (out / "summary.md").write_text(markdown(df))
+    print(f"wrote {out / 'summary.csv'} and {out / 'summary.md'} ({len(df)} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
