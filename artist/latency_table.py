@@ -26,7 +26,7 @@ import io
 import math
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -151,7 +151,6 @@ class TableRun:
     hits: int  # rows answered from the cache (0 without a cache)
     simulations: int  # rows the backend had to compute
     cache_path: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) -> list[Shape]:

@@ -324,3 +324,24 @@ def test_calibrated_over_cached_answers_collectives(store_path):
     through_cache = Calibrated(Cached(AnalyticalModel(h100), LatencyStore(store_path)), profile)
     direct = Calibrated(AnalyticalModel(h100), profile)
     assert through_cache.collective_seconds(p, 1 << 26) == direct.collective_seconds(p, 1 << 26)
+
+
+def test_a_forked_child_does_not_write_its_parents_unwritten_hits_again(topo, store_path):
+    import multiprocessing
+
+    cached = Cached(CountingInner(), LatencyStore(store_path))
+    p = placement_from_shape(topo, [[8]])
+    cached.iteration_comm_time(MODEL, p)  # miss, written
+    for _ in range(3):
+        cached.iteration_comm_time(MODEL, p)  # 3 hits, pending in memory
+
+    def child():
+        cached.iteration_comm_time(MODEL, p)  # 1 hit of its own
+        cached.flush()
+
+    proc = multiprocessing.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    cached.flush()
+    assert LatencyStore(store_path).counters()["hits"] == 4

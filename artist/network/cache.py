@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
 import socket
 import sqlite3
@@ -289,8 +288,16 @@ class LatencyStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._pending = dict.fromkeys(COUNTER_NAMES, 0.0)
+        self._pending_pid = os.getpid()
         self._last_flush = time.monotonic()
         _LIVE_STORES.add(self)
+
+    def _forget_parents_counts(self) -> None:
+        """After a fork the child holds a copy of the parent's unwritten counts; the parent
+        writes them, so the child must not."""
+        if self._pending_pid != os.getpid():
+            self._pending = dict.fromkeys(COUNTER_NAMES, 0.0)
+            self._pending_pid = os.getpid()
 
     def __getstate__(self):
         self.flush()
@@ -428,6 +435,7 @@ class LatencyStore:
     # ---- counters -----------------------------------------------------------
     def count(self, flush: bool = True, **deltas: float) -> None:
         with self._lock:
+            self._forget_parents_counts()
             for name, value in deltas.items():
                 self._pending[name] += value
         if flush and time.monotonic() - self._last_flush > COUNTER_FLUSH_INTERVAL_S:
@@ -436,6 +444,7 @@ class LatencyStore:
     def _write_counters(self, conn: sqlite3.Connection) -> None:
         """Inside an open transaction: add pending counts to the store."""
         with self._lock:
+            self._forget_parents_counts()
             pending, self._pending = self._pending, dict.fromkeys(COUNTER_NAMES, 0.0)
             self._last_flush = time.monotonic()
         for name, value in pending.items():
@@ -445,6 +454,7 @@ class LatencyStore:
 
     def flush(self) -> None:
         with self._lock:
+            self._forget_parents_counts()
             if not any(self._pending.values()):
                 return
         conn = self._conn()
