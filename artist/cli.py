@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "artist.commands.calibrate",
     "artist.commands.latency_table",
     "artist.commands.cache",
+    "artist.commands.comm",
 )
 
 

@@ -1,0 +1,160 @@
+"""Turn a placement and its collective schedules into the engine's input arrays.
+
+The network realises exactly the links of artist/network/links.py, and only the
+ones the job's transfers cross:
+- per GPU a link to its machine's NVSwitch node (machine tier),
+- per GPU a NIC link to its rack switch node (rack tier),
+- per rack an uplink to the spine node at topology.rack_uplink_bps (spine tier,
+  oversubscription applied; the bundle of spine ports is one link of that capacity).
+Every route is links.path(), so intra-machine traffic crosses the NVSwitch and
+inter-machine traffic the NICs, as in the analytical model.
+
+Switch latency: ns-3 point-to-point channels have one delay for both directions,
+so half of each switch's latency is folded into the delay of every link attached
+to it. Every endpoint-to-endpoint path then has links.path()'s latency exactly
+(each switch traversed is entered by one link and left by another: two halves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from artist.network.analytical import StartupLatency
+from artist.network.collectives import Schedule
+from artist.network.links import link_bandwidth_bps, path
+from artist.topology import Topology
+
+# Link kinds of links.py -> (our bidirectional link key, direction: 0 = a->b, 1 = b->a).
+_LINK_OF = {
+    "gpu_up": ("gpu", 0), "gpu_down": ("gpu", 1),
+    "nic_up": ("nic", 0), "nic_down": ("nic", 1),
+    "rack_up": ("uplink", 0), "rack_down": ("uplink", 1),
+}
+
+
+@dataclass
+class EngineInput:
+    """Flat arrays for the C++ Spec (see engine.cc) plus what they describe."""
+
+    node_names: list[str] = field(default_factory=list)
+    link_names: list[str] = field(default_factory=list)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rank_gpus: tuple[int, ...] = ()
+    collective_messages: list[tuple[int, int]] = field(default_factory=list)  # [first, end) per collective
+
+    @property
+    def messages(self) -> int:
+        return len(self.arrays["m_src"])
+
+
+class _NetworkBuilder:
+    def __init__(self, topology: Topology, rank_gpus: Sequence[int]):
+        self.t = topology
+        self.rank_gpus = tuple(rank_gpus)
+        self.rank_of = {g: i for i, g in enumerate(self.rank_gpus)}
+        self.node_names = [f"gpu{g}" for g in self.rank_gpus]  # node i = rank i
+        self.node_of: dict[tuple, int] = {}
+        self.links: dict[tuple, int] = {}
+        self.link_a: list[int] = []
+        self.link_b: list[int] = []
+        self.link_bps: list[float] = []
+        self.link_delay: list[float] = []
+        self.link_names: list[str] = []
+        self.routes: dict[tuple[int, int], int] = {}
+        self.route_steps: list[list[tuple[int, int]]] = []
+
+    def _switch(self, key: tuple) -> int:
+        if key not in self.node_of:
+            self.node_of[key] = len(self.node_names)
+            self.node_names.append("-".join(str(k) for k in key))
+        return self.node_of[key]
+
+    def _link(self, kind: str, index: int, link_id: tuple) -> int:
+        key = (kind, index)
+        if key in self.links:
+            return self.links[key]
+        t = self.t
+        if kind == "gpu":
+            a, b = self.rank_of[index], self._switch(("nvswitch", t.machine_of(index)))
+            delay = t.machine.link_latency_s + t.machine.switch_latency_s / 2
+        elif kind == "nic":
+            a, b = self.rank_of[index], self._switch(("rackswitch", t.rack_of(index)))
+            delay = t.rack.link_latency_s + t.rack.switch_latency_s / 2
+        else:
+            a, b = self._switch(("rackswitch", index)), self._switch(("spine",))
+            delay = t.spine.link_latency_s + t.rack.switch_latency_s / 2 + t.spine.switch_latency_s / 2
+        self.links[key] = len(self.link_a)
+        self.link_a.append(a)
+        self.link_b.append(b)
+        self.link_bps.append(link_bandwidth_bps(t, link_id))
+        self.link_delay.append(delay)
+        self.link_names.append(f"{kind}{index}")
+        return self.links[key]
+
+    def route(self, src_rank: int, dst_rank: int) -> tuple[int, str]:
+        """Route id and link kind (nvlink / net) between two ranks."""
+        key = (src_rank, dst_rank)
+        p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank])
+        if key not in self.routes:
+            steps = []
+            for link_id in p.links:
+                kind, direction = _LINK_OF[link_id[0]]
+                steps.append((self._link(kind, link_id[1], link_id), direction))
+            self.routes[key] = len(self.route_steps)
+            self.route_steps.append(steps)
+        return self.routes[key], p.kind
+
+
+def build_engine_input(topology: Topology, schedules: Sequence[Schedule], ready_seconds: Sequence[float],
+                       latency: StartupLatency) -> EngineInput:
+    """Collective i runs schedules[i], ready at ready_seconds[i] (all on the same ranks)."""
+    if not schedules:
+        raise ValueError("at least one schedule is needed")
+    ranks = schedules[0].ranks
+    if any(s.ranks != ranks for s in schedules):
+        raise ValueError("all collectives of one run must use the same ranks")
+    nb = _NetworkBuilder(topology, ranks)
+    m_src, m_dst, m_route, m_coll, m_conn, m_bytes, m_alpha = [], [], [], [], [], [], []
+    dep_off, dep_idx = [0], []
+    c_first = [0]
+    conns: dict[tuple[int, int, int], int] = {}
+    collective_messages = []
+    for c, schedule in enumerate(schedules):
+        first = len(m_src)
+        for t in schedule.transfers:
+            route, kind = nb.route(t.src, t.dst)
+            m_src.append(t.src)
+            m_dst.append(t.dst)
+            m_route.append(route)
+            m_coll.append(c)
+            m_conn.append(conns.setdefault((t.src, t.dst, t.channel), len(conns)))
+            m_bytes.append(t.nbytes)
+            m_alpha.append(latency.per_step(kind))
+            dep_idx.extend(first + d for d in t.deps)
+            dep_off.append(len(dep_idx))
+        c_first.append(len(m_src))
+        collective_messages.append((first, len(m_src)))
+    route_off, route_link, route_dir = [0], [], []
+    for steps in nb.route_steps:
+        for link, direction in steps:
+            route_link.append(link)
+            route_dir.append(direction)
+        route_off.append(len(route_link))
+    u32 = lambda xs: np.asarray(xs, dtype=np.uint32)  # noqa: E731
+    arrays = {
+        "link_a": u32(nb.link_a), "link_b": u32(nb.link_b),
+        "link_bps": np.asarray(nb.link_bps, dtype=np.float64),
+        "link_delay_s": np.asarray(nb.link_delay, dtype=np.float64),
+        "route_off": u32(route_off), "route_link": u32(route_link), "route_dir": u32(route_dir),
+        "m_src": u32(m_src), "m_dst": u32(m_dst), "m_route": u32(m_route), "m_coll": u32(m_coll),
+        "m_conn": u32(m_conn), "m_bytes": np.asarray(m_bytes, dtype=np.uint64),
+        "m_alpha_s": np.asarray(m_alpha, dtype=np.float64),
+        "dep_off": u32(dep_off), "dep_idx": u32(dep_idx),
+        "c_ready_s": np.asarray(ready_seconds, dtype=np.float64),
+        "c_base_s": np.asarray([latency.base_s if s.transfers else 0.0 for s in schedules], dtype=np.float64),
+        "c_first": u32(c_first),
+    }
+    return EngineInput(nb.node_names, nb.link_names, arrays, tuple(ranks), collective_messages)

@@ -1,0 +1,127 @@
+"""Persistent ns-3 worker processes with a wall-clock watchdog per run.
+
+A worker imports ns-3 once (seconds) and serves many runs. A run that does not
+answer within its timeout, or a worker that dies, is killed (only that worker,
+by its own process handle) and reported as Ns3SimulationError naming the
+placement shape; the next run starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing as mp
+import threading
+
+from artist.network.ns3.worker import worker_main
+
+# Importing ns-3 and compiling the engine takes ~15-35 s on this 2-core machine.
+STARTUP_TIMEOUT_S = 300.0
+
+
+class Ns3SimulationError(RuntimeError):
+    """An ns-3 run hung, crashed or failed; `shape` is the placement that caused it."""
+
+    def __init__(self, shape: str, problem: str):
+        self.shape = shape
+        self.problem = problem
+        super().__init__(f"ns-3 simulation of placement {shape} failed: {problem}")
+
+
+class Ns3Worker:
+    def __init__(self, startup_timeout_s: float = STARTUP_TIMEOUT_S):
+        self.startup_timeout_s = startup_timeout_s
+        self._proc = None
+        self._conn = None
+        self._lock = threading.Lock()
+        self.info: dict = {}
+        self.restarts = 0
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=worker_main, args=(child,), daemon=True, name="artist-ns3-worker")
+        proc.start()
+        child.close()
+        self._proc, self._conn = proc, parent
+        if not parent.poll(self.startup_timeout_s):
+            self._kill()
+            raise Ns3SimulationError("-", f"ns-3 worker did not start within {self.startup_timeout_s:.0f} s")
+        try:
+            status, payload = parent.recv()
+        except EOFError:
+            code = proc.exitcode
+            self._kill()
+            raise Ns3SimulationError("-", f"ns-3 worker died while starting (exit code {code})") from None
+        if status != "ready":
+            self._kill()
+            raise Ns3SimulationError("-", f"ns-3 worker could not start: {payload}")
+        self.info = payload
+
+    def ensure_started(self) -> dict:
+        with self._lock:
+            if not self.alive:
+                if self._proc is not None:
+                    self.restarts += 1
+                self._start()
+            return self.info
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(10)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def run(self, request: dict, timeout_s: float, shape: str) -> dict:
+        self.ensure_started()
+        with self._lock:
+            conn = self._conn
+            conn.send(request)
+            if not conn.poll(timeout_s):
+                self._kill()
+                raise Ns3SimulationError(shape, f"no answer within the {timeout_s:g} s watchdog; worker killed")
+            try:
+                status, payload = conn.recv()
+            except EOFError:
+                proc = self._proc
+                proc.join(5)
+                code = proc.exitcode
+                self._kill()
+                raise Ns3SimulationError(shape, f"ns-3 worker crashed (exit code {code})") from None
+        if status != "ok":
+            raise Ns3SimulationError(shape, payload)
+        if payload["error"]:
+            raise Ns3SimulationError(shape, payload["error"])
+        return payload
+
+    def close(self) -> None:
+        with self._lock:
+            if self.alive:
+                try:
+                    self._conn.send(None)
+                    self._proc.join(5)
+                except (BrokenPipeError, OSError):
+                    pass
+            self._kill()
+
+
+_shared: Ns3Worker | None = None
+
+
+def shared_worker() -> Ns3Worker:
+    """The process-wide worker every Ns3Model uses unless given its own."""
+    global _shared
+    if _shared is None:
+        _shared = Ns3Worker()
+        atexit.register(_shared.close)
+    return _shared

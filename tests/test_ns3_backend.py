@@ -1,0 +1,173 @@
+"""ns-3 backend against independent expectations (hand-written α-β formulas, conservation).
+
+All tests share one worker process (ns-3 imported once); the watchdog test kills
+it and checks that the next run gets a fresh one.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from artist.network.analytical import StartupLatency, schedule_seconds
+from artist.network.base import CommModel
+from artist.network.collectives import Schedule, Transfer, allreduce_schedule
+from artist.placement import placement_from_shape
+from artist.topology import load_topology
+from artist.workload import ModelProfile
+from conftest import REPO, make_topology
+
+pytestmark = pytest.mark.ns3
+
+ns3 = pytest.importorskip("artist.network.ns3")
+from artist.network.ns3 import Ns3Model, Ns3SimulationError, Ns3Worker  # noqa: E402
+
+NO_STARTUP = StartupLatency(base_s=0.0, nvlink_step_s=0.0, net_step_s=0.0)
+NCCL = StartupLatency()  # NCCL tuning.cc figures (see analytical.py)
+DALLY = load_topology(REPO / "topologies" / "dally-3tier.yaml")
+NV_BPS, NIC_BPS = 2400e9, 400e9  # dally-3tier.yaml machine / rack tiers
+NV_PATH_S = 2 * 0.005e-6 + 0.1e-6  # 2 GPU-NVSwitch links + NVSwitch (dally-3tier.yaml)
+NIC_PATH_S = 2 * 0.01e-6 + 0.13e-6  # 2 NIC links + rack switch
+
+
+@pytest.fixture(scope="session")
+def worker():
+    w = Ns3Worker()
+    w.ensure_started()
+    yield w
+    w.close()
+
+
+def p2p(topology, shape, nbytes) -> tuple:
+    placement = placement_from_shape(topology, shape)
+    ranks = tuple(placement.ranks_in_ring_order())
+    return placement, Schedule("p2p", ranks, nbytes, 1, (Transfer(0, 1, nbytes, 0, 0, ()),))
+
+
+@pytest.mark.parametrize("transport", ["window", "tcp"])
+@pytest.mark.parametrize("shape,bps,path_s", [([[1, 1]], NIC_BPS, NIC_PATH_S), ([[2]], NV_BPS, NV_PATH_S)])
+def test_point_to_point_transfer_takes_size_over_bandwidth_plus_path_latency(worker, transport, shape, bps, path_s):
+    nbytes = 16_000_000
+    model = Ns3Model(DALLY, latency=NO_STARTUP, transport=transport, worker=worker)
+    _, schedule = p2p(DALLY, shape, nbytes)
+    res = model.run_schedules([schedule], [0.0], str(shape))
+    expected = nbytes * 8 / bps + path_s
+    assert res["collective_seconds"][0] == pytest.approx(expected, rel=0.02)
+    assert res["collective_seconds"][0] >= nbytes * 8 / bps  # never faster than the wire
+    assert res["node_rx_bytes"][:2] == [0, nbytes]
+
+
+def test_ring_in_one_machine_matches_hand_computed_alpha_beta(worker):
+    n, nbytes = 8, 64_000_000
+    placement = placement_from_shape(DALLY, [[8]])
+    seconds = Ns3Model(DALLY, worker=worker).collective_seconds(placement, nbytes)
+    # Uniform links: every one of the 2(N-1) dependent steps costs α + S/(N B) + path latency.
+    hand = NCCL.base_s + 2 * (n - 1) * (NCCL.nvlink_step_s + nbytes / n * 8 / NV_BPS + NV_PATH_S)
+    assert seconds == pytest.approx(hand, rel=0.10)
+    analytical = schedule_seconds(allreduce_schedule("ring", placement, nbytes), DALLY, NCCL)
+    assert seconds == pytest.approx(analytical, rel=0.10)
+
+
+def test_ring_across_two_machines_is_paced_by_the_nic(worker):
+    n, nbytes = 16, 64_000_000
+    placement = placement_from_shape(DALLY, [[8, 8]])
+    seconds = Ns3Model(DALLY, worker=worker).collective_seconds(placement, nbytes)
+    # The ring is a pipeline: rank p sends step k+1 as soon as it has step k, so the
+    # one NIC link per direction carries its 2(N-1) chunks back to back (NVLink hops
+    # are 6x faster and hide their α). Hand α-β: base + first NIC α + 2(N-1) S/(N B_nic)
+    # + path latency.
+    hand = NCCL.base_s + NCCL.net_step_s + 2 * (n - 1) * nbytes / n * 8 / NIC_BPS + NIC_PATH_S
+    assert seconds == pytest.approx(hand, rel=0.10)
+    # The lock-step analytical model charges every step α + its slowest hop: an upper bound.
+    analytical = schedule_seconds(allreduce_schedule("ring", placement, nbytes), DALLY, NCCL)
+    assert seconds <= analytical
+
+
+@pytest.mark.parametrize("algorithm,channels", [("ring", 2), ("hierarchical", 1)])
+def test_every_rank_receives_exactly_its_bytes(worker, algorithm, channels):
+    topo = make_topology()  # 2 racks x 2 machines x 4 GPUs
+    placement = placement_from_shape(topo, [[4, 4], [4]])
+    schedule = allreduce_schedule(algorithm, placement, 3_000_001, channels)
+    res = Ns3Model(topo, algorithm=algorithm, channels=channels, worker=worker).run_schedules(
+        [schedule], [0.0], "[[4,4],[4]]")
+    n = placement.size
+    assert res["node_rx_bytes"][:n] == schedule.bytes_received_per_rank()
+    assert res["node_tx_bytes"][:n] == schedule.bytes_sent_per_rank()
+    # Conservation by hand: an all-reduce moves 2(N-1)/N of the payload per rank and channel.
+    assert sum(res["node_rx_bytes"]) == sum(schedule.bytes_sent_per_rank())
+    assert all(t >= 0 for t in res["m_done_s"])
+
+
+def toy_model() -> ModelProfile:
+    return ModelProfile("toy", tensor_bytes=(3_000_000, 1_000_000, 4_000_000, 2_000_000), compute_seconds=0.004,
+                        reference_gpu="A100", bucket_cap_bytes=4_000_000)
+
+
+def test_buckets_in_one_run_match_separate_collectives_and_overlap_rule(worker):
+    model = toy_model()
+    placement = placement_from_shape(DALLY, [[4, 4]])
+    comm = Ns3Model(DALLY, worker=worker)
+    result = comm.iteration_comm_time(model, placement)
+    assert len(result.bucket_seconds) == len(model.buckets) >= 2
+    separate = [comm.collective_seconds(placement, b) for b, _ in model.buckets]
+    assert result.bucket_seconds == pytest.approx(separate, rel=1e-3)
+    assert result.details["simulated_exposed_seconds"] == pytest.approx(result.exposed_seconds, abs=1e-9)
+    assert result.packets > 0 and result.wall_seconds > 0
+
+
+def test_repeated_runs_give_identical_results(worker):
+    model = toy_model()
+    placement = placement_from_shape(DALLY, [[2], [2]])
+    a = Ns3Model(DALLY, worker=worker).iteration_comm_time(model, placement)
+    b = Ns3Model(DALLY, worker=worker).iteration_comm_time(model, placement)
+    assert (a.bucket_seconds, a.exposed_seconds, a.packets) == (b.bucket_seconds, b.exposed_seconds, b.packets)
+
+
+def test_steady_state_skipping_agrees_with_full_run(worker):
+    placement = placement_from_shape(DALLY, [[4, 4]])  # 14 ring steps; simulate 6
+    full = Ns3Model(DALLY, worker=worker).collective_seconds(placement, 20_000_000)
+    fast = Ns3Model(DALLY, worker=worker, accelerate=True, steady_steps=6).collective_seconds(placement, 20_000_000)
+    assert fast == pytest.approx(full, rel=0.01)
+
+
+def test_ns3_answers_through_the_comm_model_interface(worker):
+    from artist.network.factory import make_comm_model
+
+    comm = make_comm_model("ns3", DALLY, worker=worker)
+    assert isinstance(comm, Ns3Model) and isinstance(comm, CommModel)
+    ident = comm.identity()
+    assert ident["backend"] == "ns3" and ident["ns3_version"].startswith("3.44")
+    single = comm.iteration_comm_time(toy_model(), placement_from_shape(DALLY, [[1]]))
+    assert single.exposed_seconds == 0.0 and single.packets == 0
+
+
+def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch):
+    from artist.cli import main
+    from artist.network.ns3 import runner
+
+    monkeypatch.setattr(runner, "_shared", worker)
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        code = main(["comm", "--topology", str(REPO / "topologies" / "dally-3tier.yaml"), "--model",
+                     str(REPO / "workloads" / "models" / "resnet18.yaml"), "--shape", "[[2]]", "--backend", "ns3"])
+    assert code == 0
+    text = out.getvalue()
+    for label in ("raw seconds", "exposed seconds", "packets simulated", "wall seconds"):
+        assert label in text
+    packets = int(text.split("packets simulated")[1].split()[0])
+    assert packets > 0
+
+
+def test_hung_simulation_is_killed_by_the_watchdog_and_reported(worker):
+    placement = placement_from_shape(DALLY, [[2]])
+    first_pid = worker.pid
+    hanging = Ns3Model(DALLY, worker=worker, debug_hang=True, timeout_s=3.0)
+    with pytest.raises(Ns3SimulationError) as err:
+        hanging.collective_seconds(placement, 1_000_000)
+    assert err.value.shape == "[[2]]" and "watchdog" in str(err.value)
+    assert not worker.alive
+    # The next run gets a fresh worker and a normal answer.
+    seconds = Ns3Model(DALLY, worker=worker).collective_seconds(placement, 1_000_000)
+    assert seconds > 0 and worker.pid != first_pid
