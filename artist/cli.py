@@ -15,6 +15,8 @@ COMMAND_MODULES = (
     "artist.commands.latency_table",
     "artist.commands.cache",
     "artist.commands.comm",
+    "artist.commands.sweep",
+    "artist.commands.plot",
 )
 
 

@@ -1,0 +1,65 @@
+"""`artist sweep SPEC.yaml`: every run of a sweep spec, in parallel, resumable; then the table and the plots."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from artist.network.cache import CACHE_FILE_NAME
+from artist.network.factory import BACKENDS
+from artist.sweep import EXECUTORS, default_out_dir, describe_runs, load_sweep_spec, run_sweep
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="run a sweep spec (racks x policies x workloads x seeds x backends)",
+                       description="Expand a sweep spec into runs and execute the ones not done yet, locally "
+                                   "or on a Dask / Ray cluster; write OUT/results.{csv,parquet} and OUT/plots/.")
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="sweep spec (YAML); see sweeps/quick.yaml")
+    p.add_argument("-j", "--jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and their count; run nothing")
+    p.add_argument("--out", default=None, help="output directory (default: results/<spec name>)")
+    p.add_argument("--backend", default="local", choices=EXECUTORS,
+                   help="where the runs execute: local processes, or an existing Dask / Ray cluster (--address)")
+    p.add_argument("--address", default=None,
+                   help="the cluster: Dask scheduler address (tcp://host:8786) or Ray address (ray://host:10001, auto)")
+    p.add_argument("--comm", default=None, choices=BACKENDS, help="replace the spec's comm backend axis")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
+    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
+    p.add_argument("--no-plots", action="store_true", help="write the table only")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    spec = load_sweep_spec(args.spec, backend_override=args.comm)  # every check happens here, before any run
+    out = Path(args.out) if args.out else default_out_dir(spec)
+    if args.dry_run:
+        print("\n".join(describe_runs(spec, out)))
+        return 0
+    report = run_sweep(spec, out, n_jobs=args.jobs, executor=args.backend, address=args.address,
+                       use_cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
+                       plots=not args.no_plots)
+    rate = report.cache_hit_rate
+    lookups = report.cache_hits + report.cache_misses
+    print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run now, "
+          f"{len(report.failed)} failed) in {report.wall_seconds:.1f} s")
+    if not args.no_cache:
+        print(f"latency look-ups: {lookups}, cache hit rate "
+              f"{'n/a' if rate is None else f'{100 * rate:.1f}%'}, {report.cache_misses} simulated")
+    if report.failed:
+        for run, error in report.failed:
+            last = error.strip().splitlines()[-1] if error else "?"
+            print(f"FAILED {run.run_id} {run.describe()}: {last}", file=sys.stderr)
+        print(f"{len(report.failed)} run(s) failed; the finished ones are stored under {out / 'runs'}. Fix the cause "
+              f"and run the same command again: finished runs are skipped. No table was written.", file=sys.stderr)
+        return 1
+    print(f"table: {report.results_csv} (and {report.results_parquet.name})")
+    if report.plots:
+        names = sorted({p.stem for p in report.plots})
+        print(f"plots: {report.plots[0].parent}/ ({', '.join(names)}; .png and .pdf)")
+    print(f"per-run tables: {out / 'runs'}/<run id>/")
+    return 0

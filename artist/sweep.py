@@ -1,0 +1,179 @@
+"""Sweeps: a spec's runs, executed in parallel, stored as they finish, tabulated and plotted.
+
+    spec = load_sweep_spec("sweeps/quick.yaml")      # checks everything, expands the runs (sweep_spec.py)
+    report = run_sweep(spec, "results/quick", n_jobs=-1)
+
+Execution is joblib ``Parallel`` over the runs that are not done yet:
+- ``backend="local"``: loky worker processes on this machine (``n_jobs``, -1 = all cores);
+- ``backend="dask"``: an existing Dask cluster (``address`` of its scheduler) through joblib's
+  dask backend; needs ``pip install 'dask[distributed]'`` on the driver and every worker;
+- ``backend="ray"``: an existing Ray cluster (``address``, e.g. ``ray://head:10001`` or ``auto``)
+  through ``ray.util.joblib``; needs ``pip install 'ray[default]'`` everywhere.
+Workers need ArtISt (and ns-3 for ns3 runs) installed, nothing else: they get
+every input loaded and return tables, which the driver writes (sweep_store.py).
+Each worker process builds its own CommModel once and shares the latency cache
+of its machine ($ARTIST_CACHE_DIR; on a cluster each machine keeps its own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from artist.errors import InputError
+from artist.sweep_spec import Run, SweepSpec, load_sweep_spec  # noqa: F401  (re-exported)
+from artist.sweep_store import ResultStore
+
+EXECUTORS = ("local", "dask", "ray")
+
+
+@dataclass
+class SweepReport:
+    out_dir: Path
+    total: int  # runs in the spec
+    already_done: int  # found complete in the store and skipped
+    executed: list[str] = field(default_factory=list)  # run ids run and stored by this call
+    failed: list[tuple[Run, str]] = field(default_factory=list)  # (run, traceback)
+    cache_hits: int = 0
+    cache_misses: int = 0
+    wall_seconds: float = 0.0
+    results_csv: Path | None = None
+    results_parquet: Path | None = None
+    plots: list[Path] = field(default_factory=list)
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        lookups = self.cache_hits + self.cache_misses
+        return self.cache_hits / lookups if lookups else None
+
+
+def describe_runs(spec: SweepSpec, out_dir: str | Path) -> list[str]:
+    """The --dry-run listing: one line per run, with whether it is already done, then the count."""
+    store = ResultStore(out_dir)
+    lines, done = [], 0
+    width = len(str(len(spec.runs)))
+    for run in spec.runs:
+        finished = store.is_done(run)
+        done += finished
+        lines.append(f"{run.index + 1:>{width}}  {run.run_id}  {'done' if finished else 'todo'}  {run.describe()}")
+    lines.append(f"{len(spec.runs)} runs ({done} done, {len(spec.runs) - done} to run) -> {Path(out_dir)}")
+    return lines
+
+
+def _cache_path(use_cache: bool, cache_dir: str | Path | None, executor: str) -> str | None:
+    """What workers open: None = each worker's own default ($ARTIST_CACHE_DIR, ...)."""
+    if not use_cache:
+        return None
+    from artist.network.cache import CACHE_FILE_NAME, default_cache_path
+
+    if cache_dir is not None:
+        return str((Path(cache_dir) / CACHE_FILE_NAME).resolve())
+    # Local workers share the driver's cache file; remote workers use their machine's.
+    return str(default_cache_path().resolve()) if executor == "local" else None
+
+
+@contextlib.contextmanager
+def _joblib_backend(executor: str, address: str | None) -> Iterator[str]:
+    if executor == "local":
+        yield "loky"
+        return
+    if not address:
+        raise InputError("command line", "--address", f"--backend {executor} needs the address of a running cluster")
+    if executor == "dask":
+        try:
+            from distributed import Client
+        except ImportError:
+            raise InputError("command line", "--backend dask",
+                             "dask.distributed is not installed: pip install 'dask[distributed]'") from None
+        client = Client(address)
+        try:
+            yield "dask"
+        finally:
+            client.close()
+    elif executor == "ray":
+        try:
+            import ray
+            from ray.util.joblib import register_ray
+        except ImportError:
+            raise InputError("command line", "--backend ray", "ray is not installed: pip install 'ray[default]'") from None
+        register_ray()
+        ray.init(address=address)
+        try:
+            yield "ray"
+        finally:
+            ray.shutdown()
+    else:
+        raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
+
+
+def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, address: str | None,
+              cache_path: str | None, use_cache: bool):
+    from artist.sweep_worker import execute
+
+    if executor == "local" and (n_jobs == 1 or len(todo) <= 1):
+        for run in todo:
+            yield execute(run, spec.models, cache_path, use_cache)
+        return
+    from joblib import Parallel, delayed, parallel_config
+
+    with _joblib_backend(executor, address) as backend, parallel_config(backend=backend, n_jobs=n_jobs):
+        # batch_size=1: runs are long and uneven; unordered: store each run the moment it is done.
+        parallel = Parallel(return_as="generator_unordered", batch_size=1)
+        yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+
+
+def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executor: str = "local",
+              address: str | None = None, use_cache: bool = True, cache_dir: str | Path | None = None,
+              progress: bool = True, plots: bool = True,
+              on_stored: Callable[[Run, object], None] | None = None) -> SweepReport:
+    """Run what is not done yet, store each run as it finishes, then write the table and the plots
+    (only when every run succeeded: a table with holes would look complete)."""
+    from tqdm import tqdm
+
+    if executor not in EXECUTORS:
+        raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
+    if n_jobs == 0 or n_jobs < -1:
+        raise InputError("command line", "-j", f"must be a positive worker count or -1 (all cores), got {n_jobs}")
+    started = time.perf_counter()
+    by_id = {run.run_id: run for run in spec.runs}
+    with ResultStore(out_dir) as store:
+        todo = [run for run in spec.runs if not store.is_done(run)]
+        report = SweepReport(store.out, len(spec.runs), len(spec.runs) - len(todo))
+        cache_path = _cache_path(use_cache, cache_dir, executor)
+        bar = tqdm(total=len(todo), desc=f"sweep {spec.name}", unit="run", disable=not progress or not todo,
+                   dynamic_ncols=True)
+        try:
+            for outcome in _outcomes(todo, spec, n_jobs, executor, address, cache_path, use_cache):
+                run = by_id[outcome.run_id]
+                report.cache_hits += outcome.cache_hits
+                report.cache_misses += outcome.cache_misses
+                if outcome.ok:
+                    store.write_run(run, outcome)
+                    report.executed.append(run.run_id)
+                    if on_stored is not None:
+                        on_stored(run, outcome)
+                else:
+                    report.failed.append((run, outcome.error))
+                    bar.write(f"run failed: {run.describe()}\n{outcome.error}")
+                rate = report.cache_hit_rate
+                bar.set_postfix_str(f"cache hits {'-' if rate is None else f'{100 * rate:.1f}%'}, "
+                                    f"{report.cache_misses} simulated, {len(report.failed)} failed", refresh=False)
+                bar.update(1)
+        finally:
+            bar.close()
+        if not report.failed:
+            report.results_csv, report.results_parquet = store.write_results(spec.runs)
+            if plots:
+                from artist.plots import plot_sweep
+
+                report.plots = plot_sweep(store.out)
+    report.wall_seconds = time.perf_counter() - started
+    return report
+
+
+def default_out_dir(spec: SweepSpec) -> Path:
+    return Path("results") / spec.name
+

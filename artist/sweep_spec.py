@@ -1,0 +1,477 @@
+"""Sweep specs: a YAML file of axes whose cross product is a list of simulation runs.
+
+    name: quick                                  # optional; default: the file's stem
+    topology: ../topologies/dally-3tier.yaml     # one path or a list (axis)
+    racks: [2, 4]                                # optional (axis); default: the topology's own
+    policies:                                    # axis; a name or {name, params, label}
+      - fifo
+      - {name: tiresias, params: {...}, label: tiresias-2q}
+    workloads:                                   # axis; a generator or trace path, or {spec, label}
+      - batch:n=500
+      - {spec: ../workloads/traces/small.csv, label: small}
+    seeds: [0, 1, 2]                             # optional (axis); default [0]
+    comm:                                        # optional; or just a backend name
+      backend: ns3                               # ns3 | analytical, or a list (axis)
+      algorithm: ring                            # or a list (axis)
+      channels: 1                                # or a list (axis)
+    calibration: null                            # optional; a profile path, or a list with null = none (axis)
+    simulator: {round_interval_s: 300, restore_seconds: 30}
+    models: ../workloads/models                  # optional; default: the shipped profiles
+
+Input paths are relative to the spec file's directory. Everything is checked,
+and every input loaded, before a single run starts: a bad spec is an
+InputError naming the spec file and the field.
+
+A run's identity is the sha256 of its fully resolved parameters (file
+contents, not paths; labels are names only and not part of it); the run's
+results live under OUT/runs/<run id>/ (see sweep_store.py), so a restarted
+sweep finds the runs it has already done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from artist.errors import InputError
+from artist.network.collectives import ALGORITHMS
+from artist.network.factory import BACKENDS
+from artist.simulator import SimulatorConfig
+from artist.topology import Topology
+from artist.workload import DEFAULT_MODELS_DIR, Job, ModelProfile, load_models
+from artist.workload_spec import GENERATORS, jobs_from_spec
+from artist.yamlio import Fields, load_yaml_mapping
+
+IDENTITY_FORMAT = 1  # bump when the meaning of the identity material changes
+RUN_ID_HEX = 16  # 64 bits of sha256: collisions are not a concern for sweeps of any size we can run
+
+TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
+                    "simulator", "models", "notes"}
+
+# Columns of the results table that name a run's axes, in sort order.
+AXIS_COLUMNS = ("topology", "racks", "policy", "workload", "seed", "backend", "algorithm", "channels", "calibration")
+
+
+# --------------------------------------------------------------------------- axis values
+
+
+@dataclass(frozen=True)
+class TopologyChoice:
+    path: str  # as written in the spec
+    topology: Topology  # loaded, with the file's own rack count
+    sha256: str  # of the file's bytes
+
+
+@dataclass(frozen=True)
+class PolicyChoice:
+    label: str
+    name: str
+    params: dict = field(hash=False)
+    params_json: str = ""
+
+
+@dataclass(frozen=True)
+class WorkloadChoice:
+    label: str
+    spec: str  # as written in the spec
+    resolved: str  # the generator text, or the trace's absolute path
+    identity: dict = field(hash=False)  # {"generator": text} or {"trace_sha256": ...}
+
+
+@dataclass(frozen=True)
+class CalibrationChoice:
+    label: str  # "" for none
+    path: str  # as written
+    profile: Any = None  # artist.calibration.CalibrationProfile
+
+
+NO_CALIBRATION = CalibrationChoice("", "", None)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One point of the cross product, with everything loaded that a worker needs."""
+
+    index: int  # position in the expansion (the results table's row order)
+    run_id: str
+    identity: dict = field(hash=False, compare=False)
+    axes: dict = field(hash=False, compare=False)  # column -> value, AXIS_COLUMNS order
+    topology: Topology = field(hash=False, compare=False)  # with the run's rack count
+    jobs: tuple[Job, ...] = field(hash=False, compare=False)
+    policy: PolicyChoice = field(hash=False, compare=False)
+    workload: WorkloadChoice = field(hash=False, compare=False, default=None)
+    backend: str = "analytical"
+    algorithm: str = "ring"
+    channels: int = 1
+    calibration: CalibrationChoice = NO_CALIBRATION
+    simulator: SimulatorConfig = SimulatorConfig()
+
+    def describe(self) -> str:
+        a = self.axes
+        cal = f" calibration={a['calibration']}" if a["calibration"] else ""
+        return (f"{a['topology']} racks={a['racks']} policy={a['policy']} workload={a['workload']} seed={a['seed']} "
+                f"comm={a['backend']}/{a['algorithm']}/{a['channels']}ch{cal}")
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    source: str  # the spec file
+    topologies: list[TopologyChoice]
+    racks: list[int] | None  # None: each topology's own
+    policies: list[PolicyChoice]
+    workloads: list[WorkloadChoice]
+    seeds: list[int]
+    backends: list[str]
+    algorithms: list[str]
+    channels: list[int]
+    calibrations: list[CalibrationChoice]
+    simulator: SimulatorConfig
+    models: dict[str, ModelProfile]
+    models_sha256: str
+    runs: list[Run] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def canonical_json(value) -> str:
+    from artist.network.cache import canonical_json as cj
+
+    return cj(value)
+
+
+def run_id_of(identity: dict) -> str:
+    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:RUN_ID_HEX]
+
+
+def _listed(f: Fields, key: str, default=...) -> list:
+    """A field that may hold one value or a list of values (an axis)."""
+    value = f.raw(key, default)
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise f.error(key, "empty list: give at least one value")
+    return values
+
+
+def _resolve(base: Path, text: str) -> Path:
+    p = Path(text).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _unique(f: Fields, key: str, labels: Sequence[str], what: str) -> None:
+    seen = set()
+    for i, label in enumerate(labels):
+        if label in seen:
+            raise InputError(f.source, f"field '{key}[{i}]'", f"{what} {label!r} listed twice (give it another label)")
+        seen.add(label)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def load_sweep_spec(path: str | Path, *, backend_override: str | None = None) -> SweepSpec:
+    """Read, check and expand a sweep spec. Raises InputError before any work on anything wrong."""
+    path = Path(path)
+    source = str(path)
+    f = Fields(load_yaml_mapping(path), source)
+    f.unknown_keys(TOP_LEVEL_FIELDS)
+    base = path.resolve().parent
+
+    name = f.string("name", path.stem)
+    models, models_sha = _models(f, base)
+    topologies = _topologies(f, base)
+    racks = _racks(f)
+    policies = _policies(f)
+    seeds = [_integer(f, "seeds", i, v, minimum=0) for i, v in enumerate(_listed(f, "seeds", [0]))]
+    if len(set(seeds)) != len(seeds):
+        raise f.error("seeds", f"a seed is listed twice: {seeds}")
+    backends, algorithms, channels = _comm(f, backend_override)
+    calibrations = _calibrations(f, base, topologies, backends, algorithms, channels)
+    simulator = _simulator(f)
+    workloads = _workloads(f, base)
+
+    spec = SweepSpec(name, source, topologies, racks, policies, workloads, seeds, backends, algorithms, channels,
+                     calibrations, simulator, models, models_sha)
+    spec.runs = expand(spec)
+    return spec
+
+
+def _integer(f: Fields, key: str, i: int | None, value, minimum: int) -> int:
+    where = f"field '{key}'" if i is None else f"field '{key}[{i}]'"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f.source, where, f"expected an integer, got {value!r}")
+    if value < minimum:
+        raise InputError(f.source, where, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _models(f: Fields, base: Path) -> tuple[dict[str, ModelProfile], str]:
+    directory = _resolve(base, f.string("models")) if f.has("models") else DEFAULT_MODELS_DIR
+    if not directory.is_dir():
+        raise f.error("models", f"no such directory: {directory}")
+    models = load_models(directory)
+    digest = hashlib.sha256()
+    for p in sorted(directory.glob("*.yaml")):
+        digest.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    return models, digest.hexdigest()
+
+
+def _topologies(f: Fields, base: Path) -> list[TopologyChoice]:
+    out = []
+    values = _listed(f, "topology")
+    for i, text in enumerate(values):
+        key = f"topology[{i}]" if isinstance(f.raw("topology"), list) else "topology"
+        if not isinstance(text, str) or not text:
+            raise InputError(f.source, f"field '{key}'", f"expected a topology file path, got {text!r}")
+        p = _resolve(base, text)
+        if not p.is_file():
+            raise InputError(f.source, f"field '{key}'", f"no such topology file: {p}")
+        out.append(TopologyChoice(text, Topology.from_yaml(p), sha256_file(p)))
+    names = [t.topology.name for t in out]
+    _unique(f, "topology", names, "topology name")
+    return out
+
+
+def _racks(f: Fields) -> list[int] | None:
+    if not f.has("racks"):
+        return None
+    racks = [_integer(f, "racks", i, v, minimum=1) for i, v in enumerate(_listed(f, "racks"))]
+    if len(set(racks)) != len(racks):
+        raise f.error("racks", f"a rack count is listed twice: {racks}")
+    return racks
+
+
+def _policies(f: Fields) -> list[PolicyChoice]:
+    from artist.policies.registry import make_policy, policy_names
+
+    values = f.raw("policies")
+    if not isinstance(values, list) or not values:
+        raise f.error("policies", "expected a non-empty list of policy names or {name, params, label} mappings")
+    known = policy_names()
+    out = []
+    for i, entry in enumerate(values):
+        where = f"policies[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        pf = Fields(entry, f.source, where + ".")
+        pf.unknown_keys({"name", "params", "label"})
+        name = pf.string("name")
+        if name not in known:
+            raise pf.error("name", f"unknown policy {name!r}; known policies: {', '.join(known)}")
+        params = pf.raw("params", {})
+        if not isinstance(params, dict):
+            raise pf.error("params", f"expected a mapping of parameter names to values, got {params!r}")
+        try:
+            params_json = canonical_json(params)
+        except (TypeError, ValueError) as exc:
+            raise pf.error("params", f"values must be numbers, strings, booleans, lists or mappings ({exc})") from None
+        try:
+            make_policy(name, **params)  # the policy checks its own parameters, here rather than in a worker
+        except KeyError as exc:
+            raise pf.error("params", exc.args[0]) from None
+        except (TypeError, ValueError) as exc:
+            raise pf.error("params", f"rejected by policy {name!r}: {exc}") from None
+        label = pf.string("label", name if not params else f"{name}({params_json[1:-1]})")
+        out.append(PolicyChoice(label, name, params, params_json))
+    _unique(f, "policies", [p.label for p in out], "policy")
+    return out
+
+
+def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
+    values = f.raw("workloads")
+    if not isinstance(values, list) or not values:
+        raise f.error("workloads", "expected a non-empty list of generators (batch:n=500) or trace paths")
+    out = []
+    for i, entry in enumerate(values):
+        where = f"workloads[{i}]"
+        if isinstance(entry, str):
+            entry = {"spec": entry}
+        wf = Fields(entry, f.source, where + ".")
+        wf.unknown_keys({"spec", "label"})
+        text = wf.string("spec")
+        kind = text.partition(":")[0]
+        if kind in GENERATORS:
+            out.append(WorkloadChoice(wf.string("label", text), text, text, {"generator": text}))
+            continue
+        p = _resolve(base, text)
+        if not p.is_file():
+            raise wf.error("spec", f"no such trace file {p}, and not a generator ({', '.join(g + ':...' for g in GENERATORS)})")
+        out.append(WorkloadChoice(wf.string("label", p.stem), text, str(p), {"trace_sha256": sha256_file(p)}))
+    _unique(f, "workloads", [w.label for w in out], "workload")
+    return out
+
+
+def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str], list[int]]:
+    raw = f.raw("comm", {"backend": "analytical"})
+    if isinstance(raw, str):
+        raw = {"backend": raw}
+    cf = Fields(raw, f.source, "comm.")
+    cf.unknown_keys({"backend", "algorithm", "channels"})
+    backends = _listed(cf, "backend", "analytical")
+    if backend_override is not None:
+        backends = [backend_override]
+    for i, b in enumerate(backends):
+        if b not in BACKENDS:
+            where = "--comm (command line)" if backend_override else f"comm.backend[{i}]"
+            raise InputError(f.source, f"field '{where}'", f"unknown backend {b!r}; known: {', '.join(BACKENDS)}")
+        if b == "ns3":
+            _check_ns3_available(f)
+    algorithms = _listed(cf, "algorithm", "ring")
+    for i, a in enumerate(algorithms):
+        if a not in ALGORITHMS:
+            raise InputError(f.source, f"field 'comm.algorithm[{i}]'", f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
+    channels = [_integer(cf, "comm.channels", i, c, minimum=1) for i, c in enumerate(_listed(cf, "channels", 1))]
+    for key, values in (("backend", backends), ("algorithm", algorithms), ("channels", channels)):
+        if len(set(values)) != len(values):
+            raise cf.error(key, f"a value is listed twice: {values}")
+    return list(backends), list(algorithms), channels
+
+
+def _check_ns3_available(f: Fields) -> None:
+    try:
+        importlib.import_module("artist.network.ns3")
+    except ImportError as exc:
+        raise InputError(f.source, "field 'comm.backend'",
+                         f"the ns3 backend is not available in this installation ({exc}); use 'analytical'") from None
+
+
+def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, channels) -> list[CalibrationChoice]:
+    values = _listed(f, "calibration", None)
+    if values == [None]:
+        return [NO_CALIBRATION]
+    try:
+        from artist.calibration import Calibrated, load_profile
+    except ImportError as exc:
+        raise InputError(f.source, "field 'calibration'",
+                         f"calibration profiles are not available in this installation ({exc}); remove the field") from None
+    out = []
+    for i, text in enumerate(values):
+        key = f"calibration[{i}]"
+        if text is None:
+            out.append(NO_CALIBRATION)
+            continue
+        if not isinstance(text, str) or not text:
+            raise InputError(f.source, f"field '{key}'", f"expected a calibration profile path or null, got {text!r}")
+        p = _resolve(base, text)
+        if not p.is_file():
+            raise InputError(f.source, f"field '{key}'", f"no such calibration profile: {p}")
+        profile = load_profile(p)
+        for t in topologies:
+            try:
+                profile.check_topology(t.topology)
+            except ValueError as exc:
+                raise InputError(f.source, f"field '{key}'", str(exc)) from None
+        for backend, algorithm, ch in itertools.product(backends, algorithms, channels):
+            problem = _calibration_mismatch(profile, Calibrated, topologies[0].topology, backend, algorithm, ch)
+            if problem:
+                raise InputError(f.source, f"field '{key}'", problem)
+        out.append(CalibrationChoice(profile.name, text, profile))
+    _unique(f, "calibration", [c.label or "none" for c in out], "calibration profile")
+    return out
+
+
+def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm, channels) -> str | None:
+    """Why the profile cannot be applied to this backend, or None."""
+    if backend == "analytical":  # cheap to build: let the wrapper check the whole identity
+        from artist.network.analytical import AnalyticalModel
+
+        try:
+            calibrated_cls(AnalyticalModel(topology, algorithm=algorithm, channels=channels), profile)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    # The ns-3 model is not built here (a worker imports ns-3); compare the settings we know.
+    wanted = {"backend": backend, "algorithm": algorithm, "channels": channels}
+    clash = {k: v for k, v in wanted.items() if k in profile.backend and profile.backend[k] != v}
+    if clash:
+        return (f"calibration profile {profile.name!r} was fitted for backend {profile.backend}, "
+                f"not for {wanted}; fit a profile with these settings (artist calibrate)")
+    return None
+
+
+def _simulator(f: Fields) -> SimulatorConfig:
+    if not f.has("simulator"):
+        return SimulatorConfig()
+    sf = f.sub("simulator")
+    sf.unknown_keys({"round_interval_s", "restore_seconds"})
+    default = SimulatorConfig()
+    interval = default.round_interval_s
+    if "round_interval_s" in sf.data:
+        raw = sf.data["round_interval_s"]
+        interval = None if raw in (None, 0) else sf.number("round_interval_s", positive=True)
+    restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0)
+    return SimulatorConfig(round_interval_s=interval, restore_seconds=restore)
+
+
+# --------------------------------------------------------------------------- expansion
+
+
+def expand(spec: SweepSpec) -> list[Run]:
+    """The cross product, in AXIS_COLUMNS order; loads every (workload, seed)'s jobs once and checks
+    that every job fits every cluster before any run starts."""
+    f = Fields({}, spec.source)
+    jobs_cache: dict[tuple[int, int], tuple[Job, ...]] = {}
+
+    def jobs_of(wi: int, seed: int) -> tuple[Job, ...]:
+        if (wi, seed) not in jobs_cache:
+            w = spec.workloads[wi]
+            try:
+                jobs = jobs_from_spec(w.resolved, spec.models, seed)
+            except InputError as exc:
+                raise InputError(spec.source, f"field 'workloads[{wi}]'", str(exc)) from None
+            except ValueError as exc:
+                raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: {exc}") from None
+            if not jobs:
+                raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: no jobs")
+            jobs_cache[(wi, seed)] = tuple(jobs)
+        return jobs_cache[(wi, seed)]
+
+    sim = spec.simulator
+    sim_identity = {"round_interval_s": sim.round_interval_s, "restore_seconds": sim.restore_seconds}
+    runs: list[Run] = []
+    for t in spec.topologies:
+        for racks in (spec.racks or [t.topology.racks]):
+            topology = t.topology.with_racks(racks)
+            for pi, policy in enumerate(spec.policies):
+                for wi, workload in enumerate(spec.workloads):
+                    for seed in spec.seeds:
+                        jobs = jobs_of(wi, seed)
+                        biggest = max(jobs, key=lambda j: j.gpus)
+                        if biggest.gpus > topology.gpus:
+                            raise InputError(spec.source, f"field 'workloads[{wi}]'",
+                                             f"{workload.spec} (seed {seed}): job {biggest.job_id} asks for {biggest.gpus} GPUs, "
+                                             f"but {t.topology.name} with {racks} rack(s) has {topology.gpus}")
+                        for backend, algorithm, channels, cal in itertools.product(
+                                spec.backends, spec.algorithms, spec.channels, spec.calibrations):
+                            identity = {
+                                "format": IDENTITY_FORMAT,
+                                "topology": {"sha256": t.sha256, "racks": racks},
+                                "models_sha256": spec.models_sha256,
+                                "policy": {"name": policy.name, "params": policy.params},
+                                "workload": {**workload.identity, "seed": seed},
+                                "comm": {"backend": backend, "algorithm": algorithm, "channels": channels},
+                                "calibration": cal.profile.id if cal.profile is not None else None,
+                                "simulator": sim_identity,
+                            }
+                            axes = {"topology": t.topology.name, "racks": racks, "policy": policy.label,
+                                    "workload": workload.label, "seed": seed, "backend": backend,
+                                    "algorithm": algorithm, "channels": channels, "calibration": cal.label}
+                            runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology, jobs, policy,
+                                            workload, backend, algorithm, channels, cal, sim))
+    ids = {}
+    for r in runs:
+        if r.run_id in ids:  # two points with equal resolved parameters (e.g. two copies of one file)
+            raise InputError(spec.source, None, f"runs {ids[r.run_id].describe()} and {r.describe()} have identical "
+                                                f"parameters; remove the duplicate axis value")
+        ids[r.run_id] = r
+    return runs
+

@@ -1,0 +1,174 @@
+"""The result store of a sweep: OUT/runs/<run id>/ per run, and the tidy table OUT/results.{csv,parquet}.
+
+A run directory is written whole into OUT/runs/.tmp-<id>-<host>-<pid>-<random>/
+and renamed into place, so a run directory that exists is complete; a sweep
+killed mid-write leaves only a temporary directory, which the next sweep
+deletes and redoes. A run directory missing any of its files, or whose
+params.json names another run, is not taken as done either: it is deleted and
+redone.
+
+Per run:
+  params.json          the run's identity (the hash input) and its axis values
+  summary.json         the summary metrics (exact floats)
+  jobs.csv/.parquet    one row per job (artist.metrics.job_table)
+  utilisation.csv/.parquet
+  run.json             how it went: wall seconds, host, cache hits and misses (not in the results table)
+
+One sweep at a time per output directory: the driver holds an flock on
+OUT/.lock (released by the OS if the driver dies).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from artist.errors import InputError
+from artist.sweep_spec import AXIS_COLUMNS, Run, canonical_json
+
+RUN_FILES = ("params.json", "summary.json", "jobs.csv", "jobs.parquet", "utilisation.csv", "utilisation.parquet",
+             "run.json")
+TMP_PREFIX = ".tmp-"
+RESULTS_NAME = "results"
+# Columns after the axes: what the axes stand for, in full.
+DETAIL_COLUMNS = ("gpus", "policy_name", "policy_params", "workload_spec", "calibration_file")
+
+
+class ResultStore:
+    def __init__(self, out_dir: str | Path):
+        self.out = Path(out_dir)
+        self.runs_dir = self.out / "runs"
+        self._lock_fh = None
+
+    # ---- lifecycle ------------------------------------------------------------
+    def open(self) -> None:
+        """Create the directories, take the lock, delete what killed sweeps left half-written."""
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(str(self.out), None, f"cannot create the output directory ({exc.strerror})") from None
+        self._lock_fh = open(self.out / ".lock", "w")
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_fh.close()
+            self._lock_fh = None
+            raise InputError(str(self.out), None, "another sweep is writing into this directory; "
+                                                  "wait for it or choose another --out") from None
+        for tmp in self.runs_dir.glob(TMP_PREFIX + "*"):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    def __enter__(self):
+        self.open()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # ---- runs -----------------------------------------------------------------
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def is_done(self, run: Run) -> bool:
+        d = self.run_dir(run.run_id)
+        if not all((d / name).is_file() for name in RUN_FILES):
+            return False
+        try:
+            params = json.loads((d / "params.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return params.get("run_id") == run.run_id and canonical_json(params.get("identity")) == canonical_json(run.identity)
+
+    def write_run(self, run: Run, outcome) -> Path:
+        """Write one finished run atomically (temp directory, then rename)."""
+        final = self.run_dir(run.run_id)
+        tmp = self.runs_dir / f"{TMP_PREFIX}{run.run_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            _write_json(tmp / "params.json", params_of(run))
+            _write_json(tmp / "summary.json", outcome.summary, sort_keys=False)  # keep metrics.summary's column order
+            for name, df in (("jobs", outcome.jobs), ("utilisation", outcome.utilisation)):
+                df.to_csv(tmp / f"{name}.csv", index=False, float_format="%.9g", lineterminator="\n")
+                df.to_parquet(tmp / f"{name}.parquet", index=False)
+            _write_json(tmp / "run.json", {
+                "wall_seconds": outcome.wall_seconds, "host": outcome.host, "pid": outcome.pid,
+                "cache_hits": outcome.cache_hits, "cache_misses": outcome.cache_misses,
+                "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            })
+            if final.exists():  # incomplete or foreign leftovers: is_done() said no
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
+
+    def load_summary(self, run_id: str) -> dict:
+        return json.loads((self.run_dir(run_id) / "summary.json").read_text())
+
+    def load_jobs(self, run_id: str) -> pd.DataFrame:
+        return pd.read_parquet(self.run_dir(run_id) / "jobs.parquet")
+
+    # ---- the tidy table -------------------------------------------------------
+    def results_table(self, runs: Sequence[Run]) -> pd.DataFrame:
+        """One row per run, in expansion order (nested by the axes in spec order); every axis a column."""
+        rows = []
+        for run in sorted(runs, key=lambda r: r.index):
+            rows.append({"run_id": run.run_id, **run.axes, **details_of(run), **self.load_summary(run.run_id)})
+        return pd.DataFrame(rows)
+
+    def write_results(self, runs: Sequence[Run]) -> tuple[Path, Path]:
+        table = self.results_table(runs)
+        csv_path, parquet_path = self.out / f"{RESULTS_NAME}.csv", self.out / f"{RESULTS_NAME}.parquet"
+        tmp = csv_path.with_name(csv_path.name + ".tmp")
+        table.to_csv(tmp, index=False, lineterminator="\n")  # floats in full (shortest round-trip) precision
+        tmp.replace(csv_path)
+        tmp = parquet_path.with_name(parquet_path.name + ".tmp")
+        table.to_parquet(tmp, index=False)
+        tmp.replace(parquet_path)
+        return csv_path, parquet_path
+
+
+def details_of(run: Run) -> dict:
+    return {"gpus": run.topology.gpus, "policy_name": run.policy.name, "policy_params": run.policy.params_json,
+            "workload_spec": run.workload.spec,
+            "calibration_file": run.calibration.path}
+
+
+def params_of(run: Run) -> dict:
+    return {"run_id": run.run_id, "identity": run.identity, "axes": run.axes, **details_of(run)}
+
+
+def _write_json(path: Path, value, sort_keys: bool = True) -> None:
+    path.write_text(json.dumps(value, sort_keys=sort_keys, indent=1) + "\n")
+
+
+def read_results(out_dir: str | Path) -> pd.DataFrame:
+    """The tidy table of a finished sweep (parquet, else CSV)."""
+    out = Path(out_dir)
+    for name in (f"{RESULTS_NAME}.parquet", f"{RESULTS_NAME}.csv"):
+        p = out / name
+        if p.is_file():
+            return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, keep_default_na=False,
+                                                                                    na_values=[""])
+    raise InputError(str(out), None, f"no {RESULTS_NAME}.parquet or {RESULTS_NAME}.csv: not a finished sweep directory")
+
+
+def missing_axes(table: pd.DataFrame) -> list[str]:
+    return [c for c in ("run_id", *AXIS_COLUMNS) if c not in table.columns]

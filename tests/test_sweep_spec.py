@@ -1,0 +1,163 @@
+"""Sweep specs: expansion into runs, run identities, and clear errors before any run starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from artist.errors import InputError
+from artist.policies.fifo import Fifo
+from artist.policies.registry import policy_names, register
+from artist.sweep import load_sweep_spec, run_sweep
+from sweep_helpers import generated_spec, tiny_spec, write_spec, write_topology
+
+
+if "test-fifo-param" not in policy_names():
+    @register("test-fifo-param")
+    class _FifoWithParam(Fifo):
+        """FIFO with a parameter that must be positive: a second policy for the policy axis."""
+
+        def __init__(self, patience: float = 1.0):
+            if not patience > 0:
+                raise ValueError(f"patience must be > 0, got {patience}")
+            self.patience = patience
+
+
+def test_expansion_is_the_cross_product_of_the_axes(tmp_path):
+    write_topology(tmp_path, "a.yaml")
+    write_topology(tmp_path, "b.yaml", name="other", gpus_per_machine=8)
+    spec = load_sweep_spec(write_spec(tmp_path, {
+        "topology": ["a.yaml", "b.yaml"], "racks": [1, 2, 4],
+        "policies": ["fifo", {"name": "test-fifo-param", "params": {"patience": 2.0}}],
+        "workloads": ["batch:n=5,gpus=1|2", "poisson:n=5,interarrival=60,gpus=1|2"],
+        "seeds": [0, 1, 2], "comm": {"backend": "analytical", "algorithm": ["ring", "hierarchical"], "channels": [1, 2]},
+    }))
+    # 2 topologies x 3 rack counts x 2 policies x 2 workloads x 3 seeds x 2 algorithms x 2 channel counts
+    assert len(spec.runs) == 2 * 3 * 2 * 2 * 3 * 2 * 2 == 288
+    assert len({r.run_id for r in spec.runs}) == 288
+    assert [r.index for r in spec.runs] == list(range(288))
+    # Every combination appears exactly once.
+    combos = {(r.axes["topology"], r.axes["racks"], r.axes["policy"], r.axes["workload"], r.axes["seed"],
+               r.axes["algorithm"], r.axes["channels"]) for r in spec.runs}
+    assert len(combos) == 288
+    assert {r.topology.racks for r in spec.runs} == {1, 2, 4}
+    assert all(r.topology.gpus == r.axes["racks"] * r.topology.gpus_per_rack for r in spec.runs)
+
+
+def test_defaults_one_run_per_policy_and_workload(tmp_path):
+    write_topology(tmp_path, racks=3)
+    spec = load_sweep_spec(write_spec(tmp_path, {"topology": "topo.yaml", "policies": ["fifo"],
+                                                 "workloads": ["batch:n=4,gpus=1"]}))
+    assert len(spec.runs) == 1
+    run = spec.runs[0]
+    assert run.axes["racks"] == 3 and run.axes["seed"] == 0 and run.backend == "analytical"
+    assert run.algorithm == "ring" and run.channels == 1 and run.axes["calibration"] == ""
+    assert spec.name == "spec"
+
+
+def test_run_identity_follows_parameters_not_labels_or_paths(tmp_path):
+    base = load_sweep_spec(tiny_spec(tmp_path)).runs
+    again = load_sweep_spec(tiny_spec(tmp_path)).runs
+    assert [r.run_id for r in base] == [r.run_id for r in again]
+
+    # A label is a name only.
+    relabelled = load_sweep_spec(tiny_spec(tmp_path, workloads=[{"spec": "tiny.csv", "label": "renamed"}])).runs
+    assert [r.run_id for r in relabelled] == [r.run_id for r in base]
+
+    # The same file under another path: the identity holds its content, not its path.
+    other = tmp_path / "moved"
+    other.mkdir()
+    (other / "tiny.csv").write_text((tmp_path / "tiny.csv").read_text())
+    (other / "topo.yaml").write_text((tmp_path / "topo.yaml").read_text())
+    moved = load_sweep_spec(tiny_spec(other)).runs
+    assert [r.run_id for r in moved] == [r.run_id for r in base]
+
+    # Each parameter change gives new ids.
+    changed = {
+        "seed": dict(seeds=[1]),
+        "simulator": dict(simulator={"round_interval_s": 60, "restore_seconds": 30}),
+        "algorithm": dict(comm={"backend": "analytical", "algorithm": "hierarchical"}),
+        "channels": dict(comm={"backend": "analytical", "channels": 2}),
+    }
+    for what, override in changed.items():
+        runs = load_sweep_spec(tiny_spec(tmp_path, **override)).runs
+        assert not {r.run_id for r in runs} & {r.run_id for r in base}, what
+    path = tiny_spec(tmp_path)
+    (tmp_path / "tiny.csv").write_text("job_id,arrival,model,gpus,iterations\na,0,resnet50,1,1001\n")
+    edited = load_sweep_spec(path).runs
+    assert not {r.run_id for r in edited} & {r.run_id for r in base}
+
+
+def test_policy_parameters_are_part_of_the_identity(tmp_path):
+    spec = load_sweep_spec(tiny_spec(tmp_path, policies=[
+        {"name": "test-fifo-param", "params": {"patience": 1.0}},
+        {"name": "test-fifo-param", "params": {"patience": 2.0}, "label": "patient"}]))
+    assert len(spec.runs) == 4 and len({r.run_id for r in spec.runs}) == 4
+    assert {r.axes["policy"] for r in spec.runs} == {'test-fifo-param("patience":1.0)', "patient"}
+
+
+BAD_SPECS = [
+    # (override of the tiny spec, field named in the error, words of the problem)
+    (dict(racks=[1, 0]), "racks[1]", "must be >= 1"),
+    (dict(racks=["two"]), "racks[0]", "expected an integer"),
+    (dict(policies=["fifo", "no-such-policy"]), "policies[1].name", "unknown policy"),
+    (dict(policies=[{"name": "fifo", "params": {"bogus": 1}}]), "policies[0].params", "bogus"),
+    (dict(policies=[{"name": "test-fifo-param", "params": {"patience": -1}}]), "policies[0].params", "patience"),
+    (dict(policies=[{"name": "fifo", "colour": "red"}]), "policies[0].colour", "unknown field"),
+    (dict(policies=[]), "policies", "non-empty"),
+    (dict(workloads=["tiny.csv", "missing.csv"]), "workloads[1].spec", "no such trace file"),
+    (dict(workloads=["batch:n=5,wrong=3"]), "workloads[0]", "wrong"),
+    (dict(workloads=["batch:n=5,gpus=1|4"]), "workloads[0]", "asks for 4 GPUs"),
+    (dict(workloads=["tiny.csv", {"spec": "batch:n=2,gpus=1", "label": "tiny"}]), "workloads[1]", "listed twice"),
+    (dict(seeds=[0, 0]), "seeds", "listed twice"),
+    (dict(seeds=[-1]), "seeds[0]", "must be >= 0"),
+    (dict(topology="nowhere.yaml"), "topology", "no such topology file"),
+    (dict(comm="carrier-pigeon"), "comm.backend[0]", "unknown backend"),
+    (dict(comm={"backend": "analytical", "algorithm": "tree-of-life"}), "comm.algorithm[0]", "unknown algorithm"),
+    (dict(comm={"backend": "analytical", "channels": 0}), "comm.channels[0]", "must be >= 1"),
+    (dict(simulator={"restore_seconds": -5}), "simulator.restore_seconds", "must be >= 0"),
+    (dict(simulator={"round_interval": 5}), "simulator.round_interval", "unknown field"),
+    (dict(calibration="no-profile.yaml"), "calibration[0]", "no such calibration profile"),
+    (dict(models="no-models-here"), "models", "no such directory"),
+    (dict(speed="fast"), "speed", "unknown field"),
+]
+
+
+@pytest.mark.parametrize("override, field, words", BAD_SPECS, ids=[b[1] + ":" + b[2] for b in BAD_SPECS])
+def test_bad_spec_names_file_and_field(tmp_path, override, field, words):
+    path = tiny_spec(tmp_path, **override)
+    with pytest.raises(InputError) as info:
+        load_sweep_spec(path)
+    message = str(info.value)
+    assert str(path) in message and f"field '{field}'" in message and words in message, message
+
+
+def test_bad_yaml_names_the_line(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: x\npolicies: [fifo\n")
+    with pytest.raises(InputError, match=r"spec\.yaml: line \d+"):
+        load_sweep_spec(path)
+
+
+def test_a_bad_entry_late_in_the_spec_stops_the_sweep_before_any_run(tmp_path):
+    # The last workload is bad; loading fails, so nothing can have been run or written.
+    path = generated_spec(tmp_path, workloads=["batch:n=5,gpus=1", "batch:n=5,gpus=1|2",
+                                                "poisson:n=5,interarrival=-3"])
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="workloads\\[2\\]"):
+        run_sweep(load_sweep_spec(path), out, n_jobs=1, progress=False, plots=False)
+    assert not out.exists()
+
+
+def test_calibration_profile_for_another_backend_is_rejected(tmp_path):
+    calibration = pytest.importorskip("artist.calibration")
+    from conftest import make_topology
+
+    topo = make_topology(racks=1, machines_per_rack=1, gpus_per_machine=1)
+    profile = calibration.CalibrationProfile(
+        name="p", topology_name="test", link_parameters=topo.link_parameters(),
+        backend={"backend": "ns3", "algorithm": "ring", "channels": 1},
+        corrections={"machine": calibration.TierCorrection(1.0, 0.0)},
+        inherited={"rack": "machine", "network": "machine"})
+    profile.save(tmp_path / "profile.yaml")
+    with pytest.raises(InputError, match=r"field 'calibration\[0\]'.*fitted for backend"):
+        load_sweep_spec(tiny_spec(tmp_path, calibration="profile.yaml"))
