@@ -80,8 +80,6 @@ def _joblib_backend(executor: str, address: str | None) -> Iterator[str]:
     if executor == "local":
         yield "loky"
         return
-    if not address:
-        raise InputError("command line", "--address", f"--backend {executor} needs the address of a running cluster")
     if executor == "dask":
         try:
             from distributed import Client
@@ -135,6 +133,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
 
     if executor not in EXECUTORS:
         raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
+    if executor != "local" and not address:
+        raise InputError("command line", "--address", f"--backend {executor} needs the address of a running cluster")
     if n_jobs == 0 or n_jobs < -1:
         raise InputError("command line", "-j", f"must be a positive worker count or -1 (all cores), got {n_jobs}")
     started = time.perf_counter()
