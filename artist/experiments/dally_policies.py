@@ -2,32 +2,41 @@
 
     python -m artist.experiments.dally_policies --out DIR [--racks 2,4,8,16] [--n-jobs 2]
 
-Every policy runs on topologies/dally-3tier.yaml at each rack count, on two
-workloads over the six shipped models (workloads/models):
-- batch: 500 jobs, all arriving at t = 0;
-- poisson: 400 jobs, exponential inter-arrival times, mean 60 s.
-The communication backend is the analytical model (artist.network.analytical).
+Every policy runs on topologies/dally-3tier.yaml (8 GPUs per machine, 8
+machines per rack) at each rack count, on two workloads over the six shipped
+models (workloads/models):
+- batch: 500 jobs, all arriving at t = 0 (the same 500 jobs at every rack
+  count, so that the cluster size is the contention knob);
+- poisson: 400 jobs with exponential inter-arrival times whose mean scales
+  with the cluster, 60 s x 256 / GPUs (120 s on 2 racks, 60 s on 4, 30 s on 8,
+  15 s on 16), so that the offered load is the same at every size. With one
+  seed the jobs are the same at every size; only the arrival times scale.
+The communication backend is the analytical model (artist.network.analytical)
+unless --comm ns3 is given;
+SimulatorConfig defaults (30 s checkpoint-restore, 300 s periodic rounds).
 
 Workload (our choices, not the paper's, which used production traces):
 - GPU demand drawn from 1, 2, 4, 8, 16, 32 with weights .30 .20 .20 .15 .10 .05
-  (mostly small jobs, as in the Philly and Helios traces; mean 5.9 GPUs);
+  (mostly small jobs, as in the Philly and Helios traces);
 - iterations log-uniform in [1 000, 100 000] (artist.workload.JobMix default);
   with the profiles' compute times (7.6 ms to 441 ms per iteration) ideal run
-  times span ~8 s to ~12 h, mean ~45 min;
-- the same seeded traces at every rack count, so that the cluster size is the
-  contention knob: the batch is ~8.1 M ideal GPU-seconds (~17.6 h of the
-  2-rack cluster's 128 GPUs); the Poisson trace offers ~270 GPUs of work on
-  average, i.e. a load of ~2.1 on 2 racks, ~1.05 on 4, ~0.5 on 8, ~0.26 on 16.
+  times span ~8 s to ~12 h.
+Seed 0 gives: batch, mean 6.5 GPUs and 44 min ideal run time per job, 10.5 M
+GPU-seconds in all (22.9 h of the 2-rack cluster, 2.9 h of the 16-rack one);
+poisson, mean 5.5 GPUs and 46 min, 7.1 M GPU-seconds, arriving over 7.5 h at
+60 s: about 263 GPUs busy on average while jobs arrive, i.e. an offered load
+of ~1.03 at every size.
 
-Outputs in DIR: runs/<workload>-r<racks>-<policy>/{summary,jobs}.csv per run
-(a finished run is not redone when the script is restarted), summary.csv with
-every run, and summary.md, the same as a Markdown table (times in hours,
-communication in milliseconds per iteration).
+Outputs in DIR: runs/<comm>-<workload>-<trace digest>-r<racks>-<policy>/{summary,jobs}.csv
+per run (a finished run is not redone when the script is restarted with the
+same traces), summary.csv with every run, and summary.md, the same as a
+Markdown table (times in hours, communication in milliseconds per iteration).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -35,7 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from artist.metrics import job_table, summary
-from artist.network.analytical import AnalyticalModel
+from artist.network.factory import BACKENDS, make_comm_model
 from artist.policies.registry import make_policy
 from artist.simulator import SimulatorConfig, simulate
 from artist.topology import load_topology
@@ -48,27 +57,42 @@ RACKS = (2, 4, 8, 16)
 GPU_CHOICES = (1, 2, 4, 8, 16, 32)
 GPU_WEIGHTS = (0.30, 0.20, 0.20, 0.15, 0.10, 0.05)
 BATCH_JOBS, POISSON_JOBS, INTERARRIVAL_S = 500, 400, 60.0
-COLUMNS = ["workload", "racks", "gpus_total", "policy", "jobs", "finished", "makespan", "jct_mean", "jct_median",
+COLUMNS = ["comm", "workload", "racks", "gpus_total", "policy", "jobs", "finished", "makespan", "jct_mean", "jct_median",
            "jct_p95", "jct_p99", "queueing_mean", "queueing_p95", "queueing_p99", "comm_latency_mean",
            "gpu_utilisation", "preemptions", "migrations", "wall_seconds"]
 
 
-def workloads(models: dict, seed: int, batch_n: int, poisson_n: int, interarrival_s: float) -> dict:
-    mix = JobMix(models=tuple(sorted(models)), gpu_choices=GPU_CHOICES, gpu_weights=GPU_WEIGHTS)
-    return {"batch": batch_jobs(batch_n, mix, seed), "poisson": poisson_jobs(poisson_n, mix, interarrival_s, seed)}
+REFERENCE_GPUS = 256  # the 4-rack cluster: the Poisson mean inter-arrival is stated for it
 
 
-def run_one(workload: str, racks: int, policy: str, jobs, models, out: Path) -> dict:
-    run_dir = out / "runs" / f"{workload}-r{racks}-{policy}"
+def job_mix(models: dict) -> JobMix:
+    return JobMix(models=tuple(sorted(models)), gpu_choices=GPU_CHOICES, gpu_weights=GPU_WEIGHTS)
+
+
+def trace(workload: str, gpus: int, models: dict, seed: int, batch_n: int, poisson_n: int, interarrival_s: float):
+    if workload == "batch":
+        return batch_jobs(batch_n, job_mix(models), seed)
+    if workload == "poisson":
+        return poisson_jobs(poisson_n, job_mix(models), interarrival_s * REFERENCE_GPUS / gpus, seed)
+    raise ValueError(f"unknown workload {workload!r}; known: batch, poisson")
+
+
+def digest(jobs) -> str:
+    text = "\n".join(f"{j.job_id},{j.arrival!r},{j.model},{j.gpus},{j.iterations}" for j in jobs)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def run_one(workload: str, racks: int, policy: str, jobs, models, out: Path, comm: str = "analytical") -> dict:
+    run_dir = out / "runs" / f"{comm}-{workload}-{digest(jobs)}-r{racks}-{policy}"
     done = run_dir / "summary.csv"
     if done.exists():
         return pd.read_csv(done).iloc[0].to_dict()
     topology = load_topology(TOPOLOGY, racks)
     started = time.perf_counter()
-    result = simulate(topology, jobs, models, make_policy(policy), AnalyticalModel(topology), SimulatorConfig())
+    result = simulate(topology, jobs, models, make_policy(policy), make_comm_model(comm, topology), SimulatorConfig())
     wall = time.perf_counter() - started
     table = job_table(result)
-    row = {"workload": workload, "racks": racks, "gpus_total": topology.gpus, **summary(result, table),
+    row = {"comm": comm, "workload": workload, "racks": racks, "gpus_total": topology.gpus, **summary(result, table),
            "wall_seconds": round(wall, 1)}
     row = {c: row[c] for c in COLUMNS}
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -105,28 +129,36 @@ def main(argv=None) -> int:
     p.add_argument("--workloads", default="batch,poisson", help="batch, poisson or both")
     p.add_argument("--batch-jobs", type=int, default=BATCH_JOBS)
     p.add_argument("--poisson-jobs", type=int, default=POISSON_JOBS)
-    p.add_argument("--interarrival", type=float, default=INTERARRIVAL_S, help="Poisson mean inter-arrival, seconds")
+    p.add_argument("--interarrival", type=float, default=INTERARRIVAL_S,
+                   help="Poisson mean inter-arrival on 256 GPUs, seconds (scaled by 256 / GPUs at other sizes)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--comm", default="analytical", choices=BACKENDS, help="network model backend")
     p.add_argument("--n-jobs", type=int, default=1, help="runs in parallel (joblib processes)")
     args = p.parse_args(argv)
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     models = load_models()
-    traces = workloads(models, args.seed, args.batch_jobs, args.poisson_jobs, args.interarrival)
     names = [w for w in args.workloads.split(",") if w]
-    for w in names:
-        if w not in traces:
-            raise SystemExit(f"dally_policies: unknown workload {w!r}; known: {', '.join(traces)}")
     racks = [int(r) for r in args.racks.split(",") if r]
     policies = [x for x in args.policies.split(",") if x]
+    gpus_per_rack = load_topology(TOPOLOGY).gpus_per_rack
+    traces = {}
+    for w in names:
+        for r in racks:
+            try:
+                traces[w, r] = trace(w, r * gpus_per_rack, models, args.seed, args.batch_jobs, args.poisson_jobs,
+                                     args.interarrival)
+            except ValueError as exc:
+                raise SystemExit(f"dally_policies: {exc}")
     tasks = [(w, r, pol) for w in names for r in racks for pol in policies]
     if args.n_jobs == 1:
-        rows = [run_one(w, r, pol, traces[w], models, out) for w, r, pol in tasks]
+        rows = [run_one(w, r, pol, traces[w, r], models, out, args.comm) for w, r, pol in tasks]
     else:
         from joblib import Parallel, delayed
 
-        rows = Parallel(n_jobs=args.n_jobs)(delayed(run_one)(w, r, pol, traces[w], models, out) for w, r, pol in tasks)
+        rows = Parallel(n_jobs=args.n_jobs)(delayed(run_one)(w, r, pol, traces[w, r], models, out, args.comm)
+                                           for w, r, pol in tasks)
     df = pd.DataFrame(rows, columns=COLUMNS)
     df.drop(columns=["wall_seconds"]).to_csv(out / "summary.csv", index=False, float_format="%.9g")
     (out / "summary.md").write_text(markdown(df))

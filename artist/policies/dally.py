@@ -56,8 +56,10 @@ Choices the paper leaves open (the project's reading):
 - Auto-tuner with an empty list gives a timer of 0 (no evidence that waiting
   pays); with one entry, that entry (no spread can be estimated); the
   history limit is a time window, default 24 h (our choice).
-- A running job is not preempted by a job started in the same round, and a
-  job is preempted at most once per round.
+- Jobs placed in this round (preempted jobs placed again included) are not
+  victims in the same round, so a job is preempted at most once per round.
+  A preempted job placed again in the same round is, to the simulator, a
+  migration (and pays the restore).
 
 One instance serves one simulation: the auto-tuner's lists persist between calls.
 """

@@ -9,9 +9,10 @@ Decision rule, at every scheduling moment:
   restore after a preemption counts, as the job holds its GPUs). With
   thresholds T1 < ... < T(K-1), a job is in queue k when its service is in
   [T(k), T(k+1)); new jobs are in queue 0, the highest priority. Default: two
-  queues split at 16 GPU-hours (57 600 GPU-s), the setting of the Pollux
-  artifact's Tiresias (petuum/adaptdl, simulator/tiresias.py:
-  `_queue_threshold = 3600 * 16`), which the Pollux and Dally evaluations use.
+  queues (as in the Pollux and Dally evaluations) split at 16 GPU-hours
+  (57 600 GPU-s), the threshold of the Pollux artifact's Tiresias
+  (petuum/adaptdl, simulator/tiresias.py: `_queue_threshold = 3600 * 16`).
+  The Dally paper's own threshold was not available to us.
 - Jobs are considered queue by queue; inside a queue, running jobs first, then
   waiting jobs FIFO by the time they entered the queue (arrival for queue 0,
   the moment of demotion or promotion otherwise), ties by arrival and job id.
