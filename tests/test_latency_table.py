@@ -32,7 +32,8 @@ BASE_S, NVLINK_STEP_S, NET_STEP_S = 8.4e-6, 3.4e-6, 14.0e-6
 
 
 def ring_seconds(nbytes, n, step_fixed_s, bottleneck_bps):
-    """Ring all-reduce: base + 2(n-1) steps, each a start-up + path latency + one chunk over the slowest link."""
+    """Ring all-reduce on uniform hops: base + 2(n-1) steps, each a start-up + path latency + one chunk over
+    the slowest link (a chunk's latency path then has the same 2(n-1) hops of one kind)."""
     return BASE_S + 2 * (n - 1) * (step_fixed_s + (nbytes / n) * 8 / bottleneck_bps)
 
 
@@ -58,9 +59,11 @@ def test_rows_match_hand_computed_ring_times(topo, toys):
     cases = {
         "[[8]]": ("machine", ring_seconds(one, 8, NVLINK_STEP_S + NVLINK_PATH_S, NVLINK_BPS)),
         "[[1,1,1,1,1,1,1,1]]": ("rack", ring_seconds(one, 8, NET_STEP_S + NIC_PATH_S, NIC_BPS)),
-        # Two of the eight hops cross the spine; they are the slowest of every step (longer path,
-        # same 400 Gb/s NIC bottleneck: the 64-NIC uplink bundle carries one chunk each way).
-        "[[1,1,1,1],[1,1,1,1]]": ("network", ring_seconds(one, 8, NET_STEP_S + SPINE_PATH_S, NIC_BPS)),
+        # Two of the eight hops cross the spine (same 400 Gb/s NIC bottleneck: the 64-NIC
+        # uplink bundle carries one chunk each way). Latency follows one chunk's 14 hops,
+        # which cross the two rack boundaries (4 hops apart) at most 4 times.
+        "[[1,1,1,1],[1,1,1,1]]": ("network", BASE_S + 4 * (NET_STEP_S + SPINE_PATH_S) + 10 * (NET_STEP_S + NIC_PATH_S)
+                                  + 2 * 7 * (one / 8) * 8 / NIC_BPS),
     }
     for shape, (tier, seconds) in cases.items():
         row = _row(table, "toy-one-bucket", shape)

@@ -53,6 +53,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import random
 import socket
 import sqlite3
 import threading
@@ -322,6 +323,20 @@ class LatencyStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(str(self.path.parent), None, f"cannot create the cache directory ({exc.strerror})") from exc
+        # Switching a new file to WAL takes an exclusive lock for which SQLite does not
+        # always call the busy handler, so workers opening a fresh cache at the same
+        # moment can see "database is locked": retry those until the busy timeout.
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return self._open_once()
+            except InputError as exc:
+                locked = isinstance(exc.__cause__, sqlite3.OperationalError) and "locked" in str(exc.__cause__)
+                if not locked or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01 + 0.04 * random.random())
+
+    def _open_once(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
