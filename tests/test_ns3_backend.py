@@ -80,9 +80,6 @@ def test_ring_across_two_machines_is_paced_by_the_nic(worker):
     # + path latency.
     hand = NCCL.base_s + NCCL.net_step_s + 2 * (n - 1) * nbytes / n * 8 / NIC_BPS + NIC_PATH_S
     assert seconds == pytest.approx(hand, rel=0.10)
-    # The lock-step analytical model charges every step α + its slowest hop: an upper bound.
-    analytical = schedule_seconds(allreduce_schedule("ring", placement, nbytes), DALLY, NCCL)
-    assert seconds <= analytical
 
 
 @pytest.mark.parametrize("algorithm,channels", [("ring", 2), ("hierarchical", 1)])
@@ -125,11 +122,15 @@ def test_repeated_runs_give_identical_results(worker):
     assert (a.bucket_seconds, a.exposed_seconds, a.packets) == (b.bucket_seconds, b.exposed_seconds, b.packets)
 
 
-def test_steady_state_skipping_agrees_with_full_run(worker):
-    placement = placement_from_shape(DALLY, [[4, 4]])  # 14 ring steps; simulate 6
-    full = Ns3Model(DALLY, worker=worker).collective_seconds(placement, 20_000_000)
-    fast = Ns3Model(DALLY, worker=worker, accelerate=True, steady_steps=6).collective_seconds(placement, 20_000_000)
-    assert fast == pytest.approx(full, rel=0.01)
+@pytest.mark.parametrize("nbytes", [20_000_000, 400_000])  # NIC-bound and latency-bound
+def test_steady_state_skipping_agrees_with_full_run(worker, nbytes):
+    topo = make_topology(racks=2, machines_per_rack=2, gpus_per_machine=2)
+    placement = placement_from_shape(topo, [[2, 2], [2, 2]])  # ring hop pattern repeats every 4 positions
+    fast_model = Ns3Model(topo, worker=worker, accelerate=True, steady_steps=4)
+    schedule = allreduce_schedule("ring", placement, nbytes)
+    assert fast_model._ring_period(schedule) == 4 and fast_model._simulated_steps(schedule) == 10 < schedule.steps
+    full = Ns3Model(topo, worker=worker).collective_seconds(placement, nbytes)
+    assert fast_model.collective_seconds(placement, nbytes) == pytest.approx(full, rel=0.01)
 
 
 def test_ns3_answers_through_the_comm_model_interface(worker):

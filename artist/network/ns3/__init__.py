@@ -15,11 +15,15 @@ base.result_from_buckets, whose timeline is the same rule; the simulated end of
 the last bucket is kept in details["simulated_exposed_seconds"] as a cross-check.
 
 Acceleration (accelerate=True, ring only, off by default): steady-state skipping.
-Each collective is simulated for its first `steady_steps` ring steps only; the
-remaining steps are extrapolated from the step-completion increment over the last
-half of the simulated steps. With one FIFO connection per (sender, channel) the
-truncation cannot change the simulated steps, so the only approximation is that
-the increment stays constant. benchmarks/ns3_speed.py checks it against full runs.
+The ring's hop pattern repeats every P positions (P = GPUs per rack for a regular
+multi-rack shape: NVLink hops, a NIC hop per machine boundary, a spine hop per rack
+boundary), and so, once the pipeline is full, do the increments between the
+completion times of successive steps (measured: constant when the NIC is the
+bottleneck, period P when start-up latencies show, e.g. 17 MB on 64 GPUs). Each
+collective is simulated for its first max(steady_steps, 2P + 2) steps only and the
+remaining steps are extrapolated by repeating the last P increments. With one FIFO
+connection per (sender, channel) the truncation cannot change the simulated steps.
+benchmarks/ns3_speed.py checks it against full runs (goal < 1 %).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from dataclasses import asdict
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, compute_seconds_on, result_from_buckets
 from artist.network.collectives import ALGORITHMS, Schedule, allreduce_schedule
+from artist.network.links import path
 from artist.network.ns3.builder import build_engine_input
 from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
 from artist.network.ns3.worker import TRANSPORTS
@@ -139,24 +144,40 @@ class Ns3Model:
     def _schedule(self, placement: Placement, nbytes: int) -> Schedule:
         return allreduce_schedule(self.algorithm, placement, int(nbytes), self.channels)
 
+    def _ring_period(self, schedule: Schedule) -> int:
+        """Smallest P such that the ring's hops (links crossed, latency) repeat every P positions."""
+        ring = [t for t in schedule.transfers if t.step == 0 and t.channel == 0]  # sorted by src = ring order
+        sig = []
+        for t in ring:
+            p = path(self.topology, schedule.ranks[t.src], schedule.ranks[t.dst])
+            sig.append((p.kind, round(p.latency_s, 15), tuple(link[0] for link in p.links)))
+        n = len(sig)
+        return next(q for q in range(1, n + 1) if n % q == 0 and all(sig[i] == sig[(i + q) % n] for i in range(n)))
+
+    def _simulated_steps(self, schedule: Schedule) -> int:
+        if not (self.accelerate and self.algorithm == "ring" and schedule.transfers):
+            return schedule.steps
+        return min(schedule.steps, max(self.steady_steps, 2 * self._ring_period(schedule) + 2))
+
     def _accelerated(self, schedule: Schedule) -> bool:
-        return self.accelerate and self.algorithm == "ring" and schedule.steps > self.steady_steps
+        return self._simulated_steps(schedule) < schedule.steps
 
     def _truncate(self, schedule: Schedule) -> Schedule:
         # Transfers are sorted by step and deps point backwards, so a step prefix is closed.
-        keep = sum(1 for t in schedule.transfers if t.step < self.steady_steps)
+        k = self._simulated_steps(schedule)
+        keep = sum(1 for t in schedule.transfers if t.step < k)
         return dataclasses.replace(schedule, transfers=schedule.transfers[:keep])
 
     def _extrapolate(self, schedule: Schedule, truncated: Schedule, res: dict, coll: int, first_msg: int) -> float:
-        """Collective time from a truncated run: last simulated step end + constant increments."""
+        """Collective time from a truncated run: step ends continued by repeating the last P increments."""
         start = res["c_start_s"][coll]
-        step_end = [0.0] * truncated.steps
+        end = [0.0] * truncated.steps
         for i, t in enumerate(truncated.transfers):
-            step_end[t.step] = max(step_end[t.step], res["m_done_s"][first_msg + i] - start)
-        k = truncated.steps
-        w = k // 2
-        delta = (step_end[k - 1] - step_end[k - 1 - w]) / w
-        return step_end[k - 1] + (schedule.steps - k) * delta
+            end[t.step] = max(end[t.step], res["m_done_s"][first_msg + i] - start)
+        period = self._ring_period(schedule)
+        for s in range(truncated.steps, schedule.steps):
+            end.append(end[s - 1] + end[s - period] - end[s - period - 1])
+        return end[-1]
 
     def _timed_collectives(self, schedules: list[Schedule], ready: list[float], shape: str) -> tuple[list[float], dict]:
         if not any(self._accelerated(s) for s in schedules):

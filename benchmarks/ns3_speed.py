@@ -1,0 +1,88 @@
+"""ns-3 backend speed and accuracy: prints figures, asserts nothing.
+
+    PYTHONPATH=. python benchmarks/ns3_speed.py [--tcp] [--tcp-64]
+
+For 8 GPUs / 1 machine, 16 GPUs / 2 machines and 64 GPUs / 2 racks on the
+dally-3tier topology, one ring all-reduce of the ResNet-50 gradient
+(25,557,032 fp32 parameters = 102,228,128 bytes, torchvision num_params):
+wall seconds, packets simulated per wall second, ns-3 / analytical time ratio,
+for the full packet-level run and for steady-state skipping (accelerate=True),
+with the relative difference between the two (goal: < 1 %). Then the whole
+ResNet-50 iteration (DDP buckets, one ns-3 run) on 64 GPUs. With --tcp the same
+collectives run on the TCP DCTCP baseline transport to compare transports
+(--tcp-64 includes the 64-GPU case, which takes minutes).
+Goal: the 64-GPU case under 10 s wall on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from artist.network.analytical import AnalyticalModel
+from artist.network.ns3 import Ns3Model, Ns3Worker
+from artist.placement import placement_from_shape
+from artist.topology import load_topology
+from artist.workload import ModelProfile, load_models
+
+REPO = Path(__file__).resolve().parent.parent
+RESNET50_BYTES = 25_557_032 * 4  # torchvision resnet50 num_params x fp32
+CASES = (("8 GPUs / 1 machine", [[8]]), ("16 GPUs / 2 machines", [[8, 8]]),
+         ("64 GPUs / 2 racks", [[8, 8, 8, 8], [8, 8, 8, 8]]))
+
+
+def one_allreduce(nbytes: int) -> ModelProfile:
+    # One bucket holding the whole gradient; compute time is irrelevant to the raw time.
+    return ModelProfile("resnet50-gradient", (nbytes,), compute_seconds=0.103644, reference_gpu="A100",
+                        bucket_cap_bytes=nbytes)
+
+
+def measure(comm: Ns3Model, model: ModelProfile, placement) -> tuple[float, float, int, float]:
+    started = time.perf_counter()
+    result = comm.iteration_comm_time(model, placement)
+    wall = time.perf_counter() - started
+    return result.collective_seconds, result.exposed_seconds, result.packets, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tcp", action="store_true", help="also run the TCP DCTCP transport (8 and 16 GPUs)")
+    parser.add_argument("--tcp-64", action="store_true", help="also run TCP on the 64-GPU case (slow)")
+    args = parser.parse_args()
+    topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
+    worker = Ns3Worker()
+    t = time.perf_counter()
+    worker.ensure_started()
+    print(f"worker start (ns-3 import + engine compile): {time.perf_counter() - t:.1f} s")
+    analytical = AnalyticalModel(topo)
+    full = Ns3Model(topo, worker=worker)
+    fast = Ns3Model(topo, worker=worker, accelerate=True)
+    tcp = Ns3Model(topo, worker=worker, transport="tcp")
+    model = one_allreduce(RESNET50_BYTES)
+    print(f"\nring all-reduce of {RESNET50_BYTES} bytes, 1 channel, window transport")
+    print(f"{'case':22} {'mode':12} {'wall s':>8} {'packets':>10} {'pkt/wall s':>11} {'sim s':>12} "
+          f"{'ns3/analyt':>10} {'vs full':>9}")
+    for label, shape in CASES:
+        placement = placement_from_shape(topo, shape)
+        a = analytical.collective_seconds(placement, RESNET50_BYTES)
+        ref = None
+        runs = [("full", full), ("accelerated", fast)]
+        if args.tcp and (args.tcp_64 or placement.size <= 16):
+            runs.append(("tcp full", tcp))
+        for mode, comm in runs:
+            seconds, _, packets, wall = measure(comm, model, placement)
+            ref = seconds if ref is None else ref
+            print(f"{label:22} {mode:12} {wall:8.2f} {packets:10d} {packets / wall:11.0f} {seconds:12.9f} "
+                  f"{seconds / a:10.4f} {100 * (seconds - ref) / ref:+8.4f}%", flush=True)
+    resnet = load_models()["resnet50"]
+    placement = placement_from_shape(topo, CASES[-1][1])
+    print(f"\nresnet50 iteration ({len(resnet.buckets)} DDP buckets, one ns-3 run) on {CASES[-1][0]}")
+    for mode, comm in (("full", full), ("accelerated", fast)):
+        raw, exposed, packets, wall = measure(comm, resnet, placement)
+        print(f"{mode:12} raw {raw:.9f} s exposed {exposed:.9f} s packets {packets} wall {wall:.2f} s", flush=True)
+    worker.close()
+
+
+if __name__ == "__main__":
+    main()
