@@ -23,9 +23,11 @@ Workload (our choices, not the paper's, which used production traces):
   times span ~8 s to ~12 h.
 Seed 0 gives: batch, mean 6.5 GPUs and 44 min ideal run time per job, 10.5 M
 GPU-seconds in all (22.9 h of the 2-rack cluster, 2.9 h of the 16-rack one);
-poisson, mean 5.5 GPUs and 46 min, 7.1 M GPU-seconds, arriving over 7.5 h at
-60 s: about 263 GPUs busy on average while jobs arrive, i.e. an offered load
-of ~1.03 at every size.
+poisson, mean 5.5 GPUs and 46 min, 7.1 M GPU-seconds: 263 GPUs' worth of work
+per unit of arrival time (a nominal load of ~1.03 at every size). Job lengths
+are heavy-tailed, so 400 jobs do not reach that load on the large clusters:
+under FIFO at most 474 of 512 GPUs (8 racks) and 703 of 1024 (16 racks) are
+ever busy and no job queues there; the 2- and 4-rack clusters saturate.
 
 Outputs in DIR: runs/<comm>-<workload>-<trace digest>-r<racks>-<policy>/{summary,jobs}.csv
 per run (a finished run is not redone when the script is restarted with the
