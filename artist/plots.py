@@ -65,9 +65,14 @@ def series(table: pd.DataFrame, metric: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _colours(table: pd.DataFrame) -> dict[str, str]:
-    palette = [f"C{i}" for i in range(10)]
-    return {p: palette[i % len(palette)] for i, p in enumerate(pd.unique(table["policy"]))}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+_LINESTYLES = ("-", "--", ":", "-.")
+
+
+def _styles(table: pd.DataFrame) -> dict[str, dict]:
+    """Colour, marker and dash per policy: policies that coincide stay distinguishable."""
+    return {p: {"color": f"C{i % 10}", "marker": _MARKERS[i % len(_MARKERS)], "linestyle": _LINESTYLES[i % len(_LINESTYLES)]}
+            for i, p in enumerate(pd.unique(table["policy"]))}
 
 
 def _racks_axis(ax, racks) -> None:
@@ -98,12 +103,13 @@ def _grid(rows: int, cols: int, title: str) -> tuple[Figure, np.ndarray]:
     return fig, axes
 
 
-def _line_panel(ax, rows: pd.DataFrame, metric: str, scale: float, colours: dict, ylabel: str) -> None:
+def _line_panel(ax, rows: pd.DataFrame, metric: str, scale: float, styles: dict, ylabel: str) -> None:
     for policy, s in series(rows, metric).items():
         x, y = s["racks"].to_numpy(), s["mean"].to_numpy() / scale
-        ax.plot(x, y, marker="o", color=colours[policy], label=policy)
+        ax.plot(x, y, label=policy, markerfacecolor="none", **styles[policy])
         if (s["seeds"] > 1).any():
-            ax.fill_between(x, s["min"] / scale, s["max"] / scale, color=colours[policy], alpha=0.15, linewidth=0)
+            ax.fill_between(x, s["min"] / scale, s["max"] / scale, color=styles[policy]["color"], alpha=0.15,
+                            linewidth=0)
     _racks_axis(ax, rows["racks"])
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
@@ -113,13 +119,13 @@ def _line_panel(ax, rows: pd.DataFrame, metric: str, scale: float, colours: dict
 def metric_figure(table: pd.DataFrame, panels: list[tuple[str, float, str]], title: str) -> Figure:
     """One row per metric, one column per facet (workload, backend, ... combination)."""
     fs = facets(table)
-    colours = _colours(table)
+    styles = _styles(table)
     fig, axes = _grid(len(panels), len(fs), title)
     for col, (key, facet_title) in enumerate(fs):
         rows = _facet_rows(table, key)
         for row, (metric, scale, ylabel) in enumerate(panels):
             ax = axes[row, col]
-            _line_panel(ax, rows, metric, scale, colours, ylabel)
+            _line_panel(ax, rows, metric, scale, styles, ylabel)
             if facet_title and row == 0:
                 ax.set_title(facet_title, fontsize=9)
     axes[0, 0].legend(fontsize=8, loc="best")
@@ -129,7 +135,7 @@ def metric_figure(table: pd.DataFrame, panels: list[tuple[str, float, str]], tit
 def jct_cdf_figure(table: pd.DataFrame, store: ResultStore) -> Figure:
     fs = facets(table)
     racks = sorted(int(r) for r in pd.unique(table["racks"]))
-    colours = _colours(table)
+    styles = _styles(table)
     fig, axes = _grid(len(fs), len(racks), "JCT CDF per rack count (all jobs of all seeds)")
     lo, hi = np.inf, 0.0
     for r_i, (key, facet_title) in enumerate(fs):
@@ -143,7 +149,9 @@ def jct_cdf_figure(table: pd.DataFrame, store: ResultStore) -> Figure:
                     continue
                 x = np.sort(jct) / HOUR
                 lo, hi = min(lo, x[0]), max(hi, x[-1])
-                ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=colours[policy], label=policy)
+                st = styles[policy]
+                ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=st["color"],
+                        linestyle=st["linestyle"], label=policy)
             ax.set_xscale("log")
             ax.set_ylim(0, 1.02)
             ax.set_xlabel("JCT (hours, log scale)")

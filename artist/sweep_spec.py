@@ -14,6 +14,7 @@
       backend: ns3                               # ns3 | analytical, or a list (axis)
       algorithm: ring                            # or a list (axis)
       channels: 1                                # or a list (axis)
+      options: {ns3: {transport: tcp}}           # optional; per backend, passed to make_comm_model
     calibration: null                            # optional; a profile path, or a list with null = none (axis)
     simulator: {round_interval_s: 300, restore_seconds: 30}
     models: ../workloads/models                  # optional; default: the shipped profiles
@@ -107,6 +108,7 @@ class Run:
     backend: str = "analytical"
     algorithm: str = "ring"
     channels: int = 1
+    comm_options: dict = field(hash=False, compare=False, default_factory=dict)
     calibration: CalibrationChoice = NO_CALIBRATION
     simulator: SimulatorConfig = SimulatorConfig()
 
@@ -133,6 +135,7 @@ class SweepSpec:
     simulator: SimulatorConfig
     models: dict[str, ModelProfile]
     models_sha256: str
+    comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> options of make_comm_model
     runs: list[Run] = field(default_factory=list)
 
 
@@ -194,13 +197,14 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None) ->
     seeds = [_integer(f, "seeds", i, v, minimum=0) for i, v in enumerate(_listed(f, "seeds", [0]))]
     if len(set(seeds)) != len(seeds):
         raise f.error("seeds", f"a seed is listed twice: {seeds}")
-    backends, algorithms, channels = _comm(f, backend_override)
+    backends, algorithms, channels, comm_options = _comm(f, backend_override)
+    _check_comm_options(f, topologies[0].topology, backends, algorithms, channels, comm_options)
     calibrations = _calibrations(f, base, topologies, backends, algorithms, channels)
     simulator = _simulator(f)
     workloads = _workloads(f, base)
 
     spec = SweepSpec(name, source, topologies, racks, policies, workloads, seeds, backends, algorithms, channels,
-                     calibrations, simulator, models, models_sha)
+                     calibrations, simulator, models, models_sha, comm_options)
     spec.runs = expand(spec)
     return spec
 
@@ -310,12 +314,12 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
     return out
 
 
-def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str], list[int]]:
+def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str], list[int], dict[str, dict]]:
     raw = f.raw("comm", {"backend": "analytical"})
     if isinstance(raw, str):
         raw = {"backend": raw}
     cf = Fields(raw, f.source, "comm.")
-    cf.unknown_keys({"backend", "algorithm", "channels"})
+    cf.unknown_keys({"backend", "algorithm", "channels", "options"})
     backends = _listed(cf, "backend", "analytical")
     if backend_override is not None:
         backends = [backend_override]
@@ -333,7 +337,30 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
     for key, values in (("backend", backends), ("algorithm", algorithms), ("channels", channels)):
         if len(set(values)) != len(values):
             raise cf.error(key, f"a value is listed twice: {values}")
-    return list(backends), list(algorithms), channels
+    options = cf.raw("options", {})
+    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
+        raise cf.error("options", "expected a mapping of backend name to its options, e.g. {ns3: {transport: tcp}}")
+    for name in options:
+        if name not in BACKENDS:
+            raise InputError(f.source, f"field 'comm.options.{name}'", f"unknown backend; known: {', '.join(BACKENDS)}")
+        try:
+            canonical_json(options[name])
+        except (TypeError, ValueError) as exc:
+            raise InputError(f.source, f"field 'comm.options.{name}'", f"values must be plain YAML scalars ({exc})") from None
+    return list(backends), list(algorithms), channels, {b: dict(options.get(b, {})) for b in backends}
+
+
+def _check_comm_options(f: Fields, topology: Topology, backends, algorithms, channels, options) -> None:
+    """Build each backend once with its options (cheap: the ns-3 model starts its worker only when asked)."""
+    from artist.network.factory import make_comm_model
+
+    for backend in backends:
+        if not options[backend]:
+            continue
+        try:
+            make_comm_model(backend, topology, algorithm=algorithms[0], channels=channels[0], **options[backend])
+        except (TypeError, ValueError) as exc:
+            raise InputError(f.source, f"field 'comm.options.{backend}'", f"rejected by the {backend} backend: {exc}") from None
 
 
 def _check_ns3_available(f: Fields) -> None:
@@ -458,7 +485,8 @@ def expand(spec: SweepSpec) -> list[Run]:
                                 "models_sha256": spec.models_sha256,
                                 "policy": {"name": policy.name, "params": policy.params},
                                 "workload": {**workload.identity, "seed": seed},
-                                "comm": {"backend": backend, "algorithm": algorithm, "channels": channels},
+                                "comm": {"backend": backend, "algorithm": algorithm, "channels": channels,
+                                         "options": spec.comm_options[backend]},
                                 "calibration": cal.profile.id if cal.profile is not None else None,
                                 "simulator": sim_identity,
                             }
@@ -466,7 +494,7 @@ def expand(spec: SweepSpec) -> list[Run]:
                                     "workload": workload.label, "seed": seed, "backend": backend,
                                     "algorithm": algorithm, "channels": channels, "calibration": cal.label}
                             runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology, jobs, policy,
-                                            workload, backend, algorithm, channels, cal, sim))
+                                            workload, backend, algorithm, channels, spec.comm_options[backend], cal, sim))
     ids = {}
     for r in runs:
         if r.run_id in ids:  # two points with equal resolved parameters (e.g. two copies of one file)

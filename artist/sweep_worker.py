@@ -22,7 +22,7 @@ import pandas as pd
 from artist.metrics import job_table, summary, utilisation_table
 from artist.policies.registry import make_policy
 from artist.simulator import simulate
-from artist.sweep_spec import Run
+from artist.sweep_spec import Run, canonical_json
 from artist.workload import ModelProfile
 
 
@@ -53,13 +53,15 @@ _PROCESS_MODELS_MAX = 16
 def comm_model_for(run: Run, cache_path: str | None, use_cache: bool):
     """(the CommModel the simulator asks, the Cached layer inside it or None)."""
     cal = run.calibration.profile
-    key = (run.backend, run.algorithm, run.channels, run.topology, cal.id if cal is not None else None,
-           cache_path, use_cache, os.getpid())
+    key = (run.backend, run.algorithm, run.channels, canonical_json(run.comm_options), run.topology,
+           cal.id if cal is not None else None, cache_path, use_cache, os.getpid())
     entry = _PROCESS_MODELS.get(key)
     if entry is None:
         from artist.network.factory import make_comm_model
 
-        model = make_comm_model(run.backend, run.topology, algorithm=run.algorithm, channels=run.channels)
+        _standard_start_method()
+        model = make_comm_model(run.backend, run.topology, algorithm=run.algorithm, channels=run.channels,
+                                **run.comm_options)
         cached = None
         if use_cache:
             from artist.network.cache import Cached, LatencyStore
@@ -75,6 +77,16 @@ def comm_model_for(run: Run, cache_path: str | None, use_cache: bool):
         while len(_PROCESS_MODELS) > _PROCESS_MODELS_MAX:
             _PROCESS_MODELS.popitem(last=False)
     return entry
+
+
+def _standard_start_method() -> None:
+    """loky workers make their own start method ('loky') the process default; a multiprocessing child
+    started from there (the ns-3 backend's worker, spawned) then dies looking for that method in a
+    fresh interpreter. Put a standard one back; the loky worker itself starts no processes."""
+    import multiprocessing as mp
+
+    if mp.get_start_method(allow_none=True) not in mp.get_all_start_methods():
+        mp.set_start_method("spawn", force=True)
 
 
 def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None = None,

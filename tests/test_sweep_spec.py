@@ -87,6 +87,16 @@ def test_run_identity_follows_parameters_not_labels_or_paths(tmp_path):
     assert not {r.run_id for r in edited} & {r.run_id for r in base}
 
 
+def test_backend_options_are_checked_and_part_of_the_identity(tmp_path):
+    pytest.importorskip("artist.network.ns3")  # imports the Python side only; ns-3 itself is not started
+    plain = load_sweep_spec(tiny_spec(tmp_path, comm="ns3")).runs
+    tcp = load_sweep_spec(tiny_spec(tmp_path, comm={"backend": "ns3", "options": {"ns3": {"transport": "tcp"}}})).runs
+    assert tcp[0].comm_options == {"transport": "tcp"} and plain[0].comm_options == {}
+    assert not {r.run_id for r in tcp} & {r.run_id for r in plain}
+    with pytest.raises(InputError, match=r"field 'comm.options.ns3'.*pigeon"):
+        load_sweep_spec(tiny_spec(tmp_path, comm={"backend": "ns3", "options": {"ns3": {"transport": "pigeon"}}}))
+
+
 def test_policy_parameters_are_part_of_the_identity(tmp_path):
     spec = load_sweep_spec(tiny_spec(tmp_path, policies=[
         {"name": "test-fifo-param", "params": {"patience": 1.0}},
@@ -114,6 +124,9 @@ BAD_SPECS = [
     (dict(comm="carrier-pigeon"), "comm.backend[0]", "unknown backend"),
     (dict(comm={"backend": "analytical", "algorithm": "tree-of-life"}), "comm.algorithm[0]", "unknown algorithm"),
     (dict(comm={"backend": "analytical", "channels": 0}), "comm.channels[0]", "must be >= 1"),
+    (dict(comm={"backend": "analytical", "options": {"analytical": {"speed": 3}}}), "comm.options.analytical",
+     "rejected by the analytical backend"),
+    (dict(comm={"backend": "analytical", "options": {"quantum": {}}}), "comm.options.quantum", "unknown backend"),
     (dict(simulator={"restore_seconds": -5}), "simulator.restore_seconds", "must be >= 0"),
     (dict(simulator={"round_interval": 5}), "simulator.round_interval", "unknown field"),
     (dict(calibration="no-profile.yaml"), "calibration[0]", "no such calibration profile"),

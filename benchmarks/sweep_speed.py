@@ -1,0 +1,104 @@
+"""Sweep execution figures: speed-up of 2 workers over 1 (analytical backend), and the latency-cache
+hit rate of a second identical ns-3 sweep.
+
+    python benchmarks/sweep_speed.py [--runs-spec SPEC] [--ns3-spec sweeps/quick.yaml] [--skip-ns3]
+
+Part 1 runs one analytical sweep (default: 16 runs of FIFO, Tiresias, Dally and
+Gandiva on the Dally cluster at 2 and 4 racks, a 200-job Poisson workload, two
+seeds) with -j 1 and with -j 2, each into a fresh output directory with a fresh
+cache, so both do the same work; prints the wall times, the speed-up, and
+whether the two tables are byte-identical.
+
+Part 2 runs the ns-3 spec twice into two fresh output directories sharing one
+fresh cache: the first sweep simulates every distinct (model, placement shape);
+the second should answer every look-up from the cache (target: hit rate >= 95 %,
+zero new simulations). Prints both sweeps' look-ups, hits, simulations and wall
+times. Expect the first ns-3 sweep to take several minutes.
+
+Figures are printed, never asserted (the issue's targets are stated next to them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from artist.sweep import load_sweep_spec, run_sweep  # noqa: E402
+
+DEFAULT_RUNS_SPEC = {
+    "name": "speed",
+    "topology": str(REPO / "topologies" / "dally-3tier.yaml"),
+    "racks": [2, 4],
+    "policies": ["fifo", "tiresias", "dally", "gandiva"],
+    "workloads": ["poisson:n=200,interarrival=60"],
+    "seeds": [0, 1],
+    "comm": "analytical",
+}
+
+
+def timed_sweep(spec_path: Path, out: Path, cache: Path, n_jobs: int):
+    spec = load_sweep_spec(spec_path)
+    started = time.perf_counter()
+    report = run_sweep(spec, out, n_jobs=n_jobs, cache_dir=cache, progress=False, plots=False)
+    wall = time.perf_counter() - started
+    if report.failed:
+        raise SystemExit(f"{len(report.failed)} run(s) failed in {out}: {report.failed[0][1]}")
+    return report, wall
+
+
+def speedup(spec_path: Path, work: Path) -> None:
+    n = len(load_sweep_spec(spec_path).runs)
+    print(f"== analytical sweep: {spec_path.name}, {n} runs, {os.cpu_count()} cores")
+    one, t1 = timed_sweep(spec_path, work / "j1", work / "cache-j1", 1)
+    two, t2 = timed_sweep(spec_path, work / "j2", work / "cache-j2", 2)
+    same = all((one.out_dir / f).read_bytes() == (two.out_dir / f).read_bytes()
+               for f in ("results.csv", "results.parquet"))
+    print(f"-j 1: {t1:7.1f} s wall ({t1 / n:.2f} s per run)")
+    print(f"-j 2: {t2:7.1f} s wall ({t2 / n:.2f} s per run)")
+    print(f"speed-up with 2 workers: {t1 / t2:.2f}x (ideal 2.00x on 2 idle cores; includes worker start-up)")
+    print(f"tables byte-identical: {same}")
+
+
+def cache_rate(spec_path: Path, work: Path, n_jobs: int) -> None:
+    n = len(load_sweep_spec(spec_path).runs)
+    cache = work / "cache-ns3"
+    print(f"== ns-3 sweep twice with one fresh cache: {spec_path}, {n} runs, -j {n_jobs}")
+    for i in (1, 2):
+        report, wall = timed_sweep(spec_path, work / f"ns3-{i}", cache, n_jobs)
+        lookups = report.cache_hits + report.cache_misses
+        rate = report.cache_hit_rate
+        print(f"sweep {i}: {wall:7.1f} s wall; {lookups} look-ups, {report.cache_hits} hits, "
+              f"{report.cache_misses} simulated; hit rate {'n/a' if rate is None else f'{100 * rate:.1f}%'}")
+    print("target for sweep 2: hit rate >= 95 %, 0 simulated")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs-spec", default=None, help="analytical sweep spec for the speed-up (default: built in)")
+    ap.add_argument("--ns3-spec", default=str(REPO / "sweeps" / "quick.yaml"))
+    ap.add_argument("--ns3-jobs", type=int, default=-1, help="workers for the ns-3 sweeps (default: all cores)")
+    ap.add_argument("--skip-ns3", action="store_true")
+    ap.add_argument("--skip-speedup", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="artist-sweep-bench-") as tmp:
+        work = Path(tmp)
+        if not args.skip_speedup:
+            spec_path = Path(args.runs_spec) if args.runs_spec else work / "speed.yaml"
+            if not args.runs_spec:
+                spec_path.write_text(yaml.safe_dump(DEFAULT_RUNS_SPEC, sort_keys=False))
+            speedup(spec_path, work)
+        if not args.skip_ns3:
+            cache_rate(Path(args.ns3_spec), work, args.ns3_jobs)
+
+
+if __name__ == "__main__":
+    main()
