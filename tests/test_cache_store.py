@@ -321,8 +321,8 @@ def test_calibrated_over_cached_answers_collectives(store_path):
     h100 = load_topology(REPO / "topologies" / "h100-dgx.yaml")
     profile = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")
     p = placement_from_shape(h100, [[8], [8]])
-    through_cache = Calibrated(Cached(AnalyticalModel(h100), LatencyStore(store_path)), profile)
-    direct = Calibrated(AnalyticalModel(h100), profile)
+    through_cache = Calibrated(Cached(AnalyticalModel(h100, channels=8), LatencyStore(store_path)), profile)
+    direct = Calibrated(AnalyticalModel(h100, channels=8), profile)
     assert through_cache.collective_seconds(p, 1 << 26) == direct.collective_seconds(p, 1 << 26)
 
 

@@ -134,13 +134,76 @@ def test_profile_errors_name_the_field(tmp_path):
         load_profile(path)
 
 
-def test_shipped_profile_applies_to_both_h100_topologies(h100):
+class IdentityOf:
+    """A stand-in for the backend a shipped profile was fitted with: it reports that backend's
+    identity and answers every all-reduce with a known time, so the correction can be checked by
+    hand without running the backend (ns-3 included)."""
+
+    def __init__(self, identity, seconds=0.01):
+        self._identity, self.seconds, self.name = identity, seconds, identity["backend"]
+
+    def identity(self):
+        return dict(self._identity)
+
+    def collective_seconds(self, placement, nbytes):
+        return self.seconds
+
+    def iteration_comm_time(self, model, placement):
+        b = tuple(self.seconds for _ in model.buckets)
+        return CommResult(exposed_seconds=0.0, collective_seconds=sum(b), backend=self.name, bucket_seconds=b)
+
+
+SHIPPED = sorted((REPO / "calibration" / "profiles").glob("*.yaml"))
+
+
+def test_the_h100_profiles_are_shipped():
+    assert {"h100-analytical.yaml", "h100-ns3.yaml"} <= {p.name for p in SHIPPED}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_shipped_profile_loads_and_is_applied_as_fitted(path):
+    profile = load_profile(path)
+    topology = load_topology(REPO / profile.topology_path)
+    profile.check_topology(topology)
+    inner = IdentityOf(profile.backend, seconds=0.01)
+    cal = Calibrated(inner, profile)
+    assert cal.identity()["calibration_profile"] == profile.id and cal.identity()["inner"] == profile.backend
+    # Hand-applied correction: t / f + hops x h, hops = 2(N-1) on one machine, 2(m-1) NIC crossings over m machines.
+    for shape, tier, hops in (([[8]], "machine", 14), ([[8, 8]], "rack", 2), ([[4, 4, 4, 4]], "rack", 6)):
+        c = profile.correction(tier)
+        expected = 0.01 / c.bandwidth_factor + hops * c.hop_latency_s
+        assert cal.collective_seconds(placement_from_shape(topology, shape), 64 * MIB) == pytest.approx(expected, rel=1e-12)
+        res = cal.iteration_comm_time(_model(), placement_from_shape(topology, shape))
+        assert res.calibrated and res.bucket_seconds == pytest.approx((expected, expected), rel=1e-12)
+    # Every fitted tier met the acceptance figure on its held-out sizes when it was fitted.
+    for tier, stats in profile.fit["tiers"].items():
+        if "held_out_median_abs_error" in stats and stats["held_out_points"]:
+            assert stats["held_out_median_abs_error"] <= 0.05, (path.name, tier)
+    # The cache key of a calibrated answer carries the profile id (cache.key_material_parts).
+    from artist.network.cache import collective_key_material
+
+    material = collective_key_material(cal, placement_from_shape(topology, [[8]]), 64 * MIB)
+    assert profile.id in repr(material)
+
+
+def test_h100_profiles_apply_to_both_h100_topologies(h100):
+    for name in ("h100-analytical", "h100-ns3"):
+        profile = load_profile(REPO / "calibration" / "profiles" / f"{name}.yaml")
+        profile.check_topology(h100)
+        profile.check_topology(load_topology(REPO / "topologies" / "dgx-h100.yaml"))
+        # NCCL-matching settings: one ring per NIC (8 per DGX H100), fitted on both xxrjun logs.
+        assert profile.backend["channels"] == 8 and profile.backend["algorithm"] == "ring"
+        assert {l["file"] for l in profile.logs} == {"xxrjun_1node_8xH100_allcoll.txt", "xxrjun_2node_2xH100_1gpn_smoke.txt"}
+        assert set(profile.corrections) == {"machine", "rack"}
+
+
+def test_analytical_h100_profile_corrects_the_real_backend(h100):
     profile = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")
-    profile.check_topology(h100)
-    profile.check_topology(load_topology(REPO / "topologies" / "dgx-h100.yaml"))
-    cal = Calibrated(AnalyticalModel(h100), profile)
-    res = cal.iteration_comm_time(_model(), placement_from_shape(h100, [[8, 8]]))
-    assert res.calibrated and res.bucket_seconds[0] > 0
-    # fitted tiers meet the acceptance figure on their held-out sizes
-    for tier in ("machine", "rack"):
-        assert profile.fit["tiers"][tier]["held_out_median_abs_error"] <= 0.05
+    inner = AnalyticalModel(h100, channels=8)
+    cal = Calibrated(inner, profile)
+    p = placement_from_shape(h100, [[8, 8]])
+    c = profile.correction("rack")
+    assert cal.collective_seconds(p, 256 * MIB) == pytest.approx(
+        inner.collective_seconds(p, 256 * MIB) / c.bandwidth_factor + 2 * c.hop_latency_s, rel=1e-12)
+    with pytest.raises(ValueError, match="fitted for backend"):
+        Calibrated(AnalyticalModel(h100, channels=1), profile)  # another channel count is another backend

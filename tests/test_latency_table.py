@@ -298,15 +298,16 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
     from artist.placement import placement_from_shape
 
     topo = load_topology(H100)
-    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE))
+    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE),
+                       channels=8)  # the profile was fitted with one ring per NIC (8)
     shapes = [[[8]], [[4], [4]]]
     first = build_latency_table(topo, list(toys.values()), shapes, spec)
     second = build_latency_table(topo, list(toys.values()), shapes, spec)
     assert (first.simulations, second.hits) == (4, 4)
     assert table_to_csv(first.table) == table_to_csv(second.table)
     assert list(first.table.calibrated) == [True] * 4
-    direct = Calibrated(AnalyticalModel(topo), load_profile(H100_PROFILE))
-    raw = AnalyticalModel(topo)
+    direct = Calibrated(AnalyticalModel(topo, channels=8), load_profile(H100_PROFILE))
+    raw = AnalyticalModel(topo, channels=8)
     for _, row in first.table.iterrows():
         p = placement_from_shape(topo, [[4], [4]] if row["shape"] == "[[4],[4]]" else [[8]])
         assert row.exposed_seconds == direct.iteration_comm_time(toys[row.model], p).exposed_seconds
@@ -322,4 +323,4 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
 def test_calibration_for_another_topology_is_refused_before_any_work(toys):
     topo = load_topology(TOPOLOGY)
     with pytest.raises(InputError, match="fitted on topology 'h100-dgx'"):
-        build_latency_table(topo, list(toys.values()), [[[8]]], BackendSpec(calibration=str(H100_PROFILE)))
+        build_latency_table(topo, list(toys.values()), [[[8]]], BackendSpec(calibration=str(H100_PROFILE), channels=8))

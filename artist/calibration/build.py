@@ -6,10 +6,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from artist.calibration.fit import (FIT, HELD_OUT, MIB, TIERS, Point, apply_corrections, error_summary, fit_tiers,
-                                    median_abs, simulate_test)
+from artist.calibration.fit import (AUTO, FIT, HELD_OUT, MIB, OUTSIDE, TIERS, Point, apply_corrections,
+                                    error_summary, fit_tiers, median_abs, simulate_test)
 from artist.calibration.nccl_tests import NcclLog, parse_nccl_tests
 from artist.calibration.profile import CalibrationProfile
+from artist.calibration.regimes import KINK_RATIO, find_kinks
 from artist.errors import InputError
 from artist.topology import Topology
 
@@ -23,11 +24,12 @@ class LogPoints:
     log: NcclLog
     points: list[Point] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # tests not used, with the reason
+    kinks: dict = field(default_factory=dict)  # test line -> regimes.Kink list over the simulated sizes
 
 
 def collect_points(model, topology: Topology, paths: Sequence[str | Path],
                    layout: Sequence[int] | None = None, min_bytes: int = 1,
-                   max_bytes: int | None = None) -> list[LogPoints]:
+                   max_bytes: int | None = None, fit_from: int | str | None = AUTO) -> list[LogPoints]:
     out = []
     for path in paths:
         log = parse_nccl_tests(path)
@@ -36,7 +38,10 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
             if test.collective != "all_reduce":
                 lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test (only all_reduce is simulated)")
                 continue
-            lp.points.extend(simulate_test(model, topology, log, test, layout, min_bytes, max_bytes))
+            points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from)
+            lp.kinks[test.first_line] = find_kinks([p.size_bytes for p in points], [p.measured_s for p in points],
+                                                   [p.line for p in points])
+            lp.points.extend(points)
         if not lp.points:
             raise InputError(log.source, None, "no all_reduce rows to calibrate against "
                                                f"(tests: {', '.join(t.collective or 'unnamed' for t in log.tests)})")
@@ -45,7 +50,8 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
 
 
 def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Sequence[LogPoints],
-                min_bytes: int = MIB) -> tuple[CalibrationProfile, list[Point]]:
+                min_bytes: int = MIB, notes: Sequence[str] = (), fit_from: int | str | None = AUTO,
+                command: str | None = None) -> tuple[CalibrationProfile, list[Point]]:
     points = [p for lp in logs for p in lp.points]
     corrections = fit_tiers(points)
     if not corrections:
@@ -73,20 +79,44 @@ def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Seq
         fname = Path(lp.log.source).name
         tests = sorted({(p.test_line, p.shape, p.tier, p.ranks) for p in lp.points})
         log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256,
-                            "all_reduce_tests": [{"line": l, "shape": s, "tier": t, "ranks": r} for l, s, t, r in tests]})
+                            "all_reduce_tests": [_test_entry(lp, l, s, t, r) for l, s, t, r in tests]})
         log_errors[fname] = {k: _round(v) for k, v in error_summary([p for p in points if p.log == fname], min_bytes).items()}
     profile = CalibrationProfile(
         name=name, topology_name=topology.name, link_parameters=topology.link_parameters(), backend=backend_identity,
         corrections=corrections, inherited=inherited, topology_path=topology.path, logs=tuple(log_entries),
         fit={"tiers": tier_stats, "logs": log_errors},
-        notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B that the fit did not use "
-               f"(sizes alternate between fit and held-out in each log)",))
+        notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B inside the fitted range that "
+               f"the fit did not use (sizes alternate between fit and held-out in each log's fitted range)",
+               _range_note(fit_from), *(() if command is None else (f"fitted with: {command}",)), *notes))
     return profile, points
+
+
+def _range_note(fit_from) -> str:
+    if fit_from == AUTO:
+        return (f"fitted range per log: from the start of the log's last NCCL regime up to its largest simulated size; "
+                f"a regime boundary is where the incremental bandwidth dS/dt changes by more than {KINK_RATIO}x or the "
+                f"time stops growing (artist.calibration.regimes); sizes below it are 'outside': simulated, reported "
+                f"with their errors, never fitted")
+    if fit_from is None:
+        return "fitted range per log: every simulated size"
+    return f"fitted range per log: sizes >= {int(fit_from)} B (given); smaller simulated sizes are 'outside'"
+
+
+def _test_entry(lp: LogPoints, line: int, shape: str, tier: str, ranks: int) -> dict:
+    mine = [p for p in lp.points if p.test_line == line]
+    fitted = [p.size_bytes for p in mine if p.role != OUTSIDE]
+    entry = {"line": line, "shape": shape, "tier": tier, "ranks": ranks,
+             "simulated_sizes_bytes": [min(p.size_bytes for p in mine), max(p.size_bytes for p in mine)],
+             "fitted_range_bytes": [min(fitted), max(fitted)] if fitted else None}
+    kinks = lp.kinks.get(line, [])
+    if kinks:
+        entry["regime_changes"] = [{"size_bytes": k.size_bytes, "line": k.line, "reason": k.reason} for k in kinks]
+    return entry
 
 
 def check_points(profile: CalibrationProfile, logs: Sequence[LogPoints]) -> list[Point]:
     """Apply an existing profile to new logs: no point is fitted, all are held out."""
-    points = [replace(p, role=HELD_OUT) for lp in logs for p in lp.points]
+    points = [replace(p, role=HELD_OUT if p.role != OUTSIDE else OUTSIDE) for lp in logs for p in lp.points]
     return apply_corrections(points, {t: profile.correction(t) for t in TIERS})
 
 

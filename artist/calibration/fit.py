@@ -6,9 +6,12 @@ ask the backend for the all-reduce time of each size, and pair it with the
 measured time. Points are grouped by the tier the placement spans (machine,
 rack, network); each tier's TierCorrection (bandwidth factor, extra per-step
 latency per hop) is the least-squares solution of the relative time errors of its fit
-points. Sizes alternate between fitting and held out (sorted by size, the
-first, third, ... are fitted) so that every log reports an error on sizes the
-fit never saw.
+points. Only the sizes of the log's last NCCL regime (regimes.py: the range,
+up to the largest size, in which NCCL evidently runs one algorithm, protocol and
+channel count) are fitted, unless the caller gives the range; inside it sizes
+alternate between fitting and held out (sorted by size, the first, third, ...
+are fitted) so that every log reports an error on sizes the fit never saw.
+Sizes below the range are simulated and reported as "outside", never fitted.
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ from scipy.optimize import lsq_linear
 
 from artist.calibration.correction import TierCorrection, latency_hops
 from artist.calibration.nccl_tests import NcclLog, NcclTest
+from artist.calibration.regimes import last_regime_start
 from artist.errors import InputError
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
 from artist.topology import Topology
 
 TIERS = (MACHINE, RACK, NETWORK)
-FIT, HELD_OUT = "fit", "held-out"
+FIT, HELD_OUT, OUTSIDE = "fit", "held-out", "outside"
+AUTO = "auto"  # fit range from regimes.last_regime_start
 MIB = 1024 * 1024
 # Bounds of the fitted parameters: the factor may not change the modelled bandwidth by more than
 # 1000x either way; extra per-hop latency is >= 0 because NCCL's tuning-table latencies, which
@@ -49,7 +54,7 @@ class Point:
     hops: int  # latency hops of the placement's tier (correction.latency_hops)
     tier: str
     shape: str
-    role: str  # FIT or HELD_OUT
+    role: str  # FIT, HELD_OUT or OUTSIDE (below the fitted size range)
     corrected_s: float | None = None
 
     @property
@@ -115,14 +120,31 @@ def placement_for_layout(topology: Topology, layout: Sequence[int], source: str 
     return placement_from_shape(topology, shape)
 
 
-def _roles(n: int) -> list[str]:
-    return [FIT if i % 2 == 0 else HELD_OUT for i in range(n)]
+def _roles(sizes: Sequence[int], fit_from: int) -> list[str]:
+    roles, k = [], 0
+    for s in sizes:
+        if s < fit_from:
+            roles.append(OUTSIDE)
+        else:
+            roles.append(FIT if k % 2 == 0 else HELD_OUT)
+            k += 1
+    return roles
+
+
+def fit_start(sizes: Sequence[int], times_s: Sequence[float], fit_from: int | str | None) -> int:
+    """Smallest fitted size: AUTO = the last NCCL regime of the measured times, None = every size."""
+    if not sizes:
+        return 0
+    if fit_from == AUTO:
+        return last_regime_start(sizes, times_s)
+    return int(sizes[0]) if fit_from is None else int(fit_from)
 
 
 def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
                   claimed_layout: Sequence[int] | None = None, min_bytes: int = 1,
-                  max_bytes: int | None = None) -> list[Point]:
-    """Pair every usable all_reduce row of a test with the backend's time for it."""
+                  max_bytes: int | None = None, fit_from: int | str | None = None) -> list[Point]:
+    """Pair every usable all_reduce row of a test with the backend's time for it.
+    Rows below fit_from (AUTO: the start of the log's last NCCL regime) are OUTSIDE the fit."""
     if test.collective != "all_reduce":
         raise InputError(log.source, f"line {test.first_line}",
                          f"only all_reduce tests can be fitted (the backends simulate all-reduce); this test is "
@@ -140,10 +162,11 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     if missing:
         raise InputError(log.source, f"line {missing[0]}", "size row has no usable time (N/A or 0) to fit against")
     name = log.source.replace("\\", "/").rsplit("/", 1)[-1]
+    start = fit_start([r.size_bytes for r in rows], [r.time_us * 1e-6 for r in rows], fit_from)
     return [Point(log=name, line=r.line, test_line=test.first_line, size_bytes=r.size_bytes, ranks=placement.size,
                   measured_s=r.time_us * 1e-6, simulated_s=float(model.collective_seconds(placement, r.size_bytes)),
                   hops=hops, tier=placement.tier, shape=shape, role=role)
-            for r, role in zip(rows, _roles(len(rows)))]
+            for r, role in zip(rows, _roles([r.size_bytes for r in rows], start))]
 
 
 def fit_correction(points: Sequence[Point]) -> TierCorrection:
@@ -189,13 +212,20 @@ def median_abs(values: Iterable[float | None]) -> float | None:
 
 
 def error_summary(points: Sequence[Point], min_bytes: int = MIB) -> dict:
-    """Median |relative error| before and after, on held-out sizes >= min_bytes and on every size."""
+    """Median |relative error| before and after: on held-out sizes >= min_bytes (the acceptance
+    figure), on every size, and on the sizes outside the fitted range."""
     held = [p for p in points if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+    outside = [p for p in points if p.role == OUTSIDE]
+    fitted = [p.size_bytes for p in points if p.role != OUTSIDE]
     return {
+        "fit_range_bytes": [min(fitted), max(fitted)] if fitted else None,
         "points": len(points),
         "held_out_points": len(held),
         "held_out_median_error_before": median_abs(p.error_before for p in held),
         "held_out_median_error_after": median_abs(p.error_after for p in held),
         "all_median_error_before": median_abs(p.error_before for p in points),
         "all_median_error_after": median_abs(p.error_after for p in points),
+        "outside_points": len(outside),
+        "outside_median_error_before": median_abs(p.error_before for p in outside),
+        "outside_median_error_after": median_abs(p.error_after for p in outside),
     }

@@ -53,13 +53,16 @@ def summary_rows(points: Sequence[Point], min_bytes: int = MIB) -> list[dict]:
 
 def summary_table(points: Sequence[Point], min_bytes: int = MIB) -> str:
     """Per log: median |relative error| before and after, on held-out sizes >= min_bytes and on all sizes."""
-    header = (f"{'log':<40} {'tier':<8} {'shape':<10} {'held-out':>8} {'before':>8} {'after':>8} "
-              f"{'all':>5} {'before':>8} {'after':>8}")
-    lines = [f"median |relative error| (held-out: sizes >= {_size(min_bytes)} not used by the fit)", header, "-" * len(header)]
+    header = (f"{'log':<40} {'tier':<8} {'shape':<10} {'fitted range':<19} {'held-out':>8} {'before':>8} {'after':>8} "
+              f"{'all':>5} {'before':>8} {'after':>8} {'outside':>7} {'after':>8}")
+    lines = [f"median |relative error| (held-out: sizes >= {_size(min_bytes)} in the fitted range, not used by the fit; "
+             f"outside: simulated sizes below the fitted range)", header, "-" * len(header)]
     for r in summary_rows(points, min_bytes):
-        lines.append(f"{r['log'][:40]:<40} {r['tier']:<8} {r['shape']:<10} {r['held_out_points']:>8} "
+        rng = "-" if r["fit_range_bytes"] is None else f"{_size(r['fit_range_bytes'][0])}-{_size(r['fit_range_bytes'][1])}"
+        lines.append(f"{r['log'][:40]:<40} {r['tier']:<8} {r['shape']:<10} {rng:<19} {r['held_out_points']:>8} "
                      f"{_abs_pct(r['held_out_median_error_before']):>8} {_abs_pct(r['held_out_median_error_after']):>8} "
-                     f"{r['points']:>5} {_abs_pct(r['all_median_error_before']):>8} {_abs_pct(r['all_median_error_after']):>8}")
+                     f"{r['points']:>5} {_abs_pct(r['all_median_error_before']):>8} {_abs_pct(r['all_median_error_after']):>8} "
+                     f"{r['outside_points']:>7} {_abs_pct(r['outside_median_error_after']):>8}")
     return "\n".join(lines)
 
 

@@ -32,6 +32,13 @@ def add_parser(sub) -> None:
     p.add_argument("--min-bytes", type=int, default=1 << 20,
                    help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not model)")
     p.add_argument("--max-bytes", type=int, default=None, help="ignore sizes above this (e.g. to bound ns-3 run time)")
+    p.add_argument("--fit-from", default="auto", metavar="auto|all|BYTES",
+                   help="smallest size to fit, per log. auto (default): the start of the log's last NCCL regime (sizes "
+                        "below the last point where NCCL evidently switches algorithm/protocol/channels, see "
+                        "artist.calibration.regimes); all: every simulated size; or a byte count. Smaller sizes are "
+                        "simulated and reported as 'outside', never fitted")
+    p.add_argument("--note", action="append", default=[],
+                   help="free text stored in the profile's notes (e.g. what the logs' network is and the backends are not)")
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)
@@ -44,6 +51,32 @@ def _model(backend: str, topology, algorithm: str, channels: int):
         raise SystemExit(f"artist calibrate: backend {backend!r} is not available: {exc}") from None
 
 
+def _fit_from(text: str):
+    from artist.calibration.fit import AUTO
+
+    if text in (AUTO, "all"):
+        return AUTO if text == AUTO else None
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError("--fit-from", None, f"expected auto, all or a byte count, got {text!r}") from None
+    if value < 0:
+        raise InputError("--fit-from", None, f"must be >= 0, got {value}")
+    return value
+
+
+def _command_line(args) -> str:
+    """The options that decide a fit, with paths as given (stored in the profile so it can be re-made)."""
+    parts = ["artist calibrate", "--topology", args.topology, "--logs", *args.logs, "--backend", args.backend,
+             "--algorithm", args.algorithm, "--channels", str(args.channels), "--min-bytes", str(args.min_bytes),
+             "--fit-from", args.fit_from]
+    if args.max_bytes is not None:
+        parts += ["--max-bytes", str(args.max_bytes)]
+    if args.layout:
+        parts += ["--layout", args.layout]
+    return " ".join(parts)
+
+
 def run(args) -> int:
     from artist.calibration.build import check_points, collect_points, fit_profile
     from artist.calibration.fit import parse_layout
@@ -54,6 +87,7 @@ def run(args) -> int:
         layout = parse_layout(args.layout) if args.layout else None
     except ValueError as exc:
         raise InputError("--layout", None, str(exc)) from None
+    fit_from = _fit_from(args.fit_from)
 
     if args.check:
         profile = load_profile(args.check)
@@ -65,7 +99,7 @@ def run(args) -> int:
         b = profile.backend
         model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1))
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
-        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes)
+        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from)
         points = check_points(profile, logs)
         print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}")
     else:
@@ -75,9 +109,10 @@ def run(args) -> int:
             raise SystemExit("artist calibrate: --topology is required when fitting")
         topology = load_topology(args.topology)
         model = _model(args.backend, topology, args.algorithm, args.channels)
-        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes)
+        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from)
         name = args.name or Path(args.out).stem
-        profile, points = fit_profile(name, topology, model.identity(), logs)
+        profile, points = fit_profile(name, topology, model.identity(), logs, notes=args.note, fit_from=fit_from,
+                                      command=_command_line(args))
         profile.save(args.out)
         print(f"wrote {args.out}: profile {name} (id {profile.id}), topology {topology.name}, backend {args.backend}")
         for tier in ("machine", "rack", "network"):
@@ -86,6 +121,9 @@ def run(args) -> int:
             print(f"  {tier:<8} bandwidth_factor {c.bandwidth_factor:.4f}  hop_latency {c.hop_latency_s * 1e6:.2f} us  ({how})")
 
     for lp in logs:
+        for line, kinks in lp.kinks.items():
+            for k in kinks:
+                print(f"note: {lp.log.source}: line {k.line}: NCCL regime change: {k.reason}")
         for issue in lp.log.issues:
             print(f"warning: {lp.log.source}: line {issue.line}: {issue.message}", file=sys.stderr)
         for reason in lp.skipped:

@@ -1,0 +1,97 @@
+"""Re-make every shipped calibration profile: the exact `artist calibrate` options of each, and why.
+
+    python calibration/refit.py [--backend analytical|ns3] [--only NAME ...] [--list]
+
+Runs in one process, so the ns-3 fits share one ns-3 worker (start-up ~20-50 s).
+Run from the repository root; the profiles are written to calibration/profiles/.
+
+Choices common to every fit (see calibration/README.md for the numbers behind them):
+- channels = NICs per node (8 on DGX H100 and A3 Mega, 4 on p4de): NCCL runs at least
+  one ring per NIC, and in collectives.py channel c's ring leaves each machine through
+  a different GPU's NIC. On one machine the channel count changes no analytical answer
+  (all channels share each GPU's NVSwitch port).
+- --fit-from auto: per log, only the last NCCL regime is fitted (artist.calibration.regimes);
+  smaller sizes are reported as 'outside'.
+- The two 2 x 8 logs (A3 Mega, p4de) use the hierarchical algorithm: their busbw (339 and
+  78 GB/s) exceeds what any ring can reach over their NICs (8 x 25 = 200 and 4 x 12.5 = 50
+  GB/s), so NCCL ran a tree-like algorithm, whose inter-node traffic per node on 2 nodes is
+  the payload S, as in collectives.py's hierarchical all-reduce (a ring sends 2(N-1)/N x S).
+- ns-3 fits stop at --max-bytes to bound run time (the fitted range is stored in each profile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+D = "calibration/data/"
+H100_LOGS = [D + "xxrjun_1node_8xH100_allcoll.txt", D + "xxrjun_2node_2xH100_1gpn_smoke.txt"]
+GCP_NOTE = ("the log's network, GPUDirect-TCPXO (TCP over 8 x 200 Gb/s Ethernet NICs with a user-space receive path), "
+            "is not modelled by either backend (analytical: NCCL's InfiniBand-class NET latencies; ns-3: a lossless "
+            "window transport); the fitted hop latency absorbs its ~0.9 ms fixed cost per all-reduce at >= 16 MiB")
+AWS_NOTE = ("the log's network, EFA v1 (SRD transport through aws-ofi-nccl, 4 x 100 Gb/s NICs each shared by 2 GPUs), "
+            "is not modelled as such: the topology gives each GPU half a NIC (50 Gb/s) and the backends a lossless fabric")
+STAS_NOTE = ("the log's columns were trimmed by hand (size / time / algbw / busbw only) and its GPUs are A100 SXM on "
+             "NVLink 3, modelled by topologies/dally-3tier.yaml's machine tier (600 GB/s bidirectional per GPU)")
+
+# name -> (backend, topology, logs, extra options)
+FITS = {
+    "h100-analytical": ("analytical", "topologies/h100-dgx.yaml", H100_LOGS, ["--channels", "8"]),
+    "h100-ns3": ("ns3", "topologies/h100-dgx.yaml", H100_LOGS, ["--channels", "8", "--max-bytes", str(2 << 30)]),
+    "gcp-a3mega-analytical": ("analytical", "calibration/topologies/gcp-a3mega.yaml",
+                              [D + "gcp_a3mega_2node_16xH100_tcpxo.txt"],
+                              ["--channels", "8", "--algorithm", "hierarchical", "--note", GCP_NOTE]),
+    "gcp-a3mega-ns3": ("ns3", "calibration/topologies/gcp-a3mega.yaml", [D + "gcp_a3mega_2node_16xH100_tcpxo.txt"],
+                       ["--channels", "8", "--algorithm", "hierarchical", "--max-bytes", str(2 << 30),
+                        "--note", GCP_NOTE]),
+    "aws-p4de-analytical": ("analytical", "calibration/topologies/aws-p4de.yaml", [D + "aws_p4de_2node_16xA100_efa.txt"],
+                            ["--channels", "4", "--algorithm", "hierarchical", "--layout", "2x8", "--note", AWS_NOTE]),
+    "aws-p4de-ns3": ("ns3", "calibration/topologies/aws-p4de.yaml", [D + "aws_p4de_2node_16xA100_efa.txt"],
+                     ["--channels", "4", "--algorithm", "hierarchical", "--layout", "2x8", "--note", AWS_NOTE]),
+    "stas00-a100-analytical": ("analytical", "topologies/dally-3tier.yaml",
+                               [D + "stas00_1node_8xA100_allreduce_columns_trimmed.txt"],
+                               ["--channels", "8", "--layout", "1x8", "--note", STAS_NOTE]),
+    "stas00-a100-ns3": ("ns3", "topologies/dally-3tier.yaml", [D + "stas00_1node_8xA100_allreduce_columns_trimmed.txt"],
+                        ["--channels", "8", "--layout", "1x8", "--max-bytes", str(2 << 30), "--note", STAS_NOTE]),
+}
+
+
+def argv_of(name: str) -> list[str]:
+    backend, topology, logs, extra = FITS[name]
+    return ["calibrate", "--topology", topology, "--logs", *logs, "--backend", backend, *extra,
+            "--out", f"calibration/profiles/{name}.yaml", "--plot", f"calibration/profiles/{name}-busbw.png", "--quiet"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", choices=("analytical", "ns3"), default=None)
+    ap.add_argument("--only", nargs="+", choices=sorted(FITS), default=None)
+    ap.add_argument("--list", action="store_true", help="print the commands only")
+    args = ap.parse_args(argv)
+    names = [n for n in (args.only or FITS) if args.backend in (None, FITS[n][0])]
+    if args.list:
+        for n in names:
+            print("artist " + " ".join(f'"{a}"' if " " in a else a for a in argv_of(n)))
+        return 0
+    import os
+
+    from artist.cli import main as artist_main
+
+    os.chdir(REPO)
+    for n in names:
+        started = time.perf_counter()
+        print(f"===== {n}", flush=True)
+        code = artist_main(argv_of(n))
+        print(f"===== {n}: exit {code}, {time.perf_counter() - started:.0f} s", flush=True)
+        if code:
+            return code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
