@@ -23,8 +23,16 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def cache_path_from_args(args) -> str | None:
+    """The cache file named by a command's --cache-dir / --no-cache options; None when the cache is off.
+    Shared by every command that reads or writes the cache, so they all open the same file."""
+    if getattr(args, "no_cache", False):
+        return None
+    return str(Path(args.cache_dir) / CACHE_FILE_NAME if args.cache_dir else default_cache_path())
+
+
 def store_from_args(args) -> LatencyStore:
-    return LatencyStore(Path(args.cache_dir) / CACHE_FILE_NAME if args.cache_dir else default_cache_path())
+    return LatencyStore(cache_path_from_args(args))
 
 
 def run(args) -> int:

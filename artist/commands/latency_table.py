@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError
 from artist.latency_table import (BackendSpec, STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv,
                                   table_to_csv)
-from artist.network.cache import CACHE_FILE_NAME, default_cache_path
+from artist.network.cache import CACHE_FILE_NAME
 from artist.network.factory import BACKENDS
 from artist.placement import parse_shape
 from artist.topology import load_topology
@@ -78,9 +79,7 @@ def run(args) -> int:
     shapes = _shapes(args)
     models = _models(args)
     golden = read_table_csv(args.check) if args.check else None  # fail on a bad golden file before any work
-    cache_path = None
-    if not args.no_cache:
-        cache_path = str(Path(args.cache_dir) / CACHE_FILE_NAME if args.cache_dir else default_cache_path())
+    cache_path = cache_path_from_args(args)
     spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, args.calibration)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress)

@@ -6,8 +6,11 @@ import time
 
 import pandas as pd
 
+from artist.commands.cache import cache_path_from_args
+from artist.latency_table import BackendSpec
 from artist.metrics import summary, job_table, write_tables
-from artist.network.factory import BACKENDS, make_comm_model
+from artist.network.cache import CACHE_FILE_NAME
+from artist.network.factory import BACKENDS
 from artist.policies.registry import make_policy, policy_names
 from artist.simulator import SimulatorConfig, simulate
 from artist.topology import load_topology
@@ -29,6 +32,8 @@ def add_parser(sub) -> None:
     p.add_argument("--comm", default="analytical", choices=BACKENDS, help="network model backend")
     p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
     p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
+    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--restore-seconds", type=float, default=SimulatorConfig.restore_seconds)
     p.add_argument("--round-interval", type=float, default=SimulatorConfig.round_interval_s,
@@ -49,6 +54,14 @@ def parse_params(items: list[str]) -> dict:
     return params
 
 
+def _cache_line(comm, spec: BackendSpec) -> str:
+    if spec.cache_path is None:
+        return "cache: off"
+    comm.flush()  # counters into the store now, not only at exit
+    s = comm.session
+    return f"cache: {s.hits} hits, {s.misses} simulations (cache {spec.cache_path})"
+
+
 def run(args) -> int:
     topology = load_topology(args.topology, args.racks)
     models = load_models(args.models)
@@ -57,7 +70,10 @@ def run(args) -> int:
         policy = make_policy(args.policy, **parse_params(args.policy_param))
     except KeyError as exc:
         raise SystemExit(f"artist simulate: {exc.args[0]}")
-    comm = make_comm_model(args.comm, topology, algorithm=args.algorithm, channels=args.channels)
+    # Same construction as latency tables: Cached(backend) unless --no-cache, so an ns-3 answer
+    # computed by any command is reused by every other.
+    spec = BackendSpec(args.comm, args.algorithm, args.channels, cache_path_from_args(args)).resolved()
+    comm = spec.build(topology)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds)
     started = time.perf_counter()
     result = simulate(topology, jobs, models, policy, comm, config)
@@ -68,6 +84,7 @@ def run(args) -> int:
           f"policy {policy.name}, comm {args.comm}; simulated in {wall:.2f} s wall")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(pd.DataFrame([row]).T.rename(columns={0: "value"}).to_string())
+    print(_cache_line(comm, spec))
     if args.out:
         written = write_tables(result, args.out)
         print(f"tables written to {args.out}: {', '.join(sorted(p.name for p in written.values()))}")
