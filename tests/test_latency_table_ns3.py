@@ -1,7 +1,10 @@
-"""ns-3 backend through the cache: a repeated latency table runs with zero simulations.
+"""ns-3 backend through the cache, and the shipped ns-3 golden latency table.
 
-Skipped until artist.network.ns3 provides Ns3Model (it was being written when this test was).
-Small shapes keep it within the CI budget; the full `--standard` set is a manual run:
+A repeated latency table runs with zero simulations; the golden table
+(tests/golden/ns3_dally-3tier_toy-models_small.csv, produced by running the ns-3 backend,
+see tests/golden/README.md) still holds, through artist.testing.assert_latency_table and
+through `artist latency-table --check`. Small shapes and the synthetic profiles keep the
+ns-3 work to ~15 s on 2 cores; the full `--standard` set is a manual run:
     artist latency-table --standard --backend ns3   (twice; the second says "0 simulations")
 """
 
@@ -12,9 +15,25 @@ from pathlib import Path
 
 import pytest
 
+from artist.latency_table import BackendSpec, build_latency_table, read_table_csv
+from artist.placement import parse_shape
+from artist.testing import assert_latency_table
+from artist.topology import load_topology
+from artist.workload import load_models
+
 pytestmark = pytest.mark.ns3
 
 REPO = Path(__file__).resolve().parent.parent
+TOPOLOGY = REPO / "topologies" / "dally-3tier.yaml"
+TOY_MODELS = REPO / "tests" / "golden" / "models"
+GOLDEN = REPO / "tests" / "golden" / "ns3_dally-3tier_toy-models_small.csv"
+# The golden table's shapes (tests/golden/README.md regenerates it with exactly these).
+GOLDEN_SHAPES = ("[[2]]", "[[4]]", "[[8]]", "[[1,1]]", "[[2,2]]", "[[4],[4]]")
+# ns-3 runs are deterministic (integer picosecond clock, fixed schedules, no random streams
+# in the window transport): a tight tolerance catches any change of the engine, the builder,
+# the transport options, a profile or the topology; 1e-6 leaves room only for floating-point
+# reassociation on the Python side.
+GOLDEN_RTOL = 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +65,55 @@ def test_repeated_ns3_table_runs_from_cache(ns3_backend, tmp_path):
     assert first == second
     backends = {row["backend"] for row in csv.DictReader(io.StringIO(first))}
     assert len(backends) == 1 and backends != {"analytical"}
+
+
+@pytest.fixture(scope="module")
+def golden_cache(ns3_backend, tmp_path_factory):
+    """A cache directory filled by measuring the golden table's rows once (ns-3, uncalibrated)."""
+    return tmp_path_factory.mktemp("ns3-golden-cache")
+
+
+@pytest.fixture(scope="module")
+def measured_golden_rows(golden_cache):
+    topology = load_topology(TOPOLOGY)
+    models = list(load_models(TOY_MODELS).values())
+    spec = BackendSpec("ns3", cache_path=str(golden_cache / "latency-cache.sqlite"))
+    return build_latency_table(topology, models, [parse_shape(s) for s in GOLDEN_SHAPES], spec)
+
+
+def test_golden_ns3_table_covers_every_toy_model_and_shape_and_says_ns3():
+    """A golden file that lost rows, or came from another backend, would check less than it claims."""
+    golden = read_table_csv(GOLDEN)
+    assert set(golden["backend"]) == {"ns3"} and not golden["calibrated"].any()
+    expected = {(m, s) for m in load_models(TOY_MODELS) for s in GOLDEN_SHAPES}
+    assert set(zip(golden["model"], golden["shape"])) == expected and len(golden) == len(expected)
+
+
+def test_golden_ns3_table_holds(measured_golden_rows):
+    assert measured_golden_rows.simulations == len(measured_golden_rows.table)  # measured now, not read back
+    assert_latency_table(measured_golden_rows.table, GOLDEN, rtol=GOLDEN_RTOL)
+
+
+def test_latency_table_check_against_ns3_golden_passes_and_catches_a_change(measured_golden_rows, golden_cache,
+                                                                            tmp_path):
+    argv = ["latency-table", "--backend", "ns3", "--topology", str(TOPOLOGY), "--models", str(TOY_MODELS),
+            "--cache-dir", str(golden_cache), "--rtol", str(GOLDEN_RTOL)]
+    for shape in GOLDEN_SHAPES:
+        argv += ["--shape", shape]
+    code, out, err = _cli([*argv, "--check", str(GOLDEN)])
+    assert code == 0, out + err
+    assert f"{len(measured_golden_rows.table)} cache hits, 0 simulations" in err  # answered by the rows above
+    assert "check OK" in out
+    # One golden value off by 1 %: the same measurement must now fail and name the row.
+    lines = GOLDEN.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = next(csv.reader([lines[1]]))
+    column = header.index("exposed_seconds")
+    cells[column] = repr(float(cells[column]) * 1.01)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    changed = tmp_path / "changed.csv"
+    changed.write_text("\n".join([lines[0], buf.getvalue().rstrip("\n"), *lines[2:]]) + "\n")
+    code, out, _ = _cli([*argv, "--check", str(changed)])
+    assert code == 1
+    assert f"OUT OF TOLERANCE model={cells[0]} shape={cells[1]}" in out and "exposed_seconds" in out
