@@ -12,7 +12,21 @@ Execution is joblib ``Parallel`` over the runs that are not done yet:
 Workers need ArtISt (and ns-3 for ns3 runs) installed, nothing else: they get
 every input loaded and return tables, which the driver writes (sweep_store.py).
 Each worker process builds its own CommModel once and shares the latency cache
-of its machine ($ARTIST_CACHE_DIR; on a cluster each machine keeps its own).
+of its machine ($ARTIST_CACHE_DIR; on a cluster each machine keeps its own, on
+a local disk: SQLite's WAL does not work over NFS).
+
+On a Dask cluster, step by step:
+    pip install -e '.[dask]'                                  # driver and every worker machine
+    dask scheduler                                            # on the head: prints tcp://HEAD:8786
+    DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker tcp://HEAD:8786 --nworkers 8 --nthreads 1
+    artist sweep sweeps/dally-racks.yaml --backend dask --address tcp://HEAD:8786
+(--nthreads 1: a run is pure Python and holds the GIL; the daemon setting lets a
+worker start the ns-3 child process, which daemonic processes may not.)
+On a Ray cluster: pip install -e '.[ray]' everywhere; `ray start --head` on the
+head, `ray start --address HEAD:6379` on the others; then
+    artist sweep SPEC --backend ray --address auto            # on a cluster machine
+The Dask path is tested (tests/test_sweep_dask.py, a LocalCluster); the Ray
+path is the same joblib call through ray.util.joblib and is not tested here.
 """
 
 from __future__ import annotations
@@ -170,7 +184,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
                 from artist.plots import plot_sweep
 
                 report.plots = plot_sweep(store.out)
-    report.wall_seconds = time.perf_counter() - started
+        report.wall_seconds = time.perf_counter() - started
+        store.append_log({"spec": spec.source, "runs": report.total, "already_done": report.already_done,
+                          "executed": len(report.executed), "failed": len(report.failed), "executor": executor,
+                          "n_jobs": n_jobs, "cache_hits": report.cache_hits, "cache_misses": report.cache_misses,
+                          "wall_seconds": round(report.wall_seconds, 3)})
     return report
 
 

@@ -13,6 +13,7 @@ Per run:
   jobs.csv/.parquet    one row per job (artist.metrics.job_table)
   utilisation.csv/.parquet
   run.json             how it went: wall seconds, host, cache hits and misses (not in the results table)
+and OUT/sweep-log.jsonl: one line per sweep invocation (runs done, cache hits and misses, wall seconds).
 
 One sweep at a time per output directory: the driver holds an flock on
 OUT/.lock (released by the OS if the driver dies).
@@ -39,6 +40,7 @@ RUN_FILES = ("params.json", "summary.json", "jobs.csv", "jobs.parquet", "utilisa
              "run.json")
 TMP_PREFIX = ".tmp-"
 RESULTS_NAME = "results"
+LOG_NAME = "sweep-log.jsonl"
 # Columns after the axes: what the axes stand for, in full.
 DETAIL_COLUMNS = ("gpus", "policy_name", "policy_params", "workload_spec", "calibration_file")
 
@@ -124,6 +126,12 @@ class ResultStore:
 
     def load_jobs(self, run_id: str) -> pd.DataFrame:
         return pd.read_parquet(self.run_dir(run_id) / "jobs.parquet")
+
+    def append_log(self, entry: dict) -> None:
+        """One JSON line per sweep invocation (how it went; never part of the results table)."""
+        stamped = {"finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **entry}
+        with open(self.out / LOG_NAME, "a") as fh:
+            fh.write(json.dumps(stamped) + "\n")
 
     # ---- the tidy table -------------------------------------------------------
     def results_table(self, runs: Sequence[Run]) -> pd.DataFrame:

@@ -60,6 +60,8 @@ def comm_model_for(run: Run, cache_path: str | None, use_cache: bool):
         from artist.network.factory import make_comm_model
 
         _standard_start_method()
+        if run.backend == "ns3":
+            _check_may_start_processes()
         model = make_comm_model(run.backend, run.topology, algorithm=run.algorithm, channels=run.channels,
                                 **run.comm_options)
         cached = None
@@ -87,6 +89,17 @@ def _standard_start_method() -> None:
 
     if mp.get_start_method(allow_none=True) not in mp.get_all_start_methods():
         mp.set_start_method("spawn", force=True)
+
+
+def _check_may_start_processes() -> None:
+    """The ns-3 backend runs ns-3 in a child process; daemonic processes (Dask workers by default)
+    may not have children, and multiprocessing's own message for it names nothing useful."""
+    import multiprocessing as mp
+
+    if mp.current_process().daemon:
+        raise RuntimeError("the ns3 backend starts an ns-3 child process, but this worker process is daemonic "
+                           "(the Dask default) and may not have children: start the Dask workers with "
+                           "DASK_DISTRIBUTED__WORKER__DAEMON=False in their environment")
 
 
 def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None = None,

@@ -3,11 +3,14 @@ hit rate of a second identical ns-3 sweep.
 
     python benchmarks/sweep_speed.py [--runs-spec SPEC] [--ns3-spec sweeps/quick.yaml] [--skip-ns3]
 
+Every sweep is a fresh `run_sweep.py` command, as a user runs it (start-up of
+the workers, and of ns-3 in each, included).
+
 Part 1 runs one analytical sweep (default: 16 runs of FIFO, Tiresias, Dally and
-Gandiva on the Dally cluster at 2 and 4 racks, a 200-job Poisson workload, two
-seeds) with -j 1 and with -j 2, each into a fresh output directory with a fresh
-cache, so both do the same work; prints the wall times, the speed-up, and
-whether the two tables are byte-identical.
+Gandiva on the Dally cluster at 2 and 4 racks, the 500-job batch, two seeds)
+with -j 1 and with -j 2, each into a fresh output directory with a fresh cache,
+so both do the same work; prints the wall times, the speed-up, and whether the
+two tables are byte-identical.
 
 Part 2 runs the ns-3 spec twice into two fresh output directories sharing one
 fresh cache: the first sweep simulates every distinct (model, placement shape);
@@ -21,7 +24,9 @@ Figures are printed, never asserted (the issue's targets are stated next to them
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,52 +37,57 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from artist.sweep import load_sweep_spec, run_sweep  # noqa: E402
+from artist.sweep import load_sweep_spec  # noqa: E402
 
 DEFAULT_RUNS_SPEC = {
     "name": "speed",
     "topology": str(REPO / "topologies" / "dally-3tier.yaml"),
     "racks": [2, 4],
     "policies": ["fifo", "tiresias", "dally", "gandiva"],
-    "workloads": ["poisson:n=200,interarrival=60"],
+    "workloads": ["batch:n=500"],
     "seeds": [0, 1],
     "comm": "analytical",
 }
 
 
-def timed_sweep(spec_path: Path, out: Path, cache: Path, n_jobs: int):
-    spec = load_sweep_spec(spec_path)
+def timed_sweep(spec_path: Path, out: Path, cache: Path, n_jobs: int) -> dict:
+    """One sweep as a user runs it: a fresh `run_sweep.py` process (its own workers, ns-3 started anew)."""
+    cmd = [sys.executable, str(REPO / "run_sweep.py"), str(spec_path), "--out", str(out), "--cache-dir", str(cache),
+           "-j", str(n_jobs), "--quiet", "--no-plots"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     started = time.perf_counter()
-    report = run_sweep(spec, out, n_jobs=n_jobs, cache_dir=cache, progress=False, plots=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
-    if report.failed:
-        raise SystemExit(f"{len(report.failed)} run(s) failed in {out}: {report.failed[0][1]}")
-    return report, wall
+    if proc.returncode != 0:
+        raise SystemExit(f"sweep into {out} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    log = json.loads((out / "sweep-log.jsonl").read_text().splitlines()[-1])
+    return {**log, "command_wall_seconds": wall}
 
 
 def speedup(spec_path: Path, work: Path) -> None:
     n = len(load_sweep_spec(spec_path).runs)
     print(f"== analytical sweep: {spec_path.name}, {n} runs, {os.cpu_count()} cores")
-    one, t1 = timed_sweep(spec_path, work / "j1", work / "cache-j1", 1)
-    two, t2 = timed_sweep(spec_path, work / "j2", work / "cache-j2", 2)
-    same = all((one.out_dir / f).read_bytes() == (two.out_dir / f).read_bytes()
+    one = timed_sweep(spec_path, work / "j1", work / "cache-j1", 1)
+    two = timed_sweep(spec_path, work / "j2", work / "cache-j2", 2)
+    same = all((work / "j1" / f).read_bytes() == (work / "j2" / f).read_bytes()
                for f in ("results.csv", "results.parquet"))
-    print(f"-j 1: {t1:7.1f} s wall ({t1 / n:.2f} s per run)")
-    print(f"-j 2: {t2:7.1f} s wall ({t2 / n:.2f} s per run)")
-    print(f"speed-up with 2 workers: {t1 / t2:.2f}x (ideal 2.00x on 2 idle cores; includes worker start-up)")
+    t1, t2 = one["command_wall_seconds"], two["command_wall_seconds"]
+    print(f"-j 1: {t1:7.1f} s wall for the command ({one['wall_seconds']:.1f} s in the sweep)")
+    print(f"-j 2: {t2:7.1f} s wall for the command ({two['wall_seconds']:.1f} s in the sweep)")
+    print(f"speed-up with 2 workers: {t1 / t2:.2f}x (ideal 2.00x on 2 idle cores)")
     print(f"tables byte-identical: {same}")
 
 
 def cache_rate(spec_path: Path, work: Path, n_jobs: int) -> None:
     n = len(load_sweep_spec(spec_path).runs)
     cache = work / "cache-ns3"
-    print(f"== ns-3 sweep twice with one fresh cache: {spec_path}, {n} runs, -j {n_jobs}")
+    print(f"== ns-3 sweep twice, two fresh commands, one fresh cache: {spec_path}, {n} runs, -j {n_jobs}")
     for i in (1, 2):
-        report, wall = timed_sweep(spec_path, work / f"ns3-{i}", cache, n_jobs)
-        lookups = report.cache_hits + report.cache_misses
-        rate = report.cache_hit_rate
-        print(f"sweep {i}: {wall:7.1f} s wall; {lookups} look-ups, {report.cache_hits} hits, "
-              f"{report.cache_misses} simulated; hit rate {'n/a' if rate is None else f'{100 * rate:.1f}%'}")
+        r = timed_sweep(spec_path, work / f"ns3-{i}", cache, n_jobs)
+        lookups = r["cache_hits"] + r["cache_misses"]
+        rate = f"{100 * r['cache_hits'] / lookups:.1f}%" if lookups else "n/a"
+        print(f"sweep {i}: {r['command_wall_seconds']:7.1f} s wall; {lookups} look-ups, {r['cache_hits']} hits, "
+              f"{r['cache_misses']} simulated; hit rate {rate}")
     print("target for sweep 2: hit rate >= 95 %, 0 simulated")
 
 

@@ -4,9 +4,12 @@ that do not depend on the worker count."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -182,3 +185,30 @@ def test_cli_sweep_prints_where_table_and_plots_are(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "artist.cli", "sweep", str(bad)], capture_output=True, text=True,
                           cwd=tmp_path, env=env)
     assert proc.returncode == 2 and "field 'racks[0]'" in proc.stderr and str(bad) in proc.stderr
+
+
+def test_sigkilled_sweep_command_resumes_without_redoing_finished_runs(tmp_path):
+    """The real thing: `run_sweep.py` killed with SIGKILL while it works, then the same command again."""
+    spec_path, out = generated_spec(tmp_path), tmp_path / "out"
+    cmd = [sys.executable, str(REPO / "run_sweep.py"), str(spec_path), "-j", "1", "--out", str(out), "--quiet",
+           "--no-plots", "--cache-dir", str(tmp_path / "cache")]
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    runs = out / "runs"
+    try:
+        # Kill as soon as the first run is stored (or when the command ends by itself).
+        while proc.poll() is None and not (runs.is_dir() and any(not p.name.startswith(".") for p in runs.iterdir())):
+            time.sleep(0.01)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finished = {p.name: p.stat().st_ino for p in runs.iterdir() if not p.name.startswith(".")}
+    assert finished  # at least one run was stored before the kill
+
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert f"({len(finished)} already done, {8 - len(finished)} run now, 0 failed)" in again.stdout
+    assert {name: (runs / name).stat().st_ino for name in finished} == finished  # not rewritten
+    assert len(pd.read_csv(out / "results.csv")) == 8
