@@ -174,3 +174,20 @@ def test_calibration_profile_for_another_backend_is_rejected(tmp_path):
     profile.save(tmp_path / "profile.yaml")
     with pytest.raises(InputError, match=r"field 'calibration\[0\]'.*fitted for backend"):
         load_sweep_spec(tiny_spec(tmp_path, calibration="profile.yaml"))
+
+
+def test_shipped_sweeps_load_and_expand():
+    from conftest import REPO
+
+    quick = load_sweep_spec(REPO / "sweeps" / "quick.yaml")
+    assert len(quick.runs) == 2 * 3  # racks [2, 4] x FIFO, Tiresias, Dally
+    assert {r.backend for r in quick.runs} == {"ns3"}
+    assert sorted({r.axes["racks"] for r in quick.runs}) == [2, 4]
+    assert {r.policy.name for r in quick.runs} == {"fifo", "tiresias", "dally"}
+    full = load_sweep_spec(REPO / "sweeps" / "dally-racks.yaml")
+    assert sorted({r.axes["racks"] for r in full.runs}) == [2, 4, 8, 16]
+    suite = [n for n in policy_names() if not n.startswith("test-")]  # tests register their own
+    assert sorted({r.policy.name for r in full.runs}) == sorted(suite) and len(suite) == 7
+    assert len(full.runs) == 4 * 7 * 2 * 3
+    sizes = {r.axes["workload"]: len(r.jobs) for r in full.runs}
+    assert sizes == {"batch-500": 500, "poisson-400": 400}
