@@ -54,9 +54,9 @@ def inputs(tmp_path_factory):
     return ns3, base, topology, models, jobs
 
 
-def _run(inputs, cache_dir):
+def _run(inputs, cache_dir, worker=None):
     ns3, _, topology, models, jobs = inputs
-    comm = Cached(ns3.Ns3Model(topology), LatencyStore(cache_dir / CACHE_FILE_NAME))
+    comm = Cached(ns3.Ns3Model(topology, worker=worker), LatencyStore(cache_dir / CACHE_FILE_NAME))
     result = simulate(topology, jobs, models, make_policy("fifo"), comm, CONFIG)
     comm.flush()
     return result, comm.session
@@ -74,13 +74,15 @@ def direct(inputs):
 def two_runs(inputs, tmp_path_factory):
     cache_dir = tmp_path_factory.mktemp("ns3-loop-cache")
     first = _run(inputs, cache_dir)
-    second = _run(inputs, cache_dir)  # fresh Cached and Ns3Model: only the SQLite file carries over
-    return first, second
+    # Fresh Cached, Ns3Model and worker: only the SQLite file carries over.
+    idle = inputs[0].Ns3Worker()
+    second = _run(inputs, cache_dir, worker=idle)
+    return first, second, idle
 
 
 @pytest.mark.ns3
 def test_every_job_finishes_all_its_iterations(inputs, two_runs):
-    (result, _), _ = two_runs
+    (result, _), _, _ = two_runs
     jobs = {j.job_id: j for j in inputs[4]}
     assert {s.job_id for s in result.jobs} == set(jobs)
     for s in result.jobs:
@@ -92,7 +94,7 @@ def test_every_job_finishes_all_its_iterations(inputs, two_runs):
 @pytest.mark.ns3
 def test_running_time_is_iterations_times_compute_plus_ns3_exposed_time(inputs, direct, two_runs):
     _, _, topology, models, _ = inputs
-    (result, _), _ = two_runs
+    (result, _), _, _ = two_runs
     assert topology.gpu_type("A100").relative_speed == 1.0  # the profiles' reference GPU: compute as profiled
     for s in result.jobs:
         model = models[s.job.model]
@@ -107,7 +109,7 @@ def test_running_time_is_iterations_times_compute_plus_ns3_exposed_time(inputs, 
 @pytest.mark.ns3
 def test_job_alone_on_the_cluster_has_jct_of_iterations_times_iteration_time(inputs, direct, two_runs):
     models = inputs[3]
-    (result, _), _ = two_runs
+    (result, _), _, _ = two_runs
     j1 = next(s for s in result.jobs if s.job_id == "j1")
     assert j1.first_start == j1.arrival == 0.0
     assert j1.finish < 100.0  # ended before anyone else arrived: it was alone throughout
@@ -119,7 +121,7 @@ def test_job_alone_on_the_cluster_has_jct_of_iterations_times_iteration_time(inp
 
 @pytest.mark.ns3
 def test_waiting_jobs_start_when_gpus_are_freed(two_runs):
-    (result, _), _ = two_runs
+    (result, _), _, _ = two_runs
     by_id = {s.job_id: s for s in result.jobs}
     finishes = {s.finish for s in result.jobs}
     assert by_id["j2"].placement.tier == "network" and by_id["j3"].placement.tier == "machine"
@@ -129,7 +131,8 @@ def test_waiting_jobs_start_when_gpus_are_freed(two_runs):
 
 @pytest.mark.ns3
 def test_second_run_is_served_entirely_from_the_cache_with_identical_results(two_runs):
-    (result1, session1), (result2, session2) = two_runs
+    (result1, session1), (result2, session2), idle = two_runs
+    assert not idle.alive and idle.pid is None  # the second run never started ns-3 (no import, no engine)
     shapes = {(s.job.model, s.placement.canonical_shape) for s in result1.jobs}
     assert session1.misses == len(shapes) and session1.hits == 0  # one simulation per distinct question
     assert session2.misses == 0 and session2.hits == len(shapes)

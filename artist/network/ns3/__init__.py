@@ -29,8 +29,11 @@ benchmarks/ns3_speed.py checks it against full runs (goal < 1 %).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 import time
 from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version as package_version
 
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, compute_seconds_on, result_from_buckets
@@ -38,7 +41,7 @@ from artist.network.collectives import ALGORITHMS, Schedule, allreduce_schedule
 from artist.network.links import path
 from artist.network.ns3.builder import build_engine_input
 from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
-from artist.network.ns3.worker import TRANSPORTS
+from artist.network.ns3.worker import ENGINE_SOURCE, TRANSPORTS
 from artist.placement import Placement, placement_from_shape, shape_to_text
 from artist.topology import Topology
 from artist.workload import ModelProfile
@@ -47,6 +50,21 @@ __all__ = ["Ns3Model", "Ns3SimulationError", "Ns3Worker", "NS3_BACKEND_VERSION",
 
 # Bump when the Python side changes an answer (the C++ engine has its own ENGINE_VERSION).
 NS3_BACKEND_VERSION = "1"
+
+
+@functools.lru_cache(maxsize=1)
+def expected_worker_versions() -> dict:
+    """The ns-3 package version and ENGINE_VERSION the worker will report, read without starting
+    it (the installed package's metadata; the engine source the worker compiles), so that a cache
+    lookup does not cost an ns-3 import. run_schedules checks the worker agrees."""
+    found = re.search(r'ENGINE_VERSION\s*=\s*"([^"]*)"', ENGINE_SOURCE.read_text())
+    if found is None:
+        raise RuntimeError(f"{ENGINE_SOURCE}: no ENGINE_VERSION string found")
+    try:
+        ns3_version = package_version("ns3")
+    except PackageNotFoundError:
+        raise Ns3SimulationError("-", "the ns3 package (PyPI ns3, ns-3.44) is not installed") from None
+    return {"ns3_version": ns3_version, "engine_version": found.group(1)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +123,7 @@ class Ns3Model:
 
     # ---- identity -------------------------------------------------------------
     def identity(self) -> dict:
-        info = self.worker.ensure_started()
+        info = expected_worker_versions()  # not the worker's answer: a cache hit must not start ns-3
         return {
             "backend": self.name, "version": NS3_BACKEND_VERSION, "ns3_version": info["ns3_version"],
             "engine_version": info["engine_version"], "algorithm": self.algorithm, "channels": self.channels,
@@ -128,6 +146,10 @@ class Ns3Model:
         started = time.perf_counter()
         res = self.worker.run(request, self.timeout_s, shape)
         res["wall_seconds"] = time.perf_counter() - started
+        reported = {k: self.worker.info.get(k) for k in ("ns3_version", "engine_version")}
+        if reported != expected_worker_versions():
+            raise Ns3SimulationError(shape, f"the ns-3 worker reports {reported}, but identity() (cache keys) "
+                                            f"says {expected_worker_versions()}")
         n = len(ei.rank_gpus)
         want_rx = [sum(s.bytes_received_per_rank()[i] for s in schedules) for i in range(n)]
         want_tx = [sum(s.bytes_sent_per_rank()[i] for s in schedules) for i in range(n)]
