@@ -161,7 +161,7 @@ def jct_cdf_figure(table: pd.DataFrame, store: ResultStore) -> Figure:
     if hi > 0:  # one JCT scale for every panel, so rack counts compare at a glance
         for ax in axes.flat:
             ax.set_xlim(lo / 1.2, hi * 1.2)
-    axes[0, 0].legend(fontsize=8, loc="lower right")
+    axes[0, 0].legend(fontsize=8, loc="upper left")
     return fig
 
 
