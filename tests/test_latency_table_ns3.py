@@ -117,3 +117,30 @@ def test_latency_table_check_against_ns3_golden_passes_and_catches_a_change(meas
     code, out, _ = _cli([*argv, "--check", str(changed)])
     assert code == 1
     assert f"OUT OF TOLERANCE model={cells[0]} shape={cells[1]}" in out and "exposed_seconds" in out
+
+
+def test_parallel_ns3_table_in_joblib_workers_matches_the_golden_rows(ns3_backend, tmp_path):
+    """--jobs 2: each joblib (loky) worker starts its own ns-3 worker. This used to fail twice
+    over: the spawned ns-3 worker inherited the start method name 'loky' and died, and the
+    resulting Ns3SimulationError could not be unpickled in the parent (BrokenProcessPool)."""
+    out = tmp_path / "table.csv"
+    code, _, err = _cli(["latency-table", "--backend", "ns3", "--jobs", "2", "--no-cache", "--topology",
+                         str(TOPOLOGY), "--models", str(TOY_MODELS), "--model", "toy-one-bucket",
+                         "--shape", "[[2]]", "--shape", "[[1,1]]", "--out", str(out)])
+    assert code == 0, err
+    golden = read_table_csv(GOLDEN)
+    golden = golden[(golden["model"] == "toy-one-bucket") & golden["shape"].isin(["[[2]]", "[[1,1]]"])]
+    assert len(golden) == 2
+    assert_latency_table(read_table_csv(out), golden, rtol=GOLDEN_RTOL)
+
+
+def test_ns3_simulation_error_survives_pickling_with_its_placement(ns3_backend):
+    """Errors cross process boundaries (joblib, sweeps); the placement must come along."""
+    import pickle
+
+    from artist.network.ns3 import Ns3SimulationError
+
+    error = pickle.loads(pickle.dumps(Ns3SimulationError("[[4],[4]]", "no answer within the 5 s watchdog")))
+    assert isinstance(error, Ns3SimulationError)
+    assert (error.shape, error.problem) == ("[[4],[4]]", "no answer within the 5 s watchdog")
+    assert "[[4],[4]]" in str(error)

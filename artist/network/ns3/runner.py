@@ -26,6 +26,11 @@ class Ns3SimulationError(RuntimeError):
         self.problem = problem
         super().__init__(f"ns-3 simulation of placement {shape} failed: {problem}")
 
+    def __reduce__(self):
+        # Default exception pickling re-calls __init__ with the message only; joblib workers
+        # send this error back to the parent, which must get the placement, not a TypeError.
+        return type(self), (self.shape, self.problem)
+
 
 class Ns3Worker:
     def __init__(self, startup_timeout_s: float = STARTUP_TIMEOUT_S):
@@ -45,6 +50,11 @@ class Ns3Worker:
         return self._proc.pid if self._proc is not None else None
 
     def _start(self) -> None:
+        # In a joblib (loky) worker the process-wide start method is 'loky'; a spawned child
+        # copies that name and dies looking for it in a fresh interpreter. Put a standard one
+        # back (the same repair as sweep_worker._standard_start_method, here for every caller).
+        if mp.get_start_method(allow_none=True) not in mp.get_all_start_methods():
+            mp.set_start_method("spawn", force=True)
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=worker_main, args=(child,), daemon=True, name="artist-ns3-worker")
