@@ -161,19 +161,39 @@ def test_a_bad_entry_late_in_the_spec_stops_the_sweep_before_any_run(tmp_path):
     assert not out.exists()
 
 
-def test_calibration_profile_for_another_backend_is_rejected(tmp_path):
-    calibration = pytest.importorskip("artist.calibration")
-    from conftest import make_topology
+def _h100_profile_spec(tmp_path, **overrides):
+    from conftest import REPO
 
-    topo = make_topology(racks=1, machines_per_rack=1, gpus_per_machine=1)
-    profile = calibration.CalibrationProfile(
-        name="p", topology_name="test", link_parameters=topo.link_parameters(),
-        backend={"backend": "ns3", "algorithm": "ring", "channels": 1},
-        corrections={"machine": calibration.TierCorrection(1.0, 0.0)},
-        inherited={"rack": "machine", "network": "machine"})
-    profile.save(tmp_path / "profile.yaml")
-    with pytest.raises(InputError, match=r"field 'calibration\[0\]'.*fitted for backend"):
-        load_sweep_spec(tiny_spec(tmp_path, calibration="profile.yaml"))
+    profile = REPO / "calibration" / "profiles" / "h100-analytical.yaml"
+    if not profile.is_file():
+        pytest.skip("no shipped h100-analytical calibration profile")
+    body = {"topology": str(REPO / "topologies" / "h100-dgx.yaml"), "racks": [1], "policies": ["fifo"],
+            "workloads": ["batch:n=4,gpus=8|16,min_iter=10,max_iter=100"], "calibration": [None, str(profile)]}
+    body.update(overrides)
+    return write_spec(tmp_path, body)
+
+
+def test_calibration_profile_fitted_for_other_settings_is_rejected(tmp_path):
+    pytest.importorskip("artist.calibration")
+    # The profile was fitted for the analytical backend with 8 channels (one ring per NIC).
+    path = _h100_profile_spec(tmp_path, comm={"backend": "analytical", "channels": 1})
+    with pytest.raises(InputError, match=r"field 'calibration\[1\]'.*fitted for backend"):
+        load_sweep_spec(path)
+
+
+def test_calibration_is_an_axis_and_changes_the_answers(tmp_path):
+    pytest.importorskip("artist.calibration")
+    path = _h100_profile_spec(tmp_path, comm={"backend": "analytical", "channels": 8})
+    spec = load_sweep_spec(path)
+    assert len(spec.runs) == 2 and spec.runs[0].run_id != spec.runs[1].run_id
+    report = run_sweep(spec, tmp_path / "out", n_jobs=1, progress=False, plots=False, cache_dir=tmp_path / "cache")
+    assert report.failed == [], report.failed[0][1] if report.failed else ""
+    import pandas as pd
+
+    table = pd.read_csv(report.results_csv, keep_default_na=False)
+    assert list(table["calibration"]) == ["", spec.runs[1].calibration.label] and spec.runs[1].calibration.label
+    plain, calibrated = table["comm_latency_mean"]
+    assert plain > 0 and calibrated > 0 and calibrated != plain  # the profile corrects every multi-GPU answer
 
 
 def test_shipped_sweeps_load_and_expand():
