@@ -1,17 +1,21 @@
 """Re-make every shipped calibration profile: the exact `artist calibrate` options of each, and why.
 
-    python calibration/refit.py [--backend analytical|ns3] [--only NAME ...] [--list]
+    python calibration/refit.py [--backend analytical|ns3] [--only NAME ...] [--list] [--cache-dir DIR]
 
 Runs in one process, so the ns-3 fits share one ns-3 worker (start-up ~20-50 s).
 Run from the repository root; the profiles are written to calibration/profiles/.
+--cache-dir answers the backend through a latency cache (no answer changes; a re-fit
+after a change of the fitting code then runs no ns-3 simulation).
 
 Choices common to every fit (see calibration/README.md for the numbers behind them):
 - channels = NICs per node (8 on DGX H100 and A3 Mega, 4 on p4de): NCCL runs at least
   one ring per NIC, and in collectives.py channel c's ring leaves each machine through
   a different GPU's NIC. On one machine the channel count changes no analytical answer
   (all channels share each GPU's NVSwitch port).
-- --fit-from auto: per log, only the last NCCL regime is fitted (artist.calibration.regimes);
-  smaller sizes are reported as 'outside'.
+- --regimes auto (the default): every size >= 1 MiB is fitted, one correction per NCCL size
+  regime of each log (artist.calibration.regimes: where the measured incremental bandwidth
+  changes by > 1.5x; stretches of < 3 sizes join a neighbour), sizes alternating between fit
+  and held-out inside each regime.
 - The two 2 x 8 logs (A3 Mega, p4de) use the hierarchical algorithm: their busbw (339 and
   78 GB/s) exceeds what any ring can reach over their NICs (8 x 25 = 200 and 4 x 12.5 = 50
   GB/s), so NCCL ran a tree-like algorithm, whose inter-node traffic per node on 2 nodes is
@@ -19,7 +23,8 @@ Choices common to every fit (see calibration/README.md for the numbers behind th
 - ns-3 fits stop at --max-bytes (2 GiB) to bound run time where a log goes higher (the fitted range
   is stored in each profile), except stas00's: its 16 MiB - 1 GiB sizes are up to 9 % off any
   affine curve (busbw 106 -> 229 GB/s with a dip at 128-256 MiB), so a range cut at 2 GiB leaves
-  too few steady sizes (the analytical fit, cut the same way, also reaches only 5.0 %).
+  too few steady sizes in its upper regime (the earlier last-regime-only analytical fit, cut the
+  same way, reached only 5.0 %).
 """
 
 from __future__ import annotations
@@ -64,9 +69,10 @@ FITS = {
 }
 
 
-def argv_of(name: str) -> list[str]:
+def argv_of(name: str, cache_dir: str | None = None) -> list[str]:
     backend, topology, logs, extra = FITS[name]
-    return ["calibrate", "--topology", topology, "--logs", *logs, "--backend", backend, *extra,
+    cache = [] if cache_dir is None else ["--cache-dir", cache_dir]
+    return ["calibrate", "--topology", topology, "--logs", *logs, "--backend", backend, *extra, *cache,
             "--out", f"calibration/profiles/{name}.yaml", "--plot", f"calibration/profiles/{name}-busbw.png", "--quiet"]
 
 
@@ -75,21 +81,24 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", choices=("analytical", "ns3"), default=None)
     ap.add_argument("--only", nargs="+", choices=sorted(FITS), default=None)
     ap.add_argument("--list", action="store_true", help="print the commands only")
+    ap.add_argument("--cache-dir", default=None, help="latency cache directory for the backend's answers (optional)")
     args = ap.parse_args(argv)
     names = [n for n in (args.only or FITS) if args.backend in (None, FITS[n][0])]
     if args.list:
         for n in names:
-            print("artist " + " ".join(f'"{a}"' if " " in a else a for a in argv_of(n)))
+            print("artist " + " ".join(f'"{a}"' if " " in a else a for a in argv_of(n, args.cache_dir)))
         return 0
     import os
 
     from artist.cli import main as artist_main
 
+    if args.cache_dir:
+        args.cache_dir = str(Path(args.cache_dir).resolve())
     os.chdir(REPO)
     for n in names:
         started = time.perf_counter()
         print(f"===== {n}", flush=True)
-        code = artist_main(argv_of(n))
+        code = artist_main(argv_of(n, args.cache_dir))
         print(f"===== {n}: exit {code}, {time.perf_counter() - started:.0f} s", flush=True)
         if code:
             return code

@@ -29,6 +29,12 @@ def test_fit_writes_a_profile_and_is_deterministic(tmp_path, capsys):
     assert [l["file"] for l in profile.logs] == [Path(p).name for p in H100_LOGS]
 
 
+def test_fit_from_auto_is_refused_with_its_replacement(tmp_path, capsys):
+    assert main(["calibrate", "--topology", TOPOLOGY, "--logs", *H100_LOGS, "--fit-from", "auto",
+                 "--out", str(tmp_path / "x.yaml")]) == 2
+    assert "--regimes auto" in capsys.readouterr().err
+
+
 def test_check_evaluates_a_profile_on_another_log(capsys):
     profile = str(REPO / "calibration" / "profiles" / "h100-analytical.yaml")
     gcp = str(DATA / "gcp_a3mega_2node_16xH100_tcpxo.txt")
@@ -68,6 +74,7 @@ def test_ns3_fit_on_a_small_log(tmp_path, capsys):
     assert (stats["fit_points"], stats["held_out_points"]) == (2, 1)
     # NVIDIA: 46-48 GB/s measured per NDR 400 Gb/s NIC (50 GB/s line rate), nccl-tests issue #290;
     # the window transport carries payload at close to line rate, so the factor lands near 46-48 / 50.
-    assert 0.88 <= profile.corrections["rack"].bandwidth_factor <= 0.98
+    (regime,) = profile.corrections["rack"].regimes  # 32-128 MiB: one NCCL regime (no kink in the log)
+    assert 0.88 <= regime.correction.bandwidth_factor <= 0.98
     assert stats["held_out_median_abs_error"] <= 0.05
     assert "ns3" in capsys.readouterr().out

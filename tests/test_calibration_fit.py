@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from artist.calibration.correction import TierCorrection, latency_hops
+from artist.calibration.correction import SizeRegimes, TierCorrection, latency_hops
 from artist.calibration.fit import (FIT, HELD_OUT, MIB, Point, apply_corrections, error_summary, fit_correction,
                                     parse_layout, placement_for_layout, simulate_test, layout_of_test)
 from artist.calibration.nccl_tests import parse_nccl_tests
@@ -112,7 +112,7 @@ def _fitted(h100, name):
     log = parse_nccl_tests(DATA / name)
     points = simulate_test(AnalyticalModel(h100), h100, log, log.tests_of("all_reduce")[0], min_bytes=MIB)
     correction = fit_correction([p for p in points if p.role == FIT])
-    return correction, apply_corrections(points, {points[0].tier: correction})
+    return correction, apply_corrections(points, {points[0].tier: SizeRegimes.single(correction)})
 
 
 def test_sizes_alternate_between_fit_and_held_out(h100):

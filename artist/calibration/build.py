@@ -6,11 +6,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from artist.calibration.fit import (AUTO, FIT, HELD_OUT, MIB, OUTSIDE, TIERS, Point, apply_corrections,
-                                    error_summary, fit_tiers, median_abs, simulate_test)
+from artist.calibration.fit import (AUTO, FIT, HELD_OUT, MIB, OUTSIDE, SINGLE, TIERS, Point, apply_corrections,
+                                    error_summary, fit_tiers, median_abs, regime_summary, simulate_test)
 from artist.calibration.nccl_tests import NcclLog, parse_nccl_tests
 from artist.calibration.profile import CalibrationProfile
-from artist.calibration.regimes import KINK_RATIO, find_kinks
+from artist.calibration.regimes import KINK_RATIO, MIN_REGIME_SIZES, find_kinks
 from artist.errors import InputError
 from artist.topology import Topology
 
@@ -29,7 +29,7 @@ class LogPoints:
 
 def collect_points(model, topology: Topology, paths: Sequence[str | Path],
                    layout: Sequence[int] | None = None, min_bytes: int = 1,
-                   max_bytes: int | None = None, fit_from: int | str | None = AUTO) -> list[LogPoints]:
+                   max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO) -> list[LogPoints]:
     out = []
     for path in paths:
         log = parse_nccl_tests(path)
@@ -38,9 +38,10 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
             if test.collective != "all_reduce":
                 lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test (only all_reduce is simulated)")
                 continue
-            points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from)
-            lp.kinks[test.first_line] = find_kinks([p.size_bytes for p in points], [p.measured_s for p in points],
-                                                   [p.line for p in points])
+            points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from, regimes)
+            inside = [p for p in points if p.role != OUTSIDE]
+            lp.kinks[test.first_line] = find_kinks([p.size_bytes for p in inside], [p.measured_s for p in inside],
+                                                   [p.line for p in inside])
             lp.points.extend(points)
         if not lp.points:
             raise InputError(log.source, None, "no all_reduce rows to calibrate against "
@@ -50,8 +51,8 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
 
 
 def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Sequence[LogPoints],
-                min_bytes: int = MIB, notes: Sequence[str] = (), fit_from: int | str | None = AUTO,
-                command: str | None = None) -> tuple[CalibrationProfile, list[Point]]:
+                min_bytes: int = MIB, notes: Sequence[str] = (), fit_from: int | None = None,
+                regimes: str = AUTO, command: str | None = None) -> tuple[CalibrationProfile, list[Point]]:
     points = [p for lp in logs for p in lp.points]
     corrections = fit_tiers(points)
     if not corrections:
@@ -69,6 +70,8 @@ def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Seq
                 "held_out_points": len(held),
                 "fit_median_abs_error": _round(median_abs(p.error_after for p in mine if p.role == FIT)),
                 "held_out_median_abs_error": _round(median_abs(p.error_after for p in held)),
+                "regimes": [_regime_stats(corrections[tier], k, mine, min_bytes)
+                            for k in range(len(corrections[tier].regimes))],
             }
         else:
             source = next(t for t in FALLBACK[tier] if t in corrections)
@@ -80,26 +83,44 @@ def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Seq
         tests = sorted({(p.test_line, p.shape, p.tier, p.ranks) for p in lp.points})
         log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256,
                             "all_reduce_tests": [_test_entry(lp, l, s, t, r) for l, s, t, r in tests]})
-        log_errors[fname] = {k: _round(v) for k, v in error_summary([p for p in points if p.log == fname], min_bytes).items()}
+        mine = [p for p in points if p.log == fname]
+        log_errors[fname] = {k: _round(v) for k, v in error_summary(mine, min_bytes).items()}
+        by_tier = [regime_summary([p for p in mine if p.tier == t], corrections[t], min_bytes)
+                   for t in TIERS if t in corrections and any(p.tier == t for p in mine)]
+        log_errors[fname]["regimes"] = [{k: _round(v) for k, v in r.items()} for rs in by_tier for r in rs]
     profile = CalibrationProfile(
         name=name, topology_name=topology.name, link_parameters=topology.link_parameters(), backend=backend_identity,
         corrections=corrections, inherited=inherited, topology_path=topology.path, logs=tuple(log_entries),
         fit={"tiers": tier_stats, "logs": log_errors},
         notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B inside the fitted range that "
                f"the fit did not use (sizes alternate between fit and held-out in each log's fitted range)",
-               _range_note(fit_from), *(() if command is None else (f"fitted with: {command}",)), *notes))
+               _range_note(fit_from, regimes), *(() if command is None else (f"fitted with: {command}",)), *notes))
     return profile, points
 
 
-def _range_note(fit_from) -> str:
-    if fit_from == AUTO:
-        return (f"fitted range per log: from the start of the log's last NCCL regime up to its largest simulated size; "
-                f"a regime boundary is where the incremental bandwidth dS/dt changes by more than {KINK_RATIO}x or the "
-                f"time stops growing (artist.calibration.regimes); sizes below it are 'outside': simulated, reported "
-                f"with their errors, never fitted")
-    if fit_from is None:
-        return "fitted range per log: every simulated size"
-    return f"fitted range per log: sizes >= {int(fit_from)} B (given); smaller simulated sizes are 'outside'"
+def _regime_stats(regimes, k: int, points: Sequence[Point], min_bytes: int) -> dict:
+    mine = [p for p in points if p.role != OUTSIDE and regimes.index_for(p.size_bytes) == k]
+    held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+    return {
+        "fitted_sizes_bytes": [min(p.size_bytes for p in mine), max(p.size_bytes for p in mine)] if mine else None,
+        "fit_points": sum(p.role == FIT for p in mine),
+        "held_out_points": len(held),
+        "fit_median_abs_error": _round(median_abs(p.error_after for p in mine if p.role == FIT)),
+        "held_out_median_abs_error": _round(median_abs(p.error_after for p in held)),
+    }
+
+
+def _range_note(fit_from, regimes) -> str:
+    where = ("every simulated size" if fit_from is None
+             else f"sizes >= {int(fit_from)} B (given); smaller simulated sizes are 'outside', never fitted")
+    if regimes == SINGLE:
+        return f"fitted range per log: {where}; one correction per tier over the whole range"
+    return (f"fitted range per log: {where}, split into NCCL size regimes with one correction each: a regime boundary "
+            f"is where the measured incremental bandwidth dS/dt changes by more than {KINK_RATIO}x or the time stops "
+            f"growing; stretches of fewer than {MIN_REGIME_SIZES} sizes join the neighbouring regime whose affine line "
+            f"is nearer their times (artist.calibration.regimes); decided on measured times before the fit/held-out "
+            f"split; sizes alternate between fit and held-out inside each regime. A size uses the regime containing "
+            f"it; sizes below the first regime use the first, sizes beyond the last measured size the last")
 
 
 def _test_entry(lp: LogPoints, line: int, shape: str, tier: str, ranks: int) -> dict:
@@ -108,6 +129,9 @@ def _test_entry(lp: LogPoints, line: int, shape: str, tier: str, ranks: int) -> 
     entry = {"line": line, "shape": shape, "tier": tier, "ranks": ranks,
              "simulated_sizes_bytes": [min(p.size_bytes for p in mine), max(p.size_bytes for p in mine)],
              "fitted_range_bytes": [min(fitted), max(fitted)] if fitted else None}
+    starts = sorted({p.regime_from for p in mine if p.role != OUTSIDE})
+    if starts:
+        entry["regime_starts_bytes"] = starts
     kinks = lp.kinks.get(line, [])
     if kinks:
         entry["regime_changes"] = [{"size_bytes": k.size_bytes, "line": k.line, "reason": k.reason} for k in kinks]

@@ -20,10 +20,19 @@ NVLink hops (N ranks); across m machines it crosses 2(m-1) machine
 boundaries, each through the NICs, with ring or hierarchical all-reduce alike.
 Counting every lock-step step instead (2(N-1) for 16 ranks on 2 machines) would
 charge a NIC's extra latency 30 times for a chunk that crosses a NIC twice.
+
+NCCL's tuner picks algorithm, protocol and channel count by message size, so a
+tier's correction is piecewise by size (SizeRegimes): one TierCorrection per
+regime of the measured sweep (regimes.py), each fitted on that regime's sizes.
+A size uses the regime whose [from_bytes, next regime's from_bytes) contains it;
+sizes below the first regime's from_bytes use the first regime and sizes above
+the measured range the last (the nearest regime: no log says what NCCL does
+there, and the nearest regime's algorithm is the likeliest).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from artist.placement import Placement
@@ -42,6 +51,39 @@ class TierCorrection:
         if seconds == 0.0:
             return 0.0  # nothing to communicate (one rank): nothing to correct
         return seconds / self.bandwidth_factor + hops * self.hop_latency_s
+
+
+@dataclass(frozen=True)
+class SizeRegime:
+    from_bytes: int  # smallest measured size of the regime
+    correction: TierCorrection
+
+
+@dataclass(frozen=True)
+class SizeRegimes:
+    """A tier's correction, piecewise by all-reduce size (see the module docstring)."""
+
+    regimes: tuple[SizeRegime, ...]
+
+    def __post_init__(self):
+        if not self.regimes:
+            raise ValueError("a tier needs at least one size regime")
+        starts = [r.from_bytes for r in self.regimes]
+        if any(b <= a for a, b in zip(starts, starts[1:])):
+            raise ValueError(f"size regimes must start at increasing sizes, got {starts}")
+
+    @classmethod
+    def single(cls, correction: TierCorrection, from_bytes: int = 0) -> "SizeRegimes":
+        return cls((SizeRegime(int(from_bytes), correction),))
+
+    def index_for(self, nbytes: int) -> int:
+        return bisect_right([r.from_bytes for r in self.regimes[1:]], nbytes)
+
+    def at(self, nbytes: int) -> TierCorrection:
+        return self.regimes[self.index_for(nbytes)].correction
+
+    def apply(self, seconds: float, hops: int, nbytes: int) -> float:
+        return self.at(nbytes).apply(seconds, hops)
 
 
 def latency_hops(placement: Placement) -> int:

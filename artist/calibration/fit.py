@@ -1,17 +1,18 @@
-"""Fitting a per-tier correction of a CommModel to measured nccl-tests all-reduce times.
+"""Fitting a per-tier, per-size-regime correction of a CommModel to measured nccl-tests all-reduce times.
 
 For every all_reduce test of every log: lay the log's ranks out on the
 calibration topology (nodes -> machines, packed into as few racks as possible),
 ask the backend for the all-reduce time of each size, and pair it with the
 measured time. Points are grouped by the tier the placement spans (machine,
-rack, network); each tier's TierCorrection (bandwidth factor, extra per-step
-latency per hop) is the least-squares solution of the relative time errors of its fit
-points. Only the sizes of the log's last NCCL regime (regimes.py: the range,
-up to the largest size, in which NCCL evidently runs one algorithm, protocol and
-channel count) are fitted, unless the caller gives the range; inside it sizes
-alternate between fitting and held out (sorted by size, the first, third, ...
-are fitted) so that every log reports an error on sizes the fit never saw.
-Sizes below the range are simulated and reported as "outside", never fitted.
+rack, network) and, within a tier, by NCCL regime: the size ranges in which the
+measured times show one algorithm / protocol / channel count (regimes.py,
+decided on the measured times only, before the split). Each regime's
+TierCorrection (bandwidth factor, extra per-step latency per hop) is the
+least-squares solution of the relative time errors of its fit points. Inside
+each regime sizes alternate between fitting and held out (sorted by size, the
+first, third, ... are fitted), so every regime (>= 3 sizes, regimes.py) reports
+an error on sizes the fit never saw. Sizes below an explicit fit_from are
+simulated and reported as "outside", never fitted.
 """
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from artist.calibration.correction import TierCorrection, latency_hops
+from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, latency_hops
 from artist.calibration.nccl_tests import NcclLog, NcclTest
-from artist.calibration.regimes import last_regime_start
+from artist.calibration.regimes import RegimePlan, plan_regimes
 from artist.errors import InputError
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
 from artist.topology import Topology
 
 TIERS = (MACHINE, RACK, NETWORK)
 FIT, HELD_OUT, OUTSIDE = "fit", "held-out", "outside"
-AUTO = "auto"  # fit range from regimes.last_regime_start
+AUTO = "auto"  # size regimes from regimes.regime_starts
+SINGLE = "single"  # one regime over the whole fitted range
 MIB = 1024 * 1024
 # Bounds of the fitted parameters: the factor may not change the modelled bandwidth by more than
 # 1000x either way; extra per-hop latency is >= 0 because NCCL's tuning-table latencies, which
@@ -55,6 +57,7 @@ class Point:
     tier: str
     shape: str
     role: str  # FIT, HELD_OUT or OUTSIDE (below the fitted size range)
+    regime_from: int = 0  # first size of the point's NCCL regime in its own test (regimes.plan_regimes)
     corrected_s: float | None = None
 
     @property
@@ -120,31 +123,40 @@ def placement_for_layout(topology: Topology, layout: Sequence[int], source: str 
     return placement_from_shape(topology, shape)
 
 
-def _roles(sizes: Sequence[int], fit_from: int) -> list[str]:
-    roles, k = [], 0
+def _roles(sizes: Sequence[int], plans: Sequence[RegimePlan], fit_from: int) -> list[tuple[str, RegimePlan | None]]:
+    """(role, regime) per size: OUTSIDE below fit_from, then fit / held-out alternating inside
+    each regime, the regime's smallest size fitted first."""
+    out, k, current = [], 0, None
     for s in sizes:
         if s < fit_from:
-            roles.append(OUTSIDE)
-        else:
-            roles.append(FIT if k % 2 == 0 else HELD_OUT)
-            k += 1
-    return roles
+            out.append((OUTSIDE, None))
+            continue
+        plan = max((p for p in plans if p.from_bytes <= s), key=lambda p: p.from_bytes)
+        if plan is not current:
+            current, k = plan, 0
+        out.append((FIT if k % 2 == 0 else HELD_OUT, plan))
+        k += 1
+    return out
 
 
-def fit_start(sizes: Sequence[int], times_s: Sequence[float], fit_from: int | str | None) -> int:
-    """Smallest fitted size: AUTO = the last NCCL regime of the measured times, None = every size."""
+def size_regimes(sizes: Sequence[int], times_s: Sequence[float], regimes: str = AUTO) -> list[RegimePlan]:
+    """The regimes the fit treats separately: AUTO = NCCL regimes of the measured times
+    (regimes.plan_regimes), SINGLE = one regime."""
     if not sizes:
-        return 0
-    if fit_from == AUTO:
-        return last_regime_start(sizes, times_s)
-    return int(sizes[0]) if fit_from is None else int(fit_from)
+        return []
+    if regimes == AUTO:
+        return plan_regimes(sizes, times_s)
+    if regimes == SINGLE:
+        return [RegimePlan(int(sizes[0]), len(sizes))]
+    raise ValueError(f"regimes must be {AUTO!r} or {SINGLE!r}, got {regimes!r}")
 
 
 def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
                   claimed_layout: Sequence[int] | None = None, min_bytes: int = 1,
-                  max_bytes: int | None = None, fit_from: int | str | None = None) -> list[Point]:
+                  max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO) -> list[Point]:
     """Pair every usable all_reduce row of a test with the backend's time for it.
-    Rows below fit_from (AUTO: the start of the log's last NCCL regime) are OUTSIDE the fit."""
+    Rows below fit_from (None: no limit) are OUTSIDE the fit; the others are split into size
+    regimes (size_regimes, on the measured times) and alternate between fit and held-out in each."""
     if test.collective != "all_reduce":
         raise InputError(log.source, f"line {test.first_line}",
                          f"only all_reduce tests can be fitted (the backends simulate all-reduce); this test is "
@@ -162,11 +174,14 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     if missing:
         raise InputError(log.source, f"line {missing[0]}", "size row has no usable time (N/A or 0) to fit against")
     name = log.source.replace("\\", "/").rsplit("/", 1)[-1]
-    start = fit_start([r.size_bytes for r in rows], [r.time_us * 1e-6 for r in rows], fit_from)
+    start = 0 if fit_from is None else int(fit_from)
+    inside = [r for r in rows if r.size_bytes >= start]
+    plans = size_regimes([r.size_bytes for r in inside], [r.time_us * 1e-6 for r in inside], regimes)
     return [Point(log=name, line=r.line, test_line=test.first_line, size_bytes=r.size_bytes, ranks=placement.size,
                   measured_s=r.time_us * 1e-6, simulated_s=float(model.collective_seconds(placement, r.size_bytes)),
-                  hops=hops, tier=placement.tier, shape=shape, role=role)
-            for r, role in zip(rows, _roles([r.size_bytes for r in rows], start))]
+                  hops=hops, tier=placement.tier, shape=shape, role=role,
+                  regime_from=0 if plan is None else plan.from_bytes)
+            for r, (role, plan) in zip(rows, _roles([r.size_bytes for r in rows], plans, start))]
 
 
 def fit_correction(points: Sequence[Point]) -> TierCorrection:
@@ -189,20 +204,48 @@ def fit_correction(points: Sequence[Point]) -> TierCorrection:
     return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=x_us * 1e-6)
 
 
-def fit_tiers(points: Iterable[Point]) -> dict[str, TierCorrection]:
+def tier_regime_starts(points: Sequence[Point]) -> list[int]:
+    """A tier's regime starts: those of every test fitted in it (one test: its own regimes). A
+    start whose range holds no fit point (only when tests disagree) is dropped, joining the
+    range below it (the first range: the one above)."""
+    inside = [p for p in points if p.role != OUTSIDE]
+    starts = sorted({p.regime_from for p in inside})
+    while len(starts) > 1:
+        shell = SizeRegimes(tuple(SizeRegime(s, TierCorrection()) for s in starts))
+        fitted = {shell.index_for(p.size_bytes) for p in inside if p.role == FIT}
+        empty = [k for k in range(len(starts)) if k not in fitted]
+        if not empty:
+            break
+        del starts[empty[0] if empty[0] > 0 else 1]
+    return starts
+
+
+def fit_tiers(points: Iterable[Point]) -> dict[str, SizeRegimes]:
+    """Per tier, one correction per size regime, fitted on that regime's FIT points only."""
     by_tier: dict[str, list[Point]] = {}
     for p in points:
-        if p.role == FIT:
-            by_tier.setdefault(p.tier, []).append(p)
-    return {tier: fit_correction(by_tier[tier]) for tier in TIERS if tier in by_tier}
+        by_tier.setdefault(p.tier, []).append(p)
+    out = {}
+    for tier in TIERS:
+        mine = by_tier.get(tier, [])
+        if not any(p.role == FIT for p in mine):
+            continue
+        starts = tier_regime_starts(mine)
+        shell = SizeRegimes(tuple(SizeRegime(s, TierCorrection()) for s in starts))
+        fits: list[list[Point]] = [[] for _ in starts]
+        for p in mine:
+            if p.role == FIT:
+                fits[shell.index_for(p.size_bytes)].append(p)
+        out[tier] = SizeRegimes(tuple(SizeRegime(s, fit_correction(f)) for s, f in zip(starts, fits)))
+    return out
 
 
-def apply_corrections(points: Iterable[Point], corrections: dict[str, TierCorrection]) -> list[Point]:
+def apply_corrections(points: Iterable[Point], corrections: dict[str, SizeRegimes]) -> list[Point]:
     """Points with corrected_s set (None for a tier the corrections do not cover)."""
     out = []
     for p in points:
         c = corrections.get(p.tier)
-        out.append(replace(p, corrected_s=c.apply(p.simulated_s, p.hops) if c is not None else None))
+        out.append(replace(p, corrected_s=c.apply(p.simulated_s, p.hops, p.size_bytes) if c is not None else None))
     return out
 
 
@@ -229,3 +272,21 @@ def error_summary(points: Sequence[Point], min_bytes: int = MIB) -> dict:
         "outside_median_error_before": median_abs(p.error_before for p in outside),
         "outside_median_error_after": median_abs(p.error_after for p in outside),
     }
+
+
+def regime_summary(points: Sequence[Point], regimes: SizeRegimes, min_bytes: int = MIB) -> list[dict]:
+    """error_summary's held-out figures per size regime (the regime each size is corrected with)."""
+    out = []
+    for k, r in enumerate(regimes.regimes):
+        mine = [p for p in points if p.role != OUTSIDE and regimes.index_for(p.size_bytes) == k]
+        if not mine:
+            continue
+        held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+        out.append({
+            "sizes_bytes": [min(p.size_bytes for p in mine), max(p.size_bytes for p in mine)],
+            "fit_points": sum(p.role == FIT for p in mine),
+            "held_out_points": len(held),
+            "held_out_median_error_before": median_abs(p.error_before for p in held),
+            "held_out_median_error_after": median_abs(p.error_after for p in held),
+        })
+    return out

@@ -1,13 +1,19 @@
 """Calibration profiles (YAML) and the Calibrated wrapper that applies one to any CommModel.
 
-A profile holds, per tier (machine, rack, network), the fitted TierCorrection,
-or says which lower tier's correction it reuses when no log covered it; the
+A profile holds, per tier (machine, rack, network), the fitted corrections, one
+per NCCL size regime (correction.SizeRegimes), or says which tier's corrections
+it reuses when no log covered it; the
 topology link parameters and the backend identity it was fitted for; the logs
 (with SHA-256) it came from; and the fit and held-out errors.
 
 The profile id is a digest of what changes an answer (link parameters, backend
-identity, corrections), so two profiles that calibrate identically share an id
-and any change of a parameter changes every cache key built on it.
+identity, corrections and the sizes where regimes change), so two profiles that
+calibrate identically share an id and any change of a parameter changes every
+cache key built on it. A profile with one regime per tier answers exactly as a
+format-1 profile did and keeps the format-1 id.
+
+Format 2 (this version) stores each tier's regimes; format-1 files (one
+correction per tier) are still read, as one regime covering every size.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from artist.calibration.correction import TierCorrection, latency_hops
+from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, latency_hops
 from artist.errors import InputError
 from artist.network.base import CommResult, compute_seconds_on, overlap_with_backward
 from artist.placement import Placement
@@ -27,9 +33,12 @@ from artist.topology import Topology
 from artist.workload import ModelProfile
 from artist.yamlio import Fields, load_yaml_mapping
 
-PROFILE_FORMAT = 1
+PROFILE_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 TIER_NAMES = ("machine", "rack", "network")  # Placement.tier values
-CORRECTION_TEXT = ("t' = t / bandwidth_factor + hops * hop_latency_s; t = the backend's all-reduce time; "
+CORRECTION_TEXT = ("t' = t / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and hop_latency_s of the "
+                   "tier's size regime containing the all-reduce size S (from_bytes <= S < to_bytes; S below the first "
+                   "regime uses the first, S beyond the last measured size the last); t = the backend's all-reduce time; "
                    "hops = hops of the placement's tier along one chunk's path: 2(N-1) NVLink hops on one machine, "
                    "2(m-1) NIC crossings over m machines (artist.calibration.correction)")
 
@@ -40,11 +49,11 @@ class CalibrationProfile:
     topology_name: str
     link_parameters: dict  # Topology.link_parameters() of the calibration topology
     backend: dict  # identity() of the backend the corrections were fitted for
-    corrections: dict[str, TierCorrection]  # fitted tiers
+    corrections: dict[str, SizeRegimes]  # fitted tiers
     inherited: dict[str, str] = field(default_factory=dict)  # tier -> the fitted tier whose correction it reuses
     topology_path: str = ""
     logs: tuple[dict, ...] = ()
-    fit: dict = field(default_factory=dict)  # errors and notes, per tier and per log
+    fit: dict = field(default_factory=dict)  # errors and notes, per tier (with a list per regime) and per log
     notes: tuple[str, ...] = ()
     path: str = ""
 
@@ -55,15 +64,18 @@ class CalibrationProfile:
 
     @property
     def id(self) -> str:
-        payload = {
-            "format": PROFILE_FORMAT,
-            "link_parameters": self.link_parameters,
-            "backend": self.backend,
-            "tiers": {t: _correction_dict(self.correction(t)) for t in TIER_NAMES},
-        }
+        tiers = {t: self.correction(t) for t in TIER_NAMES}
+        if all(len(r.regimes) == 1 for r in tiers.values()):
+            # One regime per tier: the format-1 payload, so such a profile keeps its format-1 id.
+            payload = {"format": 1, "tiers": {t: _correction_dict(r.regimes[0].correction) for t, r in tiers.items()}}
+        else:
+            # The first regime's from_bytes is not in the id: it also covers every smaller size.
+            payload = {"format": 2, "tiers": {t: [{"from_bytes": 0 if k == 0 else g.from_bytes, **_correction_dict(g.correction)}
+                                                  for k, g in enumerate(r.regimes)] for t, r in tiers.items()}}
+        payload.update(link_parameters=self.link_parameters, backend=self.backend)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
-    def correction(self, tier: str) -> TierCorrection:
+    def correction(self, tier: str) -> SizeRegimes:
         if tier in self.corrections:
             return self.corrections[tier]
         return self.corrections[self.inherited[tier]]
@@ -79,11 +91,16 @@ class CalibrationProfile:
     def to_mapping(self) -> dict:
         tiers = {}
         for t in TIER_NAMES:
+            stats = dict(self.fit.get("tiers", {}).get(t, {}))
             if t in self.corrections:
-                tiers[t] = {**_correction_dict(self.corrections[t]), **self.fit.get("tiers", {}).get(t, {})}
+                regime_stats = stats.pop("regimes", [])
+                regimes = self.corrections[t].regimes
+                tiers[t] = {"regimes": [
+                    {"from_bytes": g.from_bytes, "to_bytes": regimes[k + 1].from_bytes if k + 1 < len(regimes) else None,
+                     **_correction_dict(g.correction), **(regime_stats[k] if k < len(regime_stats) else {})}
+                    for k, g in enumerate(regimes)], **stats}
             else:
-                tiers[t] = {"same_as": self.inherited[t],
-                            "note": self.fit.get("tiers", {}).get(t, {}).get("note", "no log covered this tier")}
+                tiers[t] = {"same_as": self.inherited[t], "note": stats.get("note", "no log covered this tier")}
         return {
             "profile_format": PROFILE_FORMAT,
             "name": self.name,
@@ -114,8 +131,9 @@ class CalibrationProfile:
         f = Fields(load_yaml_mapping(path), str(path))
         f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors", "notes"})
         fmt = f.integer("profile_format")
-        if fmt != PROFILE_FORMAT:
-            raise f.error("profile_format", f"unsupported profile format {fmt} (this version reads {PROFILE_FORMAT})")
+        if fmt not in READABLE_FORMATS:
+            raise f.error("profile_format", f"unsupported profile format {fmt} (this version reads "
+                                            f"{', '.join(map(str, READABLE_FORMATS))}); re-fit with `artist calibrate`")
         topo = f.sub("topology")
         topo.unknown_keys({"name", "path", "link_parameters"})
         link = topo.raw("link_parameters")
@@ -126,20 +144,24 @@ class CalibrationProfile:
             raise f.error("backend", "expected the backend identity mapping (with a 'backend' name)")
         tiers_f = f.sub("tiers")
         tiers_f.unknown_keys(set(TIER_NAMES))
+        fitted_key = "bandwidth_factor" if fmt == 1 else "regimes"
         corrections, inherited, stats = {}, {}, {}
         for t in TIER_NAMES:
             tf = tiers_f.sub(t)
             if tf.has("same_as"):
                 tf.unknown_keys({"same_as", "note"})
                 target = tf.string("same_as")
-                if target not in TIER_NAMES or not tiers_f.sub(target).has("bandwidth_factor"):
+                if target not in TIER_NAMES or not tiers_f.sub(target).has(fitted_key):
                     raise tf.error("same_as", f"must name a tier with a fitted correction, got {target!r}")
                 inherited[t] = target
                 stats[t] = {"note": tf.string("note", "")}
                 continue
-            corrections[t] = TierCorrection(bandwidth_factor=tf.number("bandwidth_factor", positive=True),
-                                            hop_latency_s=tf.number("hop_latency_s", minimum=0.0))
-            stats[t] = {k: v for k, v in tf.data.items() if k not in ("bandwidth_factor", "hop_latency_s")}
+            if fmt == 1:
+                corrections[t] = SizeRegimes.single(_read_correction(tf))
+                stats[t] = {k: v for k, v in tf.data.items() if k not in ("bandwidth_factor", "hop_latency_s")}
+                continue
+            corrections[t], regime_stats = _read_regimes(tf)
+            stats[t] = {**{k: v for k, v in tf.data.items() if k != "regimes"}, "regimes": regime_stats}
         logs = f.raw("logs", [])
         if not isinstance(logs, list) or not all(isinstance(l, dict) for l in logs):
             raise f.error("logs", "expected a list of mappings")
@@ -153,6 +175,33 @@ class CalibrationProfile:
             raise f.error("id", f"does not match the profile's content (content id {profile.id}): the parameters were "
                                 f"edited after fitting; re-fit with `artist calibrate` or delete the id line")
         return profile
+
+
+def _read_correction(f: Fields) -> TierCorrection:
+    return TierCorrection(bandwidth_factor=f.number("bandwidth_factor", positive=True),
+                          hop_latency_s=f.number("hop_latency_s", minimum=0.0))
+
+
+REGIME_KEYS = ("from_bytes", "to_bytes", "bandwidth_factor", "hop_latency_s")
+
+
+def _read_regimes(tf: Fields) -> tuple[SizeRegimes, list[dict]]:
+    items = tf.raw("regimes")
+    if not isinstance(items, list) or not items:
+        raise tf.error("regimes", "expected a non-empty list of size regimes")
+    regimes, stats = [], []
+    for k, item in enumerate(items):
+        rf = Fields(item, tf.source, f"{tf.prefix}regimes[{k}].")
+        start = rf.integer("from_bytes", minimum=0)
+        if regimes and start <= regimes[-1].from_bytes:
+            raise rf.error("from_bytes", f"regimes must start at increasing sizes ({start} after {regimes[-1].from_bytes})")
+        end = rf.raw("to_bytes", None)
+        wanted = items[k + 1].get("from_bytes") if k + 1 < len(items) and isinstance(items[k + 1], dict) else None
+        if end != wanted:
+            raise rf.error("to_bytes", f"must be the next regime's from_bytes ({wanted}; null for the last regime), got {end!r}")
+        regimes.append(SizeRegime(start, _read_correction(rf)))
+        stats.append({key: v for key, v in rf.data.items() if key not in REGIME_KEYS})
+    return SizeRegimes(tuple(regimes)), stats
 
 
 def _correction_dict(c: TierCorrection) -> dict:
@@ -192,24 +241,25 @@ class Calibrated:
     def identity(self) -> dict:
         return {"calibrated": True, "calibration_profile": self.profile.id, "inner": self.inner.identity()}
 
-    def _correct(self, placement: Placement, seconds: list[float]) -> tuple[list[float], str]:
+    def _correct(self, placement: Placement, seconds: list[float], sizes: list[int]) -> tuple[list[float], str]:
         self.profile.check_topology(placement.topology)
         tier = placement.tier
-        correction = self.profile.correction(tier)
+        regimes = self.profile.correction(tier)
         hops = latency_hops(placement)
-        return [correction.apply(s, hops) for s in seconds], tier
+        return [regimes.apply(s, hops, n) for s, n in zip(seconds, sizes)], tier
 
     def collective_seconds(self, placement: Placement, nbytes: int) -> float:
         if placement.size < 2:
             return float(self.inner.collective_seconds(placement, nbytes))
-        return self._correct(placement, [float(self.inner.collective_seconds(placement, nbytes))])[0][0]
+        return self._correct(placement, [float(self.inner.collective_seconds(placement, nbytes))], [int(nbytes)])[0][0]
 
     def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
         result = self.inner.iteration_comm_time(model, placement)
         if len(result.bucket_seconds) != len(model.buckets):
             raise ValueError(f"backend {self.inner.name!r} returned {len(result.bucket_seconds)} bucket times for "
                              f"{len(model.buckets)} buckets; calibration needs the per-bucket all-reduce times")
-        buckets, tier = self._correct(placement, list(result.bucket_seconds))
+        # Each bucket is corrected by the regime of its own size: NCCL picks algorithm and protocol per call.
+        buckets, tier = self._correct(placement, list(result.bucket_seconds), [b for b, _ in model.buckets])
         exposed = overlap_with_backward(buckets, [r for _, r in model.buckets], compute_seconds_on(model, placement))
         return result.replace(exposed_seconds=exposed, collective_seconds=float(sum(buckets)),
                               bucket_seconds=tuple(buckets), calibrated=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from artist.calibration.fit import MIB, Point, error_summary
+from artist.calibration.fit import HELD_OUT, MIB, OUTSIDE, Point, error_summary, median_abs
 from artist.calibration.nccl_tests import BUS_FACTORS
 
 
@@ -63,7 +63,23 @@ def summary_table(points: Sequence[Point], min_bytes: int = MIB) -> str:
                      f"{_abs_pct(r['held_out_median_error_before']):>8} {_abs_pct(r['held_out_median_error_after']):>8} "
                      f"{r['points']:>5} {_abs_pct(r['all_median_error_before']):>8} {_abs_pct(r['all_median_error_after']):>8} "
                      f"{r['outside_points']:>7} {_abs_pct(r['outside_median_error_after']):>8}")
+        lines.extend(_regime_lines([p for p in points if p.log == r["log"]], min_bytes))
     return "\n".join(lines)
+
+
+def _regime_lines(points: Sequence[Point], min_bytes: int) -> list[str]:
+    """One line per NCCL size regime of the log's points (as split for the fit), when there are several."""
+    starts = sorted({p.regime_from for p in points if p.role != OUTSIDE})
+    if len(starts) < 2:
+        return []
+    out = []
+    for start in starts:
+        mine = [p for p in points if p.role != OUTSIDE and p.regime_from == start]
+        held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+        rng = f"{_size(min(p.size_bytes for p in mine))}-{_size(max(p.size_bytes for p in mine))}"
+        out.append(f"{'  regime':<40} {'':<8} {'':<10} {rng:<19} {len(held):>8} "
+                   f"{_abs_pct(median_abs(p.error_before for p in held)):>8} {_abs_pct(median_abs(p.error_after for p in held)):>8}")
+    return out
 
 
 def busbw_gbs(point: Point, seconds: float) -> float:

@@ -32,34 +32,45 @@ def add_parser(sub) -> None:
     p.add_argument("--min-bytes", type=int, default=1 << 20,
                    help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not model)")
     p.add_argument("--max-bytes", type=int, default=None, help="ignore sizes above this (e.g. to bound ns-3 run time)")
-    p.add_argument("--fit-from", default="auto", metavar="auto|all|BYTES",
-                   help="smallest size to fit, per log. auto (default): the start of the log's last NCCL regime (sizes "
-                        "below the last point where NCCL evidently switches algorithm/protocol/channels, see "
-                        "artist.calibration.regimes); all: every simulated size; or a byte count. Smaller sizes are "
-                        "simulated and reported as 'outside', never fitted")
+    p.add_argument("--fit-from", default="all", metavar="all|BYTES",
+                   help="smallest size to fit, per log: all (default): every simulated size; or a byte count. Smaller "
+                        "sizes are simulated and reported as 'outside', never fitted")
+    p.add_argument("--regimes", default="auto", choices=("auto", "single"),
+                   help="auto (default): one correction per NCCL size regime, where the measured times show NCCL "
+                        "switching algorithm/protocol/channels (artist.calibration.regimes); single: one correction "
+                        "per tier over every fitted size")
     p.add_argument("--note", action="append", default=[],
                    help="free text stored in the profile's notes (e.g. what the logs' network is and the backends are not)")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="answer the backend's all-reduce questions through the latency cache in DIR (off by default; "
+                        "a cache never changes an answer, it saves re-running ns-3 when re-fitting)")
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)
 
 
-def _model(backend: str, topology, algorithm: str, channels: int):
+def _model(backend: str, topology, algorithm: str, channels: int, cache_dir: str | None = None):
     try:
-        return make_comm_model(backend, topology, algorithm=algorithm, channels=channels)
+        model = make_comm_model(backend, topology, algorithm=algorithm, channels=channels)
     except ImportError as exc:
         raise SystemExit(f"artist calibrate: backend {backend!r} is not available: {exc}") from None
+    if cache_dir is None:
+        return model
+    from artist.network.cache import CACHE_FILE_NAME, Cached
+
+    return Cached(model, Path(cache_dir) / CACHE_FILE_NAME)  # same identity as the backend: a cache changes no answer
 
 
 def _fit_from(text: str):
-    from artist.calibration.fit import AUTO
-
-    if text in (AUTO, "all"):
-        return AUTO if text == AUTO else None
+    if text == "all":
+        return None
+    if text == "auto":
+        raise InputError("--fit-from", None, "'auto' (fit only the last NCCL regime) was replaced by --regimes auto, "
+                                             "which fits every regime with its own correction; use --fit-from all")
     try:
         value = int(text)
     except ValueError:
-        raise InputError("--fit-from", None, f"expected auto, all or a byte count, got {text!r}") from None
+        raise InputError("--fit-from", None, f"expected all or a byte count, got {text!r}") from None
     if value < 0:
         raise InputError("--fit-from", None, f"must be >= 0, got {value}")
     return value
@@ -69,7 +80,7 @@ def _command_line(args) -> str:
     """The options that decide a fit, with paths as given (stored in the profile so it can be re-made)."""
     parts = ["artist calibrate", "--topology", args.topology, "--logs", *args.logs, "--backend", args.backend,
              "--algorithm", args.algorithm, "--channels", str(args.channels), "--min-bytes", str(args.min_bytes),
-             "--fit-from", args.fit_from]
+             "--fit-from", args.fit_from, "--regimes", args.regimes]
     if args.max_bytes is not None:
         parts += ["--max-bytes", str(args.max_bytes)]
     if args.layout:
@@ -97,9 +108,9 @@ def run(args) -> int:
         topology = load_topology(topo_path)
         profile.check_topology(topology)
         b = profile.backend
-        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1))
+        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1), args.cache_dir)
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
-        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from)
+        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from, args.regimes)
         points = check_points(profile, logs)
         print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}")
     else:
@@ -108,17 +119,21 @@ def run(args) -> int:
         if not args.topology:
             raise SystemExit("artist calibrate: --topology is required when fitting")
         topology = load_topology(args.topology)
-        model = _model(args.backend, topology, args.algorithm, args.channels)
-        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from)
+        model = _model(args.backend, topology, args.algorithm, args.channels, args.cache_dir)
+        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from, args.regimes)
         name = args.name or Path(args.out).stem
         profile, points = fit_profile(name, topology, model.identity(), logs, notes=args.note, fit_from=fit_from,
-                                      command=_command_line(args))
+                                      regimes=args.regimes, command=_command_line(args))
         profile.save(args.out)
         print(f"wrote {args.out}: profile {name} (id {profile.id}), topology {topology.name}, backend {args.backend}")
         for tier in ("machine", "rack", "network"):
-            c = profile.correction(tier)
             how = f"reuses {profile.inherited[tier]}" if tier in profile.inherited else "fitted"
-            print(f"  {tier:<8} bandwidth_factor {c.bandwidth_factor:.4f}  hop_latency {c.hop_latency_s * 1e6:.2f} us  ({how})")
+            for k, g in enumerate(profile.correction(tier).regimes):
+                c = g.correction
+                where = "all sizes" if len(profile.correction(tier).regimes) == 1 else (
+                    f"from {g.from_bytes} B" if k else f"below {profile.correction(tier).regimes[1].from_bytes} B")
+                print(f"  {tier:<8} {where:<22} bandwidth_factor {c.bandwidth_factor:.4f}  "
+                      f"hop_latency {c.hop_latency_s * 1e6:.2f} us  ({how})")
 
     for lp in logs:
         for line, kinks in lp.kinks.items():
