@@ -17,7 +17,7 @@ def test_simulate_shipped_default_writes_tables(tmp_path):
     out = tmp_path / "results"
     proc = artist("simulate", "--topology", "topologies/dally-3tier.yaml", "--racks", "2",
                   "--workload", "workloads/traces/small.csv", "--policy", "fifo", "--comm", "analytical",
-                  "--out", str(out))
+                  "--out", str(out), "--no-cache")
     assert proc.returncode == 0, proc.stderr
     assert "makespan" in proc.stdout
     jobs = pd.read_csv(out / "jobs.csv")
