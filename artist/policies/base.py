@@ -54,6 +54,18 @@ class SchedulerView:
         return compute_seconds_on(state.model, placement) + self.comm(state, placement).exposed_seconds
 
 
+def start_strictly_in_order(jobs, free: FreeMap, allocations: dict[str, Placement], place) -> None:
+    """Give each job, in order, the placement place(free, gpus) finds, until one
+    does not fit: strict order, no backfilling (FIFO-style head-of-line blocking).
+    Updates `free` and `allocations` in place."""
+    for state in jobs:
+        placement = place(free, state.gpus)
+        if placement is None:
+            break
+        free.take(placement.gpus)
+        allocations[state.job_id] = placement
+
+
 class Policy:
     """Base class: subclasses set `name` and implement schedule()."""
 

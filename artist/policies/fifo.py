@@ -9,7 +9,8 @@ the start order. Running jobs are never preempted or migrated.
 
 from __future__ import annotations
 
-from artist.policies.base import Decision, Policy, SchedulerView
+from artist.cluster import FreeMap
+from artist.policies.base import Decision, Policy, SchedulerView, start_strictly_in_order
 from artist.policies.registry import register
 
 
@@ -17,13 +18,6 @@ from artist.policies.registry import register
 class Fifo(Policy):
     def schedule(self, view: SchedulerView) -> Decision:
         allocations = view.current_allocations()
-        if not view.waiting:
-            return Decision(allocations)
-        free = view.plan()
-        for state in view.waiting:
-            placement = free.find(state.gpus)
-            if placement is None:
-                break
-            free.take(placement.gpus)
-            allocations[state.job_id] = placement
+        if view.waiting:
+            start_strictly_in_order(view.waiting, view.plan(), allocations, FreeMap.find)
         return Decision(allocations)

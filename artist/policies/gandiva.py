@@ -30,8 +30,9 @@ Choices the paper leaves open (the project's reading):
 
 from __future__ import annotations
 
+from artist.cluster import FreeMap
 from artist.placement import MACHINE, TIER_ORDER
-from artist.policies.base import Decision, Policy, SchedulerView
+from artist.policies.base import Decision, Policy, SchedulerView, start_strictly_in_order
 from artist.policies.registry import register
 
 
@@ -46,12 +47,7 @@ class Gandiva(Policy):
     def schedule(self, view: SchedulerView) -> Decision:
         allocations = view.current_allocations()
         free = view.plan()
-        for state in view.waiting:
-            placement = free.first_fit(state.gpus)
-            if placement is None:
-                break
-            free.take(placement.gpus)
-            allocations[state.job_id] = placement
+        start_strictly_in_order(view.waiting, free, allocations, FreeMap.first_fit)
         if not self.migrate:
             return Decision(allocations)
         movable = [s for s in view.running if s.placement.tier != MACHINE]
