@@ -26,9 +26,13 @@ def h100():
     return load_topology(REPO / "topologies" / "h100-dgx.yaml")
 
 
-def _synthetic(f, x_s, hops, simulated):
-    return [Point("synthetic", i, 1, 1 << (20 + i), 8, measured_s=t / f + hops * x_s, simulated_s=t, hops=hops,
-                  tier="rack", shape="[[4,4]]", role=FIT) for i, t in enumerate(simulated)]
+T0 = 5e-5  # the backend's own time at a negligible size (its fixed part), 50 us
+
+
+def _synthetic(f, x_s, hops, simulated, t0=T0):
+    # Measured times made by the correction itself: t0 + (t - t0) / f + hops x x.
+    return [Point("synthetic", i, 1, 1 << (20 + i), 8, measured_s=t0 + (t - t0) / f + hops * x_s, simulated_s=t,
+                  base_s=t0, hops=hops, tier="rack", shape="[[4,4]]", role=FIT) for i, t in enumerate(simulated)]
 
 
 def test_fit_recovers_a_known_correction():
@@ -39,7 +43,7 @@ def test_fit_recovers_a_known_correction():
 
 
 def test_fit_keeps_hop_latency_non_negative():
-    # Measured = simulated / 1.25 - 1 us per hop: the bound holds x at 0.
+    # Measured = t0 + (simulated - t0) / 1.25 - 1 us per hop: the bound holds x at 0.
     points = _synthetic(1.25, -1e-6, 2, [1e-4, 3e-4, 1e-3])
     assert fit_correction(points).hop_latency_s == 0.0
 
@@ -51,9 +55,29 @@ def test_single_size_fits_the_factor_only():
 
 
 def test_correction_formula_by_hand():
+    # t' = t0 + (t - t0) / f + hops x h: 1 ms + 8 ms / 0.9 + 14 x 2 us; the factor leaves t0 alone.
     c = TierCorrection(bandwidth_factor=0.9, hop_latency_s=2e-6)
-    assert c.apply(9e-3, 14) == pytest.approx(1e-2 + 28e-6)
-    assert c.apply(0.0, 14) == 0.0
+    assert c.apply(9e-3, 14, 1e-3) == pytest.approx(1e-3 + 8e-3 / 0.9 + 28e-6, rel=1e-12)
+    assert c.apply(9e-3, 14, 0.0) == pytest.approx(1e-2 + 28e-6, rel=1e-12)  # no fixed part: t / f + hops x h
+    assert c.apply(1e-3, 0, 1e-3) == 1e-3  # a size-independent time is not stretched by any factor
+    assert c.apply(0.0, 14, 1e-3) == 0.0
+
+
+def test_fit_leaves_the_backends_fixed_part_unscaled():
+    # A slow network (f = 0.2) on a backend with a large fixed part (t0 = 80 us): the old form t / f
+    # would need a negative hop latency (-4 x 80 us / 2 hops) to undo the 5 x t0; the new one fits exactly.
+    points = _synthetic(0.2, 0.0, 2, [1e-4, 1.5e-4, 3e-4], t0=8e-5)
+    c = fit_correction(points)
+    assert c.bandwidth_factor == pytest.approx(0.2, rel=1e-9) and c.hop_latency_s == pytest.approx(0.0, abs=1e-12)
+
+
+def test_points_carry_the_backends_time_at_one_byte_per_rank(h100):
+    # t0 = the analytical backend's fixed part (its time at 0 bytes) + the bandwidth term of 2 bytes (< 1 ns).
+    model = AnalyticalModel(h100)
+    log = parse_nccl_tests(DATA / "xxrjun_2node_2xH100_1gpn_smoke.txt")
+    points = simulate_test(model, h100, log, log.tests_of("all_reduce")[0], min_bytes=MIB)
+    fixed = model.collective_seconds(placement_from_shape(h100, [[1, 1]]), 0)
+    assert fixed > 0 and points and all(fixed <= p.base_s <= fixed + 1e-9 for p in points)
 
 
 @pytest.mark.parametrize("shape, hops", [([[8]], 14), ([[1, 1]], 2), ([[8, 8]], 2), ([[4, 4], [4]], 4), ([[1]], 0)])

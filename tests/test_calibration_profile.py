@@ -26,7 +26,7 @@ def h100():
 
 
 class FixedBuckets:
-    """A CommModel that is not one of ours: every bucket takes a fixed time."""
+    """A CommModel that is not one of ours, without collective_seconds: every bucket takes a fixed time."""
 
     name = "fixed"
 
@@ -39,6 +39,35 @@ class FixedBuckets:
     def iteration_comm_time(self, model, placement):
         buckets = tuple(self.seconds for _ in model.buckets)
         return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name, bucket_seconds=buckets)
+
+
+class Affine(FixedBuckets):
+    """A CommModel that is not one of ours: an all-reduce of n bytes takes base_s + n x per_byte_s on any
+    placement, so the correction's t0 (1 byte per rank) is base_s + ranks x per_byte_s, by hand."""
+
+    name = "affine"
+
+    def __init__(self, base_s, per_byte_s):
+        self.base_s, self.per_byte_s = base_s, per_byte_s
+        self.calls = []
+
+    def identity(self):
+        return {"backend": "affine", "base_s": self.base_s, "per_byte_s": self.per_byte_s}
+
+    def collective_seconds(self, placement, nbytes):
+        self.calls.append(nbytes)
+        return self.base_s + nbytes * self.per_byte_s
+
+    def iteration_comm_time(self, model, placement):
+        buckets = tuple(self.base_s + b * self.per_byte_s for b, _ in model.buckets)
+        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name, bucket_seconds=buckets)
+
+
+PER_BYTE = 0.4 / (25 * MIB)  # a 25 MiB bucket takes 0.4 s + base_s
+
+
+def _t0(inner, ranks):
+    return inner.base_s + ranks * inner.per_byte_s
 
 
 def _profile(topology, backend, machine=TierCorrection(2.0, 1e-6), rack=TierCorrection(0.5, 1e-5)):
@@ -54,15 +83,17 @@ def _model():
 
 
 def test_calibrated_recomputes_exposed_time_by_hand(h100):
-    inner = FixedBuckets(0.4)
+    inner = Affine(1e-3, PER_BYTE)
     cal = Calibrated(inner, _profile(h100, inner.identity()))
     model = _model()
     (b1, r1), (b2, r2) = model.buckets
     assert (r1, r2) == (pytest.approx(2 / 3), 1.0)
-    # [[4,4]]: rack tier, 2 hops; t' = 0.4 / 0.5 + 2 x 10 us = 0.80002 s per bucket.
+    # [[4,4]]: rack tier, 2 hops; t = 1 ms + 0.4 s, t0 = 1 ms + 8 bytes;
+    # t' = t0 + (t - t0) / 0.5 + 2 x 10 us ~ 0.80102 s per bucket.
     p = placement_from_shape(h100, [[4, 4]])
     res = cal.iteration_comm_time(model, p)
-    t = 0.4 / 0.5 + 2 * 1e-5
+    t0 = _t0(inner, 8)
+    t = t0 + (1e-3 + 0.4 - t0) / 0.5 + 2 * 1e-5
     assert res.bucket_seconds == pytest.approx((t, t))
     # bucket 1 runs 2/3 .. 2/3 + t, bucket 2 follows at once; compute ends at 1 (H100 speed 2 -> 0.5 s)
     compute = 1.0 / 2.0
@@ -73,20 +104,41 @@ def test_calibrated_recomputes_exposed_time_by_hand(h100):
 
 
 def test_machine_and_network_tiers_use_their_corrections(h100):
-    inner = FixedBuckets(0.4)
+    inner = Affine(1e-3, PER_BYTE)
     cal = Calibrated(inner, _profile(h100, inner.identity()))
+    t = 1e-3 + 0.4  # a 25 MiB bucket
     m = cal.iteration_comm_time(_model(), placement_from_shape(h100, [[8]]))
-    assert m.bucket_seconds[0] == pytest.approx(0.4 / 2.0 + 14 * 1e-6)
+    assert m.bucket_seconds[0] == pytest.approx(_t0(inner, 8) + (t - _t0(inner, 8)) / 2.0 + 14 * 1e-6, rel=1e-12)
     topo = h100.with_racks(2)
     n = cal.iteration_comm_time(_model(), placement_from_shape(topo, [[8], [8]]))
-    assert n.bucket_seconds[0] == pytest.approx(0.4 / 0.5 + 2 * 1e-5)  # network reuses rack
+    t0 = _t0(inner, 16)
+    assert n.bucket_seconds[0] == pytest.approx(t0 + (t - t0) / 0.5 + 2 * 1e-5, rel=1e-12)  # network reuses rack
+
+
+def test_a_backend_without_collective_seconds_is_refused(h100):
+    inner = FixedBuckets(0.4)
+    with pytest.raises(ValueError, match="collective_seconds"):
+        Calibrated(inner, _profile(h100, inner.identity()))
+
+
+def test_t0_is_asked_once_per_canonical_shape(h100):
+    inner = Affine(1e-3, PER_BYTE)
+    cal = Calibrated(inner, _profile(h100, inner.identity()))
+    # Two placements of the same shape [[4,4]] on different GPUs, several sizes: one probe of 8 bytes.
+    for gpus in ([[4, 4]], [[4, 4]]):
+        for nbytes in (MIB, 64 * MIB):
+            cal.collective_seconds(placement_from_shape(h100, gpus), nbytes)
+    cal.iteration_comm_time(_model(), placement_from_shape(h100, [[4, 4]]))
+    assert inner.calls.count(8) == 1
 
 
 def test_analytical_collective_seconds_are_corrected(h100):
     inner = AnalyticalModel(h100)
     cal = Calibrated(inner, _profile(h100, inner.identity()))
     p = placement_from_shape(h100, [[1, 1]])
-    assert cal.collective_seconds(p, 64 * MIB) == pytest.approx(inner.collective_seconds(p, 64 * MIB) / 0.5 + 2e-5)
+    t, t0 = inner.collective_seconds(p, 64 * MIB), inner.collective_seconds(p, 2)  # t0: 1 byte per rank
+    assert 0 < t0 < t / 10
+    assert cal.collective_seconds(p, 64 * MIB) == pytest.approx(t0 + (t - t0) / 0.5 + 2e-5, rel=1e-12)
 
 
 def test_identity_carries_the_profile_id(h100):
@@ -124,10 +176,11 @@ TWO_REGIMES = SizeRegimes((SizeRegime(MIB, TierCorrection(0.25, 0.0)), SizeRegim
 
 
 class PerSize(FixedBuckets):
-    """Every all-reduce takes 1 ms whatever its size, so the corrected time shows the regime alone."""
+    """Every all-reduce takes 1 ms whatever its size (t0 = 0 at the 1-byte-per-rank probe, which is
+    below any bucket), so the corrected time shows the regime alone."""
 
     def collective_seconds(self, placement, nbytes):
-        return self.seconds
+        return 0.0 if nbytes <= placement.size else self.seconds
 
 
 def test_calibrated_picks_each_buckets_regime_by_its_size(h100):
@@ -163,7 +216,7 @@ def test_regimes_round_trip_and_enter_the_id(h100, tmp_path):
     path = tmp_path / "p.yaml"
     profile.save(path)
     data = yaml.safe_load(path.read_text())
-    assert data["profile_format"] == 2
+    assert data["profile_format"] == 3
     assert [(r["from_bytes"], r["to_bytes"]) for r in data["tiers"]["rack"]["regimes"]] == [(MIB, SWITCH), (SWITCH, None)]
     loaded = load_profile(path)
     assert loaded.id == profile.id and loaded.correction("rack") == TWO_REGIMES
@@ -185,23 +238,40 @@ def test_regimes_that_do_not_chain_are_refused(h100, tmp_path):
         load_profile(path)
 
 
-def test_format_1_profiles_are_read_as_one_regime_and_keep_their_id(h100, tmp_path):
-    # A format-1 file as the previous version wrote it (one correction per tier), id included.
-    profile = _profile(h100, {"backend": "fixed"})
-    data = profile.to_mapping()
-    data["profile_format"] = 1
-    for t in ("machine", "rack"):
-        (regime,) = data["tiers"][t].pop("regimes")
-        data["tiers"][t].update(bandwidth_factor=regime["bandwidth_factor"], hop_latency_s=regime["hop_latency_s"])
+@pytest.mark.parametrize("old", [1, 2])
+def test_whole_time_formats_are_refused_with_a_re_fit_message(h100, tmp_path, old):
+    # Formats 1 and 2 divided the whole backend time by the factor: the same numbers mean another correction.
+    data = _profile(h100, {"backend": "fixed"}).to_mapping()
+    data["profile_format"] = old
+    del data["id"]
     path = tmp_path / "old.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    loaded = load_profile(path)
-    assert loaded.id == profile.id
-    assert loaded.correction("rack").at(1) == loaded.correction("rack").at(1 << 40) == TierCorrection(0.5, 1e-5)
-    data["profile_format"] = 3
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with pytest.raises(InputError, match="unsupported profile format 3"):
+    with pytest.raises(InputError, match=rf"field 'profile_format': profile format {old} is no longer read.*re-fit"):
         load_profile(path)
+
+
+def test_unknown_format_is_refused(h100, tmp_path):
+    data = _profile(h100, {"backend": "fixed"}).to_mapping()
+    data["profile_format"] = 4
+    path = tmp_path / "new.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(InputError, match="unsupported profile format 4"):
+        load_profile(path)
+
+
+def test_the_id_names_the_correction_formula(h100):
+    # Same numbers, same backend: the id still differs from the format-2 id of those numbers (the meaning changed).
+    import hashlib
+    import json
+
+    profile = _profile(h100, {"backend": "fixed"})
+    tiers = {t: [{"from_bytes": 0, "bandwidth_factor": c.bandwidth_factor, "hop_latency_s": c.hop_latency_s}]
+             for t, c in (("machine", TierCorrection(2.0, 1e-6)), ("rack", TierCorrection(0.5, 1e-5)),
+                          ("network", TierCorrection(0.5, 1e-5)))}
+    payload = {"format": 3, "tiers": tiers, "link_parameters": h100.link_parameters(), "backend": {"backend": "fixed"}}
+    assert profile.id == hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    payload["format"] = 2
+    assert profile.id != hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def test_edited_profile_is_detected(h100, tmp_path):
@@ -216,9 +286,10 @@ def test_edited_profile_is_detected(h100, tmp_path):
 
 def test_profile_errors_name_the_field(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text("profile_format: 1\nname: x\ntopology: {name: t, link_parameters: {a: 1}}\n"
-                    "backend: {backend: analytical}\ntiers: {machine: {bandwidth_factor: -1, hop_latency_s: 0}}\n")
-    with pytest.raises(InputError, match="field 'tiers.machine.bandwidth_factor'"):
+    path.write_text("profile_format: 3\nname: x\ntopology: {name: t, link_parameters: {a: 1}}\n"
+                    "backend: {backend: analytical}\ntiers: {machine: {regimes: [{from_bytes: 0, to_bytes: null, "
+                    "bandwidth_factor: -1, hop_latency_s: 0}]}}\n")
+    with pytest.raises(InputError, match=r"field 'tiers.machine.regimes\[0\].bandwidth_factor'"):
         load_profile(path)
 
 
@@ -227,17 +298,17 @@ class IdentityOf:
     identity and answers every all-reduce with a known time, so the correction can be checked by
     hand without running the backend (ns-3 included)."""
 
-    def __init__(self, identity, seconds=0.01):
-        self._identity, self.seconds, self.name = identity, seconds, identity["backend"]
+    def __init__(self, identity, base_s=1e-4, per_byte_s=1e-11):
+        self._identity, self.base_s, self.per_byte_s, self.name = identity, base_s, per_byte_s, identity["backend"]
 
     def identity(self):
         return dict(self._identity)
 
     def collective_seconds(self, placement, nbytes):
-        return self.seconds
+        return self.base_s + nbytes * self.per_byte_s
 
     def iteration_comm_time(self, model, placement):
-        b = tuple(self.seconds for _ in model.buckets)
+        b = tuple(self.base_s + n * self.per_byte_s for n, _ in model.buckets)
         return CommResult(exposed_seconds=0.0, collective_seconds=sum(b), backend=self.name, bucket_seconds=b)
 
 
@@ -253,29 +324,34 @@ def test_shipped_profile_loads_and_is_applied_as_fitted(path):
     profile = load_profile(path)
     topology = load_topology(REPO / profile.topology_path)
     profile.check_topology(topology)
-    inner = IdentityOf(profile.backend, seconds=0.01)
+    inner = IdentityOf(profile.backend)  # t = 100 us + S / 100 GB/s
     cal = Calibrated(inner, profile)
     assert cal.identity()["calibration_profile"] == profile.id and cal.identity()["inner"] == profile.backend
-    # Hand-applied correction: t / f + hops x h, hops = 2(N-1) on one machine, 2(m-1) NIC crossings over m machines,
+    # Hand-applied correction: t0 + (t - t0) / f + hops x h, t0 = the backend's time at 1 byte per rank,
+    # hops = 2(N-1) on one machine, 2(m-1) NIC crossings over m machines,
     # with f and h of the regime whose [from_bytes, to_bytes) holds the size (as written in the YAML).
     raw = yaml.safe_load(path.read_text())["tiers"]
 
     def regime_of(tier, nbytes):
         entry = raw[tier] if "same_as" not in raw[tier] else raw[raw[tier]["same_as"]]
-        regimes = entry.get("regimes") or [{**entry, "from_bytes": 0, "to_bytes": None}]  # format 1: one regime
+        regimes = entry["regimes"]
         for k, r in enumerate(regimes):
             if (k == 0 or nbytes >= r["from_bytes"]) and (r["to_bytes"] is None or nbytes < r["to_bytes"]):
                 return r
         raise AssertionError((tier, nbytes))
 
-    for shape, tier, hops in (([[8]], "machine", 14), ([[8, 8]], "rack", 2), ([[4, 4, 4, 4]], "rack", 6)):
+    def by_hand(r, nbytes, ranks, hops):
+        t, t0 = 1e-4 + nbytes * 1e-11, 1e-4 + ranks * 1e-11
+        return t0 + (t - t0) / r["bandwidth_factor"] + hops * r["hop_latency_s"]
+
+    for shape, tier, hops, ranks in (([[8]], "machine", 14, 8), ([[8, 8]], "rack", 2, 16), ([[4, 4, 4, 4]], "rack", 6, 16)):
         for nbytes in (MIB, 8 * MIB, 25 * MIB, 64 * MIB, 1 << 30):
             r = regime_of(tier, nbytes)
-            expected = 0.01 / r["bandwidth_factor"] + hops * r["hop_latency_s"]
+            expected = by_hand(r, nbytes, ranks, hops)
             got = cal.collective_seconds(placement_from_shape(topology, shape), nbytes)
             assert got == pytest.approx(expected, rel=1e-12), (tier, nbytes)
         r = regime_of(tier, 25 * MIB)  # _model(): two 25 MiB buckets
-        expected = 0.01 / r["bandwidth_factor"] + hops * r["hop_latency_s"]
+        expected = by_hand(r, 25 * MIB, ranks, hops)
         res = cal.iteration_comm_time(_model(), placement_from_shape(topology, shape))
         assert res.calibrated and res.bucket_seconds == pytest.approx((expected, expected), rel=1e-12)
     # Every fitted tier covered each of its regimes with held-out sizes when it was fitted.
@@ -306,7 +382,8 @@ def test_analytical_h100_profile_corrects_the_real_backend(h100):
     cal = Calibrated(inner, profile)
     p = placement_from_shape(h100, [[8, 8]])
     c = profile.correction("rack").at(256 * MIB)
-    assert cal.collective_seconds(p, 256 * MIB) == pytest.approx(
-        inner.collective_seconds(p, 256 * MIB) / c.bandwidth_factor + 2 * c.hop_latency_s, rel=1e-12)
+    t, t0 = inner.collective_seconds(p, 256 * MIB), inner.collective_seconds(p, 16)  # t0: 1 byte per rank
+    assert cal.collective_seconds(p, 256 * MIB) == pytest.approx(t0 + (t - t0) / c.bandwidth_factor + 2 * c.hop_latency_s,
+                                                                 rel=1e-12)
     with pytest.raises(ValueError, match="fitted for backend"):
         Calibrated(AnalyticalModel(h100, channels=1), profile)  # another channel count is another backend

@@ -317,7 +317,12 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
     rows = LatencyStore(spec.cache_path).export_rows()
     raw_values = {raw.iteration_comm_time(toys[m], placement_from_shape(topo, s)).exposed_seconds
                   for m in toys for s in shapes}
-    assert {r["exposed_seconds"] for r in rows} == raw_values
+    # ... and the correction's t0: one raw all-reduce of 1 byte per rank per shape (artist.calibration.correction).
+    probes = [r for r in rows if r["model_name"].startswith("allreduce ")]
+    assert sorted(r["model_name"] for r in probes) == ["allreduce 8 B"] * 2
+    assert {r["collective_seconds"] for r in probes} == {raw.collective_seconds(placement_from_shape(topo, s), 8)
+                                                          for s in shapes}
+    assert {r["exposed_seconds"] for r in rows if r not in probes} == raw_values
 
 
 def test_calibration_for_another_topology_is_refused_before_any_work(toys):

@@ -1,13 +1,17 @@
 """The per-tier correction a calibration profile applies to a backend's all-reduce times.
 
-    t' = t / bandwidth_factor + hops x hop_latency_s
+    t' = t0 + (t - t0) / bandwidth_factor + hops x hop_latency_s
 
+- t: the backend's time for the all-reduce; t0: the backend's own time for the
+  same placement at a negligible size (base_seconds: 1 byte per rank, asked of
+  the same backend), i.e. the backend's fixed start-up part. t - t0 is the
+  size-dependent, bandwidth-bound part.
 - bandwidth_factor: the bandwidth the hardware really achieves over the one the
   backend modelled for that tier (e.g. ~0.93 for an NDR NIC that measures
   46-48 GB/s against a 50 GB/s line rate; above 1 when NCCL uses an algorithm
-  that beats the modelled ring, such as NVLink SHARP on H100). It divides the
-  whole modelled time, so it is exact for bandwidth-bound sizes and slightly
-  over-scales the (small) modelled start-up latency.
+  that beats the modelled ring, such as NVLink SHARP on H100). It divides only
+  the size-dependent part: a bandwidth factor says nothing about start-up
+  latency (profile format <= 2 divided the whole time, t0 included).
 - hop_latency_s: start-up latency per hop a chunk crosses in sequence, on
   top of what the backend already charges (NCCL's tuning-table latencies are
   lower bounds of what real runs pay: kernel launch, proxy thread, network
@@ -47,10 +51,11 @@ class TierCorrection:
         if not self.bandwidth_factor > 0:
             raise ValueError(f"bandwidth_factor must be > 0, got {self.bandwidth_factor}")
 
-    def apply(self, seconds: float, hops: int) -> float:
+    def apply(self, seconds: float, hops: int, base_seconds: float) -> float:
+        """base_seconds: the backend's time for the same placement at a negligible size (t0)."""
         if seconds == 0.0:
             return 0.0  # nothing to communicate (one rank): nothing to correct
-        return seconds / self.bandwidth_factor + hops * self.hop_latency_s
+        return base_seconds + (seconds - base_seconds) / self.bandwidth_factor + hops * self.hop_latency_s
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,21 @@ class SizeRegimes:
     def at(self, nbytes: int) -> TierCorrection:
         return self.regimes[self.index_for(nbytes)].correction
 
-    def apply(self, seconds: float, hops: int, nbytes: int) -> float:
-        return self.at(nbytes).apply(seconds, hops)
+    def apply(self, seconds: float, hops: int, nbytes: int, base_seconds: float) -> float:
+        return self.at(nbytes).apply(seconds, hops, base_seconds)
+
+
+def base_probe_bytes(placement: Placement) -> int:
+    """The negligible all-reduce size whose backend time is t0: 1 byte per rank (> 0, so every
+    backend simulates a collective; its bandwidth term is < 1 ns on any modelled link)."""
+    return max(1, placement.size)
+
+
+def base_seconds(model, placement: Placement) -> float:
+    """t0: the backend's own time for an all-reduce of base_probe_bytes on this placement
+    (asked through the model's collective_seconds, so any backend works; a latency cache around
+    the backend stores it like any other answer)."""
+    return float(model.collective_seconds(placement, base_probe_bytes(placement)))
 
 
 def latency_hops(placement: Placement) -> int:

@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, latency_hops
+from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, base_seconds, latency_hops
 from artist.calibration.nccl_tests import NcclLog, NcclTest
 from artist.calibration.regimes import RegimePlan, plan_regimes
 from artist.errors import InputError
@@ -53,6 +53,7 @@ class Point:
     ranks: int
     measured_s: float
     simulated_s: float  # backend, uncorrected
+    base_s: float  # t0: the backend's time for the same placement at a negligible size (correction.base_seconds)
     hops: int  # latency hops of the placement's tier (correction.latency_hops)
     tier: str
     shape: str
@@ -167,6 +168,7 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     layout = layout_of_test(test, claimed_layout)
     placement = placement_for_layout(topology, layout, log.source, f"line {test.devices_line or test.first_line}")
     hops = latency_hops(placement)
+    t0 = base_seconds(model, placement)
     shape = "[" + ",".join("[" + ",".join(map(str, r)) + "]" for r in placement.canonical_shape) + "]"
     rows = sorted((r for r in test.rows if r.size_bytes >= min_bytes and (max_bytes is None or r.size_bytes <= max_bytes)),
                   key=lambda r: r.size_bytes)
@@ -179,26 +181,28 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     plans = size_regimes([r.size_bytes for r in inside], [r.time_us * 1e-6 for r in inside], regimes)
     return [Point(log=name, line=r.line, test_line=test.first_line, size_bytes=r.size_bytes, ranks=placement.size,
                   measured_s=r.time_us * 1e-6, simulated_s=float(model.collective_seconds(placement, r.size_bytes)),
-                  hops=hops, tier=placement.tier, shape=shape, role=role,
+                  base_s=t0, hops=hops, tier=placement.tier, shape=shape, role=role,
                   regime_from=0 if plan is None else plan.from_bytes)
             for r, (role, plan) in zip(rows, _roles([r.size_bytes for r in rows], plans, start))]
 
 
 def fit_correction(points: Sequence[Point]) -> TierCorrection:
-    """Least squares on relative time error: minimise sum_i ((t_i/f + h_i x) / m_i - 1)^2.
+    """Least squares on relative time error: minimise sum_i ((t0_i + (t_i - t0_i)/f + h_i x) / m_i - 1)^2.
     Linear in (1/f, x), so solved exactly by a bounded linear least squares (deterministic)."""
     if not points:
         raise ValueError("no points to fit")
     m = np.array([p.measured_s for p in points])
-    t = np.array([p.simulated_s for p in points])
+    t0 = np.array([p.base_s for p in points])
+    u = (np.array([p.simulated_s for p in points]) - t0) / m  # size-dependent part, relative
+    b = 1.0 - t0 / m  # what the factor and hop latency must make up
     h = np.array([p.hops for p in points], dtype=float)
     lo_f, hi_f = FACTOR_BOUNDS
     if len({p.size_bytes for p in points}) < 2:
         # One size cannot separate bandwidth from latency: fit the bandwidth factor alone.
-        a = float(np.clip(np.sum(t / m) / np.sum((t / m) ** 2), 1 / hi_f, 1 / lo_f))
+        a = float(np.clip(np.sum(u * b) / np.sum(u ** 2), 1 / hi_f, 1 / lo_f))
         return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=0.0)
-    A = np.column_stack([t / m, h * 1e-6 / m])  # second unknown in microseconds, for conditioning
-    res = lsq_linear(A, np.ones_like(m), bounds=([1 / hi_f, HOP_LATENCY_BOUNDS_US[0]], [1 / lo_f, HOP_LATENCY_BOUNDS_US[1]]),
+    A = np.column_stack([u, h * 1e-6 / m])  # second unknown in microseconds, for conditioning
+    res = lsq_linear(A, b, bounds=([1 / hi_f, HOP_LATENCY_BOUNDS_US[0]], [1 / lo_f, HOP_LATENCY_BOUNDS_US[1]]),
                      method="bvls")
     a, x_us = (float(v) for v in res.x)
     return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=x_us * 1e-6)
@@ -245,7 +249,8 @@ def apply_corrections(points: Iterable[Point], corrections: dict[str, SizeRegime
     out = []
     for p in points:
         c = corrections.get(p.tier)
-        out.append(replace(p, corrected_s=c.apply(p.simulated_s, p.hops, p.size_bytes) if c is not None else None))
+        corrected = c.apply(p.simulated_s, p.hops, p.size_bytes, p.base_s) if c is not None else None
+        out.append(replace(p, corrected_s=corrected))
     return out
 
 

@@ -7,13 +7,14 @@ topology link parameters and the backend identity it was fitted for; the logs
 (with SHA-256) it came from; and the fit and held-out errors.
 
 The profile id is a digest of what changes an answer (link parameters, backend
-identity, corrections and the sizes where regimes change), so two profiles that
-calibrate identically share an id and any change of a parameter changes every
-cache key built on it. A profile with one regime per tier answers exactly as a
-format-1 profile did and keeps the format-1 id.
+identity, the correction formula, corrections and the sizes where regimes
+change), so two profiles that calibrate identically share an id and any change
+of a parameter changes every cache key built on it.
 
-Format 2 (this version) stores each tier's regimes; format-1 files (one
-correction per tier) are still read, as one regime covering every size.
+Format 3 (this version) stores each tier's regimes, for the correction
+t' = t0 + (t - t0) / bandwidth_factor + hops x hop_latency_s (correction.py).
+Formats 1 and 2 meant t' = t / bandwidth_factor + ...: the same numbers would
+mean another correction, so those files are refused with a request to re-fit.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, latency_hops
+from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, base_seconds, latency_hops
 from artist.errors import InputError
 from artist.network.base import CommResult, compute_seconds_on, overlap_with_backward
 from artist.placement import Placement
@@ -33,14 +34,17 @@ from artist.topology import Topology
 from artist.workload import ModelProfile
 from artist.yamlio import Fields, load_yaml_mapping
 
-PROFILE_FORMAT = 2
-READABLE_FORMATS = (1, 2)
+PROFILE_FORMAT = 3
+READABLE_FORMATS = (3,)
+# Formats whose bandwidth_factor divided the whole backend time (t0 included): refused, not re-read.
+WHOLE_TIME_FORMATS = (1, 2)
 TIER_NAMES = ("machine", "rack", "network")  # Placement.tier values
-CORRECTION_TEXT = ("t' = t / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and hop_latency_s of the "
-                   "tier's size regime containing the all-reduce size S (from_bytes <= S < to_bytes; S below the first "
-                   "regime uses the first, S beyond the last measured size the last); t = the backend's all-reduce time; "
-                   "hops = hops of the placement's tier along one chunk's path: 2(N-1) NVLink hops on one machine, "
-                   "2(m-1) NIC crossings over m machines (artist.calibration.correction)")
+CORRECTION_TEXT = ("t' = t0 + (t - t0) / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and hop_latency_s"
+                   " of the tier's size regime containing the all-reduce size S (from_bytes <= S < to_bytes; S below the "
+                   "first regime uses the first, S beyond the last measured size the last); t = the backend's all-reduce "
+                   "time; t0 = the backend's time for the same placement at 1 byte per rank (its fixed start-up part); hops ="
+                   " hops of the placement's tier along one chunk's path: 2(N-1) NVLink hops on one machine, 2(m-1) NIC "
+                   "crossings over m machines (artist.calibration.correction)")
 
 
 @dataclass(frozen=True)
@@ -65,14 +69,12 @@ class CalibrationProfile:
     @property
     def id(self) -> str:
         tiers = {t: self.correction(t) for t in TIER_NAMES}
-        if all(len(r.regimes) == 1 for r in tiers.values()):
-            # One regime per tier: the format-1 payload, so such a profile keeps its format-1 id.
-            payload = {"format": 1, "tiers": {t: _correction_dict(r.regimes[0].correction) for t, r in tiers.items()}}
-        else:
-            # The first regime's from_bytes is not in the id: it also covers every smaller size.
-            payload = {"format": 2, "tiers": {t: [{"from_bytes": 0 if k == 0 else g.from_bytes, **_correction_dict(g.correction)}
-                                                  for k, g in enumerate(r.regimes)] for t, r in tiers.items()}}
-        payload.update(link_parameters=self.link_parameters, backend=self.backend)
+        # The format names the correction formula: the same numbers under format 2 meant another correction.
+        # The first regime's from_bytes is not in the id: it also covers every smaller size.
+        payload = {"format": PROFILE_FORMAT,
+                   "tiers": {t: [{"from_bytes": 0 if k == 0 else g.from_bytes, **_correction_dict(g.correction)}
+                                 for k, g in enumerate(r.regimes)] for t, r in tiers.items()},
+                   "link_parameters": self.link_parameters, "backend": self.backend}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
     def correction(self, tier: str) -> SizeRegimes:
@@ -131,6 +133,12 @@ class CalibrationProfile:
         f = Fields(load_yaml_mapping(path), str(path))
         f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors", "notes"})
         fmt = f.integer("profile_format")
+        if fmt in WHOLE_TIME_FORMATS:
+            raise f.error("profile_format", f"profile format {fmt} is no longer read: its bandwidth_factor divided the "
+                                            f"backend's whole time (t / bandwidth_factor), while format {PROFILE_FORMAT} "
+                                            f"divides only the size-dependent part (t0 + (t - t0) / bandwidth_factor); "
+                                            f"the fitted numbers do not carry over: re-fit with `artist calibrate` "
+                                            f"(the command is in the profile's notes)")
         if fmt not in READABLE_FORMATS:
             raise f.error("profile_format", f"unsupported profile format {fmt} (this version reads "
                                             f"{', '.join(map(str, READABLE_FORMATS))}); re-fit with `artist calibrate`")
@@ -144,7 +152,7 @@ class CalibrationProfile:
             raise f.error("backend", "expected the backend identity mapping (with a 'backend' name)")
         tiers_f = f.sub("tiers")
         tiers_f.unknown_keys(set(TIER_NAMES))
-        fitted_key = "bandwidth_factor" if fmt == 1 else "regimes"
+        fitted_key = "regimes"
         corrections, inherited, stats = {}, {}, {}
         for t in TIER_NAMES:
             tf = tiers_f.sub(t)
@@ -155,10 +163,6 @@ class CalibrationProfile:
                     raise tf.error("same_as", f"must name a tier with a fitted correction, got {target!r}")
                 inherited[t] = target
                 stats[t] = {"note": tf.string("note", "")}
-                continue
-            if fmt == 1:
-                corrections[t] = SizeRegimes.single(_read_correction(tf))
-                stats[t] = {k: v for k, v in tf.data.items() if k not in ("bandwidth_factor", "hop_latency_s")}
                 continue
             corrections[t], regime_stats = _read_regimes(tf)
             stats[t] = {**{k: v for k, v in tf.data.items() if k != "regimes"}, "regimes": regime_stats}
@@ -225,18 +229,24 @@ def _identity_matches(wanted: dict, identity: dict) -> bool:
 class Calibrated:
     """A CommModel whose all-reduce times are corrected by a calibration profile.
 
-    Works on any CommModel: it reads the inner result's per-bucket all-reduce
-    times, corrects each with the correction of the tier the placement spans,
-    and recomputes the exposed time with the same overlap rule as the backends."""
+    Works on any CommModel with collective_seconds(placement, nbytes): it reads the
+    inner result's per-bucket all-reduce times, corrects each with the correction
+    of the tier the placement spans (t0 from the inner model at 1 byte per rank,
+    once per canonical shape), and recomputes the exposed time with the same
+    overlap rule as the backends."""
 
     def __init__(self, inner, profile: CalibrationProfile):
         identity = inner.identity()
         if not _identity_matches(profile.backend, identity):
             raise ValueError(f"calibration profile {profile.name!r} was fitted for backend {profile.backend}, "
                              f"but the model is {identity}; fit a profile with these settings (artist calibrate)")
+        if not callable(getattr(inner, "collective_seconds", None)):
+            raise ValueError(f"backend {getattr(inner, 'name', inner)!r} has no collective_seconds(placement, nbytes): "
+                             f"calibration needs it for the backend's own fixed time t0 (correction.base_seconds)")
         self.inner = inner
         self.profile = profile
         self.name = f"{inner.name}+calibrated"
+        self._base: dict = {}  # canonical shape -> t0 (the topology's link parameters are the profile's)
 
     def identity(self) -> dict:
         return {"calibrated": True, "calibration_profile": self.profile.id, "inner": self.inner.identity()}
@@ -246,7 +256,16 @@ class Calibrated:
         tier = placement.tier
         regimes = self.profile.correction(tier)
         hops = latency_hops(placement)
-        return [regimes.apply(s, hops, n) for s, n in zip(seconds, sizes)], tier
+        t0 = self._base_seconds(placement) if any(seconds) else 0.0  # nothing to correct: no probe
+        return [regimes.apply(s, hops, n, t0) for s, n in zip(seconds, sizes)], tier
+
+    def _base_seconds(self, placement: Placement) -> float:
+        """t0 of the correction, once per canonical shape: by the topology's symmetry every
+        placement of a shape has the same backend times (the backends' own memo key)."""
+        key = placement.canonical_shape
+        if key not in self._base:
+            self._base[key] = base_seconds(self.inner, placement)
+        return self._base[key]
 
     def collective_seconds(self, placement: Placement, nbytes: int) -> float:
         if placement.size < 2:
