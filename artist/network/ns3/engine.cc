@@ -243,6 +243,17 @@ class Engine
     // tcp transport
     void TcpSetup();
     void TcpOpen();
+    // Addresses of route hop k's link at its far (next-hop) and near (this-hop) ends.
+    Ipv4Address FarAddr(uint32_t k) const
+    {
+        uint32_t l = s.route_link[k];
+        return s.route_dir[k] == 0 ? addr_b[l] : addr_a[l];
+    }
+    Ipv4Address NearAddr(uint32_t k) const
+    {
+        uint32_t l = s.route_link[k];
+        return s.route_dir[k] == 0 ? addr_a[l] : addr_b[l];
+    }
     void CountWireFrame(Ptr<const Packet>)
     {
         r.device_transmissions++;
@@ -732,28 +743,18 @@ void Engine::TcpSetup()
         int32_t ifi = ipv4->GetInterfaceForDevice(dev);
         srh.GetStaticRouting(ipv4)->AddHostRouteTo(dst, next, ifi);
     };
-    auto addr_of = [&](uint32_t l, uint32_t node) { return s.link_a[l] == node ? addr_a[l] : addr_b[l]; };
-    auto far_addr = [&](uint32_t k) {
-        uint32_t l = s.route_link[k];
-        return s.route_dir[k] == 0 ? addr_b[l] : addr_a[l];
-    };
-    auto near_addr = [&](uint32_t k) {
-        uint32_t l = s.route_link[k];
-        return s.route_dir[k] == 0 ? addr_a[l] : addr_b[l];
-    };
     uint32_t nr = s.route_off.size() - 1;
     for (uint32_t rt = 0; rt < nr; ++rt)
     {
         uint32_t k0 = s.route_off[rt], k1 = s.route_off[rt + 1];
-        Ipv4Address dst = far_addr(k1 - 1), src = near_addr(k0);
+        Ipv4Address dst = FarAddr(k1 - 1), src = NearAddr(k0);
         for (uint32_t k = k0; k < k1; ++k)
         {
             uint32_t i = k - k0;
-            add_route(routes[rt].fwd[i].node, routes[rt].fwd[i].dev, dst, far_addr(k));
-            add_route(routes[rt].rev[k1 - 1 - k].node, routes[rt].rev[k1 - 1 - k].dev, src, near_addr(k));
+            add_route(routes[rt].fwd[i].node, routes[rt].fwd[i].dev, dst, FarAddr(k));
+            add_route(routes[rt].rev[k1 - 1 - k].node, routes[rt].rev[k1 - 1 - k].dev, src, NearAddr(k));
         }
     }
-    (void)addr_of;
     // Sockets are opened once the simulation runs (nodes and their traffic-control
     // layers are initialised at start).
     Simulator::ScheduleNow(&Engine::TcpOpen, this);
@@ -761,14 +762,6 @@ void Engine::TcpSetup()
 
 void Engine::TcpOpen()
 {
-    auto far_addr = [&](uint32_t k) {
-        uint32_t l = s.route_link[k];
-        return s.route_dir[k] == 0 ? addr_b[l] : addr_a[l];
-    };
-    auto near_addr = [&](uint32_t k) {
-        uint32_t l = s.route_link[k];
-        return s.route_dir[k] == 0 ? addr_a[l] : addr_b[l];
-    };
     // Connections.
     uint32_t nconn = 0;
     for (uint32_t c : s.m_conn)
@@ -797,12 +790,12 @@ void Engine::TcpOpen()
                                  MakeCallback(&Engine::TcpAccept, this));
         conn_of_port[port] = c;
         Ptr<Socket> tx = Socket::CreateSocket(nodes.Get(s.m_src[m]), TcpSocketFactory::GetTypeId());
-        tx->Bind(InetSocketAddress(near_addr(k0), 0));
+        tx->Bind(InetSocketAddress(NearAddr(k0), 0));
         conns[c].tx = tx;
         conn_of_tx[PeekPointer(tx)] = c;
         tx->SetConnectCallback(MakeCallback(&Engine::TcpConnected, this), MakeCallback(&Engine::TcpConnectFailed, this));
         tx->SetSendCallback(MakeCallback(&Engine::TcpSendSpace, this));
-        tx->Connect(InetSocketAddress(far_addr(k1 - 1), port));
+        tx->Connect(InetSocketAddress(FarAddr(k1 - 1), port));
     }
     if (nconn == 0)
     {
