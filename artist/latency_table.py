@@ -76,20 +76,20 @@ class BackendSpec:
     calibration: str | None = None  # calibration profile YAML; None: uncalibrated
 
     def build(self, topology: Topology):
-        """Calibrated(Cached(backend)): the cache keeps raw backend answers, which stay valid
-        when a profile is re-fitted; the correction is cheap to re-apply."""
-        from artist.network.factory import make_comm_model
+        """Calibrated(Cached(backend)), see artist.network.factory.build_comm_stack."""
+        from artist.network.factory import build_comm_stack
 
-        model = make_comm_model(self.backend, topology, algorithm=self.algorithm, channels=self.channels)
+        store = profile = None
         if self.cache_path is not None:
-            from artist.network.cache import Cached, LatencyStore
+            from artist.network.cache import LatencyStore
 
-            model = Cached(model, LatencyStore(self.cache_path))
+            store = LatencyStore(self.cache_path)
         if self.calibration is not None:
-            from artist.calibration.profile import Calibrated, load_profile
+            from artist.calibration.profile import load_profile
 
-            model = Calibrated(model, load_profile(self.calibration))
-        return model
+            profile = load_profile(self.calibration)
+        return build_comm_stack(self.backend, topology, algorithm=self.algorithm, channels=self.channels,
+                                store=store, profile=profile)[0]
 
     def resolved(self) -> "BackendSpec":
         """Absolute paths, so that workers with another working directory find the same files."""

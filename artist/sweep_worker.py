@@ -57,38 +57,18 @@ def comm_model_for(run: Run, cache_path: str | None, use_cache: bool):
            cal.id if cal is not None else None, cache_path, use_cache, os.getpid())
     entry = _PROCESS_MODELS.get(key)
     if entry is None:
-        from artist.network.factory import make_comm_model
+        from artist.network.cache import LatencyStore
+        from artist.network.factory import build_comm_stack
 
-        _standard_start_method()
         if run.backend == "ns3":
             _check_may_start_processes()
-        model = make_comm_model(run.backend, run.topology, algorithm=run.algorithm, channels=run.channels,
-                                **run.comm_options)
-        cached = None
-        if use_cache:
-            from artist.network.cache import Cached, LatencyStore
-
-            model = cached = Cached(model, LatencyStore(cache_path))
-        if cal is not None:
-            # Calibrated outside the cache (DESIGN: Calibrated(Cached(backend))): the cache holds raw
-            # backend answers, shared by every profile.
-            from artist.calibration import Calibrated
-
-            model = Calibrated(model, cal)
+        store = LatencyStore(cache_path) if use_cache else None  # cache_path None: the worker's default store
+        model, cached = build_comm_stack(run.backend, run.topology, algorithm=run.algorithm, channels=run.channels,
+                                         options=run.comm_options, store=store, profile=cal)
         entry = _PROCESS_MODELS[key] = (model, cached)
         while len(_PROCESS_MODELS) > _PROCESS_MODELS_MAX:
             _PROCESS_MODELS.popitem(last=False)
     return entry
-
-
-def _standard_start_method() -> None:
-    """loky workers make their own start method ('loky') the process default; a multiprocessing child
-    started from there (the ns-3 backend's worker, spawned) then dies looking for that method in a
-    fresh interpreter. Put a standard one back; the loky worker itself starts no processes."""
-    import multiprocessing as mp
-
-    if mp.get_start_method(allow_none=True) not in mp.get_all_start_methods():
-        mp.set_start_method("spawn", force=True)
 
 
 def _check_may_start_processes() -> None:

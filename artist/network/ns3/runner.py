@@ -52,7 +52,7 @@ class Ns3Worker:
     def _start(self) -> None:
         # In a joblib (loky) worker the process-wide start method is 'loky'; a spawned child
         # copies that name and dies looking for it in a fresh interpreter. Put a standard one
-        # back (the same repair as sweep_worker._standard_start_method, here for every caller).
+        # back (repaired here, for every caller).
         if mp.get_start_method(allow_none=True) not in mp.get_all_start_methods():
             mp.set_start_method("spawn", force=True)
         ctx = mp.get_context("spawn")
