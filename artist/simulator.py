@@ -172,21 +172,25 @@ class Simulator:
             self.cluster.check_invariants()
         self._record_utilisation()
 
-    def _stop(self, state: JobState, migrating: bool) -> None:
+    def _leave_placement(self, state: JobState, status: str, completed: bool = False) -> None:
+        """Fold in the job's progress, give its GPUs back and close its placement record."""
         now = self.now
-        self._account_progress(state)
+        self._account_progress(state, completed)
         self.cluster.release(state.job_id)
         state.ran_seconds += now - state.started_at
         state.history[-1].end = now
         state.started_at = None
-        state.status = WAITING
+        state.status = status
         state.version += 1
         del self.running[state.job_id]
+
+    def _stop(self, state: JobState, migrating: bool) -> None:
+        self._leave_placement(state, WAITING)
         if migrating:
             state.migrations += 1
         else:
             state.preemptions += 1
-        state.waiting_since = now
+        state.waiting_since = self.now
         self.waiting[state.job_id] = state
 
     def _start(self, state: JobState, placement: Placement) -> None:
@@ -214,16 +218,8 @@ class Simulator:
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
 
     def _finish(self, state: JobState) -> None:
-        now = self.now
-        self._account_progress(state, completed=True)
-        self.cluster.release(state.job_id)
-        state.ran_seconds += now - state.started_at
-        state.history[-1].end = now
-        state.started_at = None
-        state.status = FINISHED
-        state.finish = now
-        state.version += 1
-        del self.running[state.job_id]
+        self._leave_placement(state, FINISHED, completed=True)
+        state.finish = self.now
         self._record_utilisation()
 
     def _account_progress(self, state: JobState, completed: bool = False) -> None:
