@@ -57,13 +57,14 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int) -> list
     for name in names:
         if name not in models:
             raise InputError(spec, "parameter 'models'", f"unknown model {name!r}")
-    mix = JobMix(models=names, min_iterations=integer("min_iter", 1000), max_iterations=integer("max_iter", 100_000))
+    choices = JobMix.gpu_choices  # the dataclass default
     if "gpus" in params:
         try:
             choices = tuple(int(x) for x in params["gpus"].split("|"))
         except ValueError:
             raise InputError(spec, "parameter 'gpus'", f"expected integers separated by '|', got {params['gpus']!r}") from None
-        mix = JobMix(models=names, gpu_choices=choices, min_iterations=mix.min_iterations, max_iterations=mix.max_iterations)
+    mix = JobMix(models=names, gpu_choices=choices, min_iterations=integer("min_iter", 1000),
+                 max_iterations=integer("max_iter", 100_000))
     n = integer("n", 100)
     if kind == "batch":
         return batch_jobs(n, mix, seed)
