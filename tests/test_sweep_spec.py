@@ -200,10 +200,17 @@ def test_shipped_sweeps_load_and_expand():
     from conftest import REPO
 
     quick = load_sweep_spec(REPO / "sweeps" / "quick.yaml")
-    assert len(quick.runs) == 2 * 3  # racks [2, 4] x FIFO, Tiresias, Dally
+    assert len(quick.runs) == 2 * 3  # racks [1, 2] x FIFO, Tiresias, Dally
     assert {r.backend for r in quick.runs} == {"ns3"}
-    assert sorted({r.axes["racks"] for r in quick.runs}) == [2, 4]
+    assert sorted({r.axes["racks"] for r in quick.runs}) == [1, 2]
     assert {r.policy.name for r in quick.runs} == {"fifo", "tiresias", "dally"}
+    # The default sweep runs calibrated (issue 5): the H100 ns-3 profile, with the channel count
+    # it was fitted with, on a topology whose links are the calibration topology's.
+    assert {r.calibration.label for r in quick.runs} == {"h100-ns3"}
+    assert {(r.calibration.profile.backend["backend"], r.calibration.profile.backend["channels"], r.channels)
+            for r in quick.runs} == {("ns3", 8, 8)}
+    assert {r.topology.gpus_per_machine * r.topology.machines_per_rack * r.axes["racks"]
+            for r in quick.runs} == {256, 512}
     full = load_sweep_spec(REPO / "sweeps" / "dally-racks.yaml")
     assert sorted({r.axes["racks"] for r in full.runs}) == [2, 4, 8, 16]
     suite = [n for n in policy_names() if not n.startswith("test-")]  # tests register their own
