@@ -387,3 +387,23 @@ def test_analytical_h100_profile_corrects_the_real_backend(h100):
                                                                  rel=1e-12)
     with pytest.raises(ValueError, match="fitted for backend"):
         Calibrated(AnalyticalModel(h100, channels=1), profile)  # another channel count is another backend
+
+
+def test_h100_profile_predicts_multi_node_busbw_in_nvidias_published_ndr_range():
+    """The multi-node prediction of issue 5, checked against a figure the fit never saw: fitted on
+    one DGX H100 (NVLink) and two single-GPU nodes (one NDR NIC), the profile predicts 2, 4 and 8
+    DGX H100 all-reduces. NCCL runs one ring per NIC, so at large sizes a ring's busbw over m
+    machines is the 8 NICs' bandwidth whatever m (ring algebra: every byte crosses each machine's
+    NICs 2(N-1)/N times); NVIDIA quotes 46-48 GB/s per NDR 400 Gb/s NIC (nccl-tests issue #290,
+    ../shared/nccl-logs/headline_numbers.md), i.e. 368-384 GB/s for 8."""
+    topology = load_topology(REPO / "topologies" / "h100-dgx.yaml")
+    model = Calibrated(AnalyticalModel(topology, algorithm="ring", channels=8),
+                       load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml"))
+    size = 64 * 2 ** 30  # large enough that the fixed start-up part is < 1 % of the time
+    busbw = {}
+    for machines in (2, 4, 8):
+        n = 8 * machines
+        seconds = model.collective_seconds(placement_from_shape(topology, [[8] * machines]), size)
+        busbw[machines] = size / seconds * 2 * (n - 1) / n / 1e9
+    assert all(8 * 46 <= b <= 8 * 48 for b in busbw.values()), busbw
+    assert max(busbw.values()) / min(busbw.values()) < 1.01, busbw  # busbw does not depend on the node count
