@@ -137,6 +137,7 @@ class SweepSpec:
     models_sha256: str
     comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> options of make_comm_model
     runs: list[Run] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said before running (e.g. extrapolated calibration)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -206,7 +207,21 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None) ->
     spec = SweepSpec(name, source, topologies, racks, policies, workloads, seeds, backends, algorithms, channels,
                      calibrations, simulator, models, models_sha, comm_options)
     spec.runs = expand(spec)
+    spec.notes = calibration_coverage_notes(spec)
     return spec
+
+
+def calibration_coverage_notes(spec: SweepSpec) -> list[str]:
+    """Per calibration profile, whether the gradient buckets of the models the runs train lie
+    inside the sizes it was fitted on (a sweep's latencies outside them are extrapolated)."""
+    used = sorted({job.model for run in spec.runs for job in run.jobs})
+    sizes = [nbytes for name in used for nbytes, _ in spec.models[name].buckets]
+    notes = []
+    for choice in spec.calibrations:
+        note = choice.profile.coverage_note(sizes, "gradient buckets of the sweep's models") if choice.profile and sizes else None
+        if note:
+            notes.append(note)
+    return notes
 
 
 def _integer(f: Fields, key: str, i: int | None, value, minimum: int) -> int:

@@ -407,3 +407,25 @@ def test_h100_profile_predicts_multi_node_busbw_in_nvidias_published_ndr_range()
         busbw[machines] = size / seconds * 2 * (n - 1) / n / 1e9
     assert all(8 * 46 <= b <= 8 * 48 for b in busbw.values()), busbw
     assert max(busbw.values()) / min(busbw.values()) < 1.01, busbw  # busbw does not depend on the node count
+
+
+def test_fitted_range_per_tier_is_what_the_logs_cover():
+    # xxrjun logs: 1 x 8 all_reduce 32 MiB - 16 GiB (machine), 2 x 1 32 - 512 MiB (rack); the ns-3
+    # profile was fitted up to 2 GiB (calibration/refit.py --max-bytes); the network tier reuses rack's.
+    mib = 1 << 20
+    analytical = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")
+    ns3 = load_profile(REPO / "calibration" / "profiles" / "h100-ns3.yaml")
+    assert analytical.fitted_range("machine") == (32 * mib, 16 << 30)
+    assert ns3.fitted_range("machine") == (32 * mib, 2 << 30)
+    assert ns3.fitted_range("rack") == ns3.fitted_range("network") == (32 * mib, 512 * mib)
+
+
+def test_coverage_note_says_when_sizes_are_extrapolated():
+    mib = 1 << 20
+    profile = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")
+    assert profile.coverage_note([64 * mib, 256 * mib]) is None  # inside every tier's range
+    note = profile.coverage_note([25 * mib, 64 * mib, 1 << 30])
+    # 25 MiB (DDP's default bucket cap) is below every tier's 32 MiB; 1 GiB is beyond the rack's 512 MiB.
+    assert "machine tier (fitted on 32 MiB-16 GiB): 1 of 3 distinct sizes outside" in note
+    assert "rack tier (fitted on 32 MiB-512 MiB): 2 of 3 distinct sizes outside" in note
+    assert "network tier, reusing rack's" in note and "extrapolated" in note

@@ -329,3 +329,14 @@ def test_calibration_for_another_topology_is_refused_before_any_work(toys):
     topo = load_topology(TOPOLOGY)
     with pytest.raises(InputError, match="fitted on topology 'h100-dgx'"):
         build_latency_table(topo, list(toys.values()), [[[8]]], BackendSpec(calibration=str(H100_PROFILE), channels=8))
+
+
+def test_calibrated_table_says_when_its_bucket_sizes_are_extrapolated(capsys):
+    from artist.cli import main
+
+    # ResNet-50's DDP buckets are ~16-29 MiB; the H100 logs start at 32 MiB.
+    assert main(["latency-table", "--topology", str(H100), "--calibration", str(H100_PROFILE), "--channels", "8",
+                 "--shape", "[[8]]", "--model", "resnet50", "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert "note: calibration profile 'h100-analytical'" in err
+    assert "machine tier (fitted on 32 MiB-16 GiB): 4 of 4 distinct sizes outside" in err

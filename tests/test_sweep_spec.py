@@ -218,3 +218,15 @@ def test_shipped_sweeps_load_and_expand():
     assert len(full.runs) == 4 * 7 * 2 * 3
     sizes = {r.axes["workload"]: len(r.jobs) for r in full.runs}
     assert sizes == {"batch-500": 500, "poisson-400": 400}
+
+
+def test_a_sweep_says_when_its_calibration_is_extrapolated():
+    from conftest import REPO
+
+    # The default sweep's models train with DDP's 25 MiB buckets (and smaller remainders); the H100
+    # logs start at 32 MiB, so part of its calibrated latencies are extrapolated, and it says so.
+    quick = load_sweep_spec(REPO / "sweeps" / "quick.yaml")
+    (note,) = quick.notes
+    assert "'h100-ns3'" in note and "outside" in note and "32 MiB" in note
+    # Without a calibration there is nothing to say.
+    assert load_sweep_spec(REPO / "sweeps" / "dally-racks.yaml").notes == []

@@ -82,6 +82,39 @@ class CalibrationProfile:
             return self.corrections[tier]
         return self.corrections[self.inherited[tier]]
 
+    def fitted_range(self, tier: str) -> tuple[int, int] | None:
+        """Smallest and largest all-reduce size (bytes) the profile was fitted on in this tier (a
+        reused tier: the tier it reuses), held-out sizes included. Outside it a correction is
+        extrapolated: the nearest regime's, for sizes NCCL may run with another algorithm or
+        protocol. None when the profile records no range (written by hand)."""
+        source = self.inherited.get(tier, tier)
+        ranges = [test["fitted_range_bytes"] for log in self.logs for test in log.get("all_reduce_tests", [])
+                  if test.get("tier") == source and test.get("fitted_range_bytes")]
+        if not ranges:
+            return None
+        return min(int(r[0]) for r in ranges), max(int(r[1]) for r in ranges)
+
+    def coverage_note(self, sizes_bytes, what: str = "all-reduce sizes") -> str | None:
+        """A sentence naming, per tier, how many of these sizes lie outside the fitted range (None
+        if all lie inside): a simulation should say when its latencies are extrapolated."""
+        sizes = sorted(set(int(n) for n in sizes_bytes))
+        parts = []
+        for tier in TIER_NAMES:
+            fitted = self.fitted_range(tier)
+            if fitted is None:
+                continue
+            outside = [n for n in sizes if not fitted[0] <= n <= fitted[1]]
+            if outside:
+                reused = f", reusing {self.inherited[tier]}'s" if tier in self.inherited else ""
+                parts.append(f"{tier} tier{reused} (fitted on {_bytes_text(fitted[0])}-{_bytes_text(fitted[1])}): "
+                             f"{len(outside)} of {len(sizes)} distinct sizes outside")
+        if not parts:
+            return None
+        return (f"calibration profile {self.name!r}: {what} {_bytes_text(sizes[0])}-{_bytes_text(sizes[-1])}; "
+                f"{'; '.join(parts)}. Outside the fitted sizes the nearest size regime's correction is "
+                f"extrapolated (NCCL may run another algorithm or protocol there): calibrate with logs that "
+                f"cover these sizes (nccl-tests -b/-e) to check them")
+
     def check_topology(self, topology: Topology) -> None:
         if topology.link_parameters() != self.link_parameters:
             theirs = topology.link_parameters()
@@ -211,6 +244,13 @@ def _read_regimes(tf: Fields) -> tuple[SizeRegimes, list[dict]]:
 def _correction_dict(c: TierCorrection) -> dict:
     # Seconds, not microseconds: a unit conversion would not survive the YAML round trip bit for bit.
     return {"bandwidth_factor": float(c.bandwidth_factor), "hop_latency_s": float(c.hop_latency_s)}
+
+
+def _bytes_text(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
 
 
 def load_profile(path: str | Path) -> CalibrationProfile:

@@ -81,6 +81,13 @@ def run(args) -> int:
     golden = read_table_csv(args.check) if args.check else None  # fail on a bad golden file before any work
     cache_path = cache_path_from_args(args)
     spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, args.calibration)
+    if args.calibration:
+        from artist.calibration import load_profile
+
+        note = load_profile(args.calibration).coverage_note([b for m in models for b, _ in m.buckets],
+                                                            "gradient buckets of the table's models")
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress)
 

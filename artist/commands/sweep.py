@@ -36,6 +36,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     spec = load_sweep_spec(args.spec, backend_override=args.comm)  # every check happens here, before any run
+    for note in spec.notes:
+        print(f"note: {note}", file=sys.stderr)
     out = Path(args.out) if args.out else default_out_dir(spec)
     if args.dry_run:
         print("\n".join(describe_runs(spec, out)))
