@@ -3,12 +3,12 @@
     spec = load_sweep_spec("sweeps/quick.yaml")      # checks everything, expands the runs (sweep_spec.py)
     report = run_sweep(spec, "results/quick", n_jobs=-1)
 
-Execution is joblib ``Parallel`` over the runs that are not done yet:
+Execution is joblib ``Parallel`` (Ray: Ray tasks) over the runs that are not done yet:
 - ``backend="local"``: loky worker processes on this machine (``n_jobs``, -1 = all cores);
 - ``backend="dask"``: an existing Dask cluster (``address`` of its scheduler) through joblib's
   dask backend; needs ``pip install 'dask[distributed]'`` on the driver and every worker;
-- ``backend="ray"``: an existing Ray cluster (``address``, e.g. ``ray://head:10001`` or ``auto``)
-  through ``ray.util.joblib``; needs ``pip install 'ray[default]'`` everywhere.
+- ``backend="ray"``: an existing Ray cluster (``address``, e.g. ``HEAD:6379``, ``ray://head:10001``
+  or ``auto``), one Ray task per run; needs ``pip install 'ray[default]'`` everywhere.
 Workers need ArtISt (and ns-3 for ns3 runs) installed, nothing else: they get
 every input loaded and return tables, which the driver writes (sweep_store.py).
 Each worker process builds its own CommModel once and shares the latency cache
@@ -25,8 +25,8 @@ worker start the ns-3 child process, which daemonic processes may not.)
 On a Ray cluster: pip install -e '.[ray]' everywhere; `ray start --head` on the
 head, `ray start --address HEAD:6379` on the others; then
     artist sweep SPEC --backend ray --address auto            # on a cluster machine
-The Dask path is tested (tests/test_sweep_dask.py, a LocalCluster); the Ray
-path is the same joblib call through ray.util.joblib and is not tested here.
+Both are tested where installed: tests/test_sweep_dask.py (a LocalCluster) and
+tests/test_sweep_ray.py (a head started with `ray start --head`).
 """
 
 from __future__ import annotations
@@ -105,18 +105,6 @@ def _joblib_backend(executor: str, address: str | None) -> Iterator[str]:
             yield "dask"
         finally:
             client.close()
-    elif executor == "ray":
-        try:
-            import ray
-            from ray.util.joblib import register_ray
-        except ImportError:
-            raise InputError("command line", "--backend ray", "ray is not installed: pip install 'ray[default]'") from None
-        register_ray()
-        ray.init(address=address)
-        try:
-            yield "ray"
-        finally:
-            ray.shutdown()
     else:
         raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
 
@@ -129,12 +117,40 @@ def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, 
         for run in todo:
             yield execute(run, spec.models, cache_path, use_cache)
         return
+    if executor == "ray":
+        yield from _ray_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
+        return
     from joblib import Parallel, delayed, parallel_config
 
     with _joblib_backend(executor, address) as backend, parallel_config(backend=backend, n_jobs=n_jobs):
         # batch_size=1: runs are long and uneven; unordered: store each run the moment it is done.
         parallel = Parallel(return_as="generator_unordered", batch_size=1)
         yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+
+
+def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: str, cache_path: str | None,
+                  use_cache: bool):
+    """Each run a Ray task, yielded as it finishes. Native tasks, not joblib's Ray backend: that
+    backend cannot return results unordered (joblib's return_as="generator_unordered")."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError("command line", "--backend ray", "ray is not installed: pip install 'ray[default]'") from None
+    from artist.sweep_worker import execute
+
+    ray.init(address=address)
+    try:
+        task = ray.remote(num_cpus=1)(execute)  # a run is one single-threaded process
+        models = ray.put(spec.models)  # shipped once, not once per run
+        waiting = list(todo)
+        in_flight = []
+        while waiting or in_flight:
+            while waiting and (n_jobs == -1 or len(in_flight) < n_jobs):
+                in_flight.append(task.remote(waiting.pop(0), models, cache_path, use_cache))
+            (done,), in_flight = ray.wait(in_flight, num_returns=1)
+            yield ray.get(done)
+    finally:
+        ray.shutdown()
 
 
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executor: str = "local",
