@@ -3,10 +3,10 @@
     spec = load_sweep_spec("sweeps/quick.yaml")      # checks everything, expands the runs (sweep_spec.py)
     report = run_sweep(spec, "results/quick", n_jobs=-1)
 
-Execution is joblib ``Parallel`` (Ray: Ray tasks) over the runs that are not done yet:
+Execution over the runs that are not done yet:
 - ``backend="local"``: loky worker processes on this machine (``n_jobs``, -1 = all cores);
-- ``backend="dask"``: an existing Dask cluster (``address`` of its scheduler) through joblib's
-  dask backend; needs ``pip install 'dask[distributed]'`` on the driver and every worker;
+- ``backend="dask"``: an existing Dask cluster (``address`` of its scheduler), one Dask task
+  per run; needs ``pip install 'dask[distributed]'`` on the driver and every worker;
 - ``backend="ray"``: an existing Ray cluster (``address``, e.g. ``HEAD:6379``, ``ray://head:10001``
   or ``auto``), one Ray task per run; needs ``pip install 'ray[default]'`` everywhere.
 Workers need ArtISt (and ns-3 for ns3 runs) installed, nothing else: they get
@@ -31,11 +31,10 @@ tests/test_sweep_ray.py (a head started with `ray start --head`).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from artist.errors import InputError
 from artist.sweep_spec import Run, SweepSpec, load_sweep_spec  # noqa: F401  (re-exported)
@@ -89,66 +88,81 @@ def _cache_path(use_cache: bool, cache_dir: str | Path | None, executor: str) ->
     return str(default_cache_path().resolve()) if executor == "local" else None
 
 
-@contextlib.contextmanager
-def _joblib_backend(executor: str, address: str | None) -> Iterator[str]:
+def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, address: str | None,
+              cache_path: str | None, use_cache: bool):
+    """Each run's RunOutcome, yielded as it finishes (so it is stored at once)."""
+    from artist.sweep_worker import execute
+
     if executor == "local":
-        yield "loky"
-        return
-    if executor == "dask":
-        try:
-            from distributed import Client
-        except ImportError:
-            raise InputError("command line", "--backend dask",
-                             "dask.distributed is not installed: pip install 'dask[distributed]'") from None
-        client = Client(address)
-        try:
-            yield "dask"
-        finally:
-            client.close()
+        if n_jobs == 1 or len(todo) <= 1:
+            for run in todo:
+                yield execute(run, spec.models, cache_path, use_cache)
+            return
+        from joblib import Parallel, delayed
+
+        # loky worker processes; batch_size=1: runs are long and uneven.
+        parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", batch_size=1)
+        yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+    elif executor == "dask":
+        yield from _dask_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
+    elif executor == "ray":
+        yield from _ray_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
     else:
         raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
 
 
-def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, address: str | None,
-              cache_path: str | None, use_cache: bool):
+# The cluster backends use their own task APIs, not joblib's: joblib's Ray backend cannot return
+# results unordered, and joblib runs everything in the driver when a Dask cluster has one thread.
+
+
+def _throttled(todo: Sequence[Run], n_jobs: int, submit, wait_one):
+    """Submit runs keeping at most n_jobs in flight (-1: all at once); yield each outcome as it
+    finishes. submit(run) -> handle; wait_one(handles) -> (outcome, the handles still running)."""
+    waiting, in_flight = list(todo), []
+    while waiting or in_flight:
+        while waiting and (n_jobs == -1 or len(in_flight) < n_jobs):
+            in_flight.append(submit(waiting.pop(0)))
+        outcome, in_flight = wait_one(in_flight)
+        yield outcome
+
+
+def _dask_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: str, cache_path: str | None,
+                   use_cache: bool):
+    try:
+        from distributed import Client, wait
+    except ImportError:
+        raise InputError("command line", "--backend dask",
+                         "dask.distributed is not installed: pip install 'dask[distributed]'") from None
     from artist.sweep_worker import execute
 
-    if executor == "local" and (n_jobs == 1 or len(todo) <= 1):
-        for run in todo:
-            yield execute(run, spec.models, cache_path, use_cache)
-        return
-    if executor == "ray":
-        yield from _ray_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
-        return
-    from joblib import Parallel, delayed, parallel_config
+    def wait_one(futures):
+        done = wait(futures, return_when="FIRST_COMPLETED").done
+        first = next(f for f in futures if f in done)  # the earliest submitted of those done
+        return first.result(), [f for f in futures if f is not first]
 
-    with _joblib_backend(executor, address) as backend, parallel_config(backend=backend, n_jobs=n_jobs):
-        # batch_size=1: runs are long and uneven; unordered: store each run the moment it is done.
-        parallel = Parallel(return_as="generator_unordered", batch_size=1)
-        yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+    with Client(address) as client:
+        models = client.scatter(spec.models, broadcast=True)  # shipped once, not once per run
+        yield from _throttled(todo, n_jobs, lambda run: client.submit(execute, run, models, cache_path, use_cache,
+                                                                      pure=False), wait_one)
 
 
 def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: str, cache_path: str | None,
                   use_cache: bool):
-    """Each run a Ray task, yielded as it finishes. Native tasks, not joblib's Ray backend: that
-    backend cannot return results unordered (joblib's return_as="generator_unordered")."""
     try:
         import ray
     except ImportError:
         raise InputError("command line", "--backend ray", "ray is not installed: pip install 'ray[default]'") from None
     from artist.sweep_worker import execute
 
+    def wait_one(refs):
+        (done,), running = ray.wait(refs, num_returns=1)
+        return ray.get(done), running
+
     ray.init(address=address)
     try:
         task = ray.remote(num_cpus=1)(execute)  # a run is one single-threaded process
         models = ray.put(spec.models)  # shipped once, not once per run
-        waiting = list(todo)
-        in_flight = []
-        while waiting or in_flight:
-            while waiting and (n_jobs == -1 or len(in_flight) < n_jobs):
-                in_flight.append(task.remote(waiting.pop(0), models, cache_path, use_cache))
-            (done,), in_flight = ray.wait(in_flight, num_returns=1)
-            yield ray.get(done)
+        yield from _throttled(todo, n_jobs, lambda run: task.remote(run, models, cache_path, use_cache), wait_one)
     finally:
         ray.shutdown()
 

@@ -38,3 +38,26 @@ def test_cluster_backends_need_an_address(tmp_path):
         run_sweep(load_sweep_spec(generated_spec(tmp_path)), tmp_path / "out", executor="dask", progress=False,
                   plots=False, cache_dir=tmp_path / "cache")
     assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_ns3_runs_need_dask_workers_that_may_start_a_child(tmp_path):
+    """The ns-3 backend runs in a child process of the worker; Dask's workers are daemonic by
+    default and may not have children: the run fails naming the setting, and with it set the
+    table is the local one."""
+    import dask
+
+    spec_path = generated_spec(tmp_path, racks=[1], seeds=[0], comm={"backend": "ns3"},
+                               workloads=["batch:n=3,gpus=2|4,min_iter=100,max_iter=200,models=resnet18"])
+    local = run_sweep(load_sweep_spec(spec_path), tmp_path / "local", n_jobs=1, progress=False, plots=False,
+                      cache_dir=tmp_path / "cache-local")
+    outcomes = {}
+    for daemon in (True, False):
+        with dask.config.set({"distributed.worker.daemon": daemon}), distributed.LocalCluster(
+                n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1") as cluster:
+            outcomes[daemon] = run_sweep(load_sweep_spec(spec_path), tmp_path / f"dask-{daemon}", executor="dask",
+                                         address=cluster.scheduler_address, progress=False, plots=False,
+                                         cache_dir=tmp_path / f"cache-{daemon}")
+    ((_, error),) = outcomes[True].failed
+    assert "DASK_DISTRIBUTED__WORKER__DAEMON=False" in error
+    assert outcomes[False].failed == [] and len(outcomes[False].executed) == len(local.executed) == 1
+    assert (outcomes[False].out_dir / "results.csv").read_bytes() == (local.out_dir / "results.csv").read_bytes()
