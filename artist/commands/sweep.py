@@ -20,7 +20,9 @@ def add_parser(sub) -> None:
 
 def add_arguments(p) -> None:
     p.add_argument("spec", help="sweep spec (YAML); see sweeps/quick.yaml")
-    p.add_argument("-j", "--jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
+    p.add_argument("-j", "--jobs", type=int, default=-1,
+                   help="runs at once (default -1: all cores; on a cluster: every run submitted, the cluster's "
+                        "workers take them as they free up)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and their count; run nothing")
     p.add_argument("--out", default=None, help="output directory (default: results/<spec name>)")
     p.add_argument("--backend", default="local", choices=EXECUTORS,
