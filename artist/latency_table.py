@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from artist.errors import InputError
+from artist.errors import InputError, read_input_file
 from artist.network.base import compute_seconds_on
 from artist.placement import Shape, parse_shape, placement_from_shape, shape_to_text
 from artist.topology import Topology
@@ -246,10 +246,7 @@ _BOOLS = {"true": True, "false": False, "1": True, "0": False}
 def read_table_csv(path: str | Path) -> pd.DataFrame:
     """A latency table CSV, checked cell by cell; errors name the file, line and column."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read file ({exc.strerror})") from exc
+    text, _ = read_input_file(path)
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:

@@ -7,15 +7,12 @@ from typing import Any, Mapping
 
 import yaml
 
-from artist.errors import InputError
+from artist.errors import InputError, read_input_file
 
 
 def load_yaml_mapping(path: str | Path) -> dict:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read file ({exc.strerror})") from exc
+    text, _ = read_input_file(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -31,6 +31,18 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path):
     assert str(path) in str(exc.value) and "line 3" in str(exc.value)
 
 
+def test_yaml_that_is_not_utf8_names_the_file_and_byte(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\u00e9\n".encode("latin-1"))  # 0xe9 alone is not UTF-8; it is byte 9
+    with pytest.raises(InputError, match=r"latin1\.yaml: not UTF-8 text \(byte 9\)"):
+        load_topology(path)
+
+
+def test_missing_yaml_names_the_file(tmp_path):
+    with pytest.raises(InputError, match=r"nothing\.yaml: cannot read file"):
+        load_topology(tmp_path / "nothing.yaml")
+
+
 def test_topology_missing_field_names_the_field(tmp_path):
     text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("    bandwidth_gbps: 400\n", "")
     path = write(tmp_path, "t.yaml", text)

@@ -43,7 +43,7 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from artist.errors import InputError
+from artist.errors import InputError, read_input_file
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv",
                "gather", "scatter")
@@ -230,15 +230,7 @@ class NcclLog:
 
 
 def parse_nccl_tests(path: str | Path) -> NcclLog:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read file ({exc.strerror})") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(str(path), None, f"not UTF-8 text (byte {exc.start})") from exc
+    text, data = read_input_file(path)
     return parse_nccl_text(text, str(path), hashlib.sha256(data).hexdigest())
 
 
