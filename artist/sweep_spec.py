@@ -36,7 +36,7 @@ import importlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from artist.errors import InputError
 from artist.network.collectives import ALGORITHMS
@@ -269,20 +269,25 @@ def _racks(f: Fields) -> list[int] | None:
     return racks
 
 
+def _entries(f: Fields, key: str, shorthand: str, allowed: set[str], what: str) -> Iterator[Fields]:
+    """The entries of a non-empty list field, each a mapping with the allowed keys; a bare string
+    is shorthand for {shorthand: string}. Errors name the entry (e.g. policies[2].name)."""
+    values = f.raw(key)
+    if not isinstance(values, list) or not values:
+        raise f.error(key, f"expected a non-empty list of {what}")
+    for i, entry in enumerate(values):
+        ef = Fields({shorthand: entry} if isinstance(entry, str) else entry, f.source, f"{key}[{i}].")
+        ef.unknown_keys(allowed)
+        yield ef
+
+
 def _policies(f: Fields) -> list[PolicyChoice]:
     from artist.policies.registry import make_policy, policy_names
 
-    values = f.raw("policies")
-    if not isinstance(values, list) or not values:
-        raise f.error("policies", "expected a non-empty list of policy names or {name, params, label} mappings")
     known = policy_names()
     out = []
-    for i, entry in enumerate(values):
-        where = f"policies[{i}]"
-        if isinstance(entry, str):
-            entry = {"name": entry}
-        pf = Fields(entry, f.source, where + ".")
-        pf.unknown_keys({"name", "params", "label"})
+    for pf in _entries(f, "policies", "name", {"name", "params", "label"},
+                       "policy names or {name, params, label} mappings"):
         name = pf.string("name")
         if name not in known:
             raise pf.error("name", f"unknown policy {name!r}; known policies: {', '.join(known)}")
@@ -306,16 +311,8 @@ def _policies(f: Fields) -> list[PolicyChoice]:
 
 
 def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
-    values = f.raw("workloads")
-    if not isinstance(values, list) or not values:
-        raise f.error("workloads", "expected a non-empty list of generators (batch:n=500) or trace paths")
     out = []
-    for i, entry in enumerate(values):
-        where = f"workloads[{i}]"
-        if isinstance(entry, str):
-            entry = {"spec": entry}
-        wf = Fields(entry, f.source, where + ".")
-        wf.unknown_keys({"spec", "label"})
+    for wf in _entries(f, "workloads", "spec", {"spec", "label"}, "generators (batch:n=500) or trace paths"):
         text = wf.string("spec")
         kind = text.partition(":")[0]
         if kind in GENERATORS:
