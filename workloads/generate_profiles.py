@@ -285,32 +285,35 @@ def resnet50_compute() -> Compute:
         f"seconds/iteration = {IMAGE_BATCH} / {RESNET50_A100_AMP_IMG_S:g} = {s:.6f}."))
 
 
-def timm_scaled_compute(timm_name: str) -> Compute:
-    """ResNet-50's measured A100 time scaled by the model's speed relative to ResNet-50 in timm's benchmark."""
-    ratio = TIMM_RTX3090_NHWC_IMG_S["resnet50"] / TIMM_RTX3090_NHWC_IMG_S[timm_name]
+def _scaled_from_resnet50(ratio: float, relative_time: str, assumptions: str) -> Compute:
+    """ResNet-50's measured A100 time times a published training-time ratio to ResNet-50."""
     s = IMAGE_BATCH / RESNET50_A100_AMP_IMG_S * ratio
     return Compute(IMAGE_BATCH, _round(s), (
         f"Derived (estimate): the measured A100 ResNet-50 time ({IMAGE_BATCH} / {RESNET50_A100_AMP_IMG_S:g} img/s, "
-        f"{DLE} resnet50v1.5 README, DGX A100 1 GPU mixed precision) times this model's training time relative to "
-        f"ResNet-50 measured on one RTX 3090 in {TIMM_FILE} (AMP, channels-last, batch 512): resnet50 "
-        f"{TIMM_RTX3090_NHWC_IMG_S['resnet50']:g} img/s vs {timm_name} {TIMM_RTX3090_NHWC_IMG_S[timm_name]:g} img/s, "
-        f"ratio {ratio:.4f}. seconds/iteration = {IMAGE_BATCH} / {RESNET50_A100_AMP_IMG_S:g} x {ratio:.4f} = {s:.6f}. "
-        f"Assumes the model's speed relative to ResNet-50 is the same on an A100 as on an RTX 3090 and that time "
-        f"per image does not depend on the batch size at these batch sizes; no published A100 figure was found."))
+        f"{DLE} resnet50v1.5 README, DGX A100 1 GPU mixed precision) times {relative_time}, ratio {ratio:.4f}. "
+        f"seconds/iteration = {IMAGE_BATCH} / {RESNET50_A100_AMP_IMG_S:g} x {ratio:.4f} = {s:.6f}. {assumptions}"))
+
+
+def timm_scaled_compute(timm_name: str) -> Compute:
+    """ResNet-50's measured A100 time scaled by the model's speed relative to ResNet-50 in timm's benchmark."""
+    return _scaled_from_resnet50(
+        TIMM_RTX3090_NHWC_IMG_S["resnet50"] / TIMM_RTX3090_NHWC_IMG_S[timm_name],
+        f"this model's training time relative to ResNet-50 measured on one RTX 3090 in {TIMM_FILE} (AMP, "
+        f"channels-last, batch 512): resnet50 {TIMM_RTX3090_NHWC_IMG_S['resnet50']:g} img/s vs {timm_name} "
+        f"{TIMM_RTX3090_NHWC_IMG_S[timm_name]:g} img/s",
+        "Assumes the model's speed relative to ResNet-50 is the same on an A100 as on an RTX 3090 and that time "
+        "per image does not depend on the batch size at these batch sizes; no published A100 figure was found.")
 
 
 def alexnet_compute() -> Compute:
-    ratio = TF_P100_RESNET50_IMG_S / TF_P100_ALEXNET_IMG_S
-    s = IMAGE_BATCH / RESNET50_A100_AMP_IMG_S * ratio
-    return Compute(IMAGE_BATCH, _round(s), (
-        f"Derived (estimate): the measured A100 ResNet-50 time ({IMAGE_BATCH} / {RESNET50_A100_AMP_IMG_S:g} img/s, "
-        f"{DLE} resnet50v1.5 README, DGX A100 1 GPU mixed precision) times AlexNet's training time relative to "
-        f"ResNet-50 in the TensorFlow benchmarks (tensorflow/tensorflow tensorflow/docs_src/performance/benchmarks.md, "
-        f"DGX-1 P100, 1 GPU, synthetic data, FP32): ResNet-50 {TF_P100_RESNET50_IMG_S:g} img/s (batch 64) vs "
-        f"AlexNet {TF_P100_ALEXNET_IMG_S:g} img/s (batch 512), ratio {ratio:.4f}. seconds/iteration = "
-        f"{IMAGE_BATCH} / {RESNET50_A100_AMP_IMG_S:g} x {ratio:.4f} = {s:.6f}. Assumes the P100/FP32/TensorFlow "
-        f"speed ratio carries over to an A100 with AMP in PyTorch; AlexNet is absent from timm and no published "
-        f"A100 figure was found. Real AlexNet training is often input-pipeline bound; this is GPU compute only."))
+    return _scaled_from_resnet50(
+        TF_P100_RESNET50_IMG_S / TF_P100_ALEXNET_IMG_S,
+        f"AlexNet's training time relative to ResNet-50 in the TensorFlow benchmarks (tensorflow/tensorflow "
+        f"tensorflow/docs_src/performance/benchmarks.md, DGX-1 P100, 1 GPU, synthetic data, FP32): ResNet-50 "
+        f"{TF_P100_RESNET50_IMG_S:g} img/s (batch 64) vs AlexNet {TF_P100_ALEXNET_IMG_S:g} img/s (batch 512)",
+        "Assumes the P100/FP32/TensorFlow speed ratio carries over to an A100 with AMP in PyTorch; AlexNet is absent "
+        "from timm and no published A100 figure was found. Real AlexNet training is often input-pipeline bound; "
+        "this is GPU compute only.")
 
 
 def bert_compute() -> Compute:
