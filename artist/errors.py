@@ -17,14 +17,25 @@ class InputError(ValueError):
 
 
 def read_input_file(path: str | Path) -> tuple[str, bytes]:
-    """An input file's UTF-8 text and its bytes (for content hashes). A file that cannot be read or
-    is not UTF-8 raises InputError naming it."""
+    """An input file's UTF-8 text (a leading byte-order mark dropped, as spreadsheet programs
+    write one) and its bytes (for content hashes). A file that cannot be read or is not UTF-8
+    raises InputError naming it and the line of the first bad byte."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InputError(str(path), None, f"cannot read file ({exc.strerror})") from exc
+        raise InputError(str(path), None, f"cannot read file ({exc.strerror or exc})") from exc
     try:
-        return data.decode("utf-8"), data
+        return data.decode("utf-8-sig"), data
     except UnicodeDecodeError as exc:
-        raise InputError(str(path), None, f"not UTF-8 text (byte {exc.start})") from exc
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(str(path), f"line {line}", f"not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); "
+                                                    f"save the file as UTF-8") from exc
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a command, with what is saved and how to resume; the CLI prints it as one line."""
+
+    def __init__(self, summary: str):
+        self.summary = summary
+        super().__init__(summary)

@@ -1,0 +1,53 @@
+"""`artist list models|policies|topologies|backends|profiles`: what this installation ships and knows."""
+
+from __future__ import annotations
+
+from artist import shipped
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("list", help="list shipped models, policies, topologies, backends or calibration profiles",
+                       description="Names usable in --model, --policy, --topology, --backend and --calibration.")
+    p.add_argument("what", choices=("models", "policies", "topologies", "backends", "profiles"))
+    p.set_defaults(func=run)
+
+
+def _rows(what: str) -> list[str]:
+    if what == "models":
+        from artist.workload import load_models
+
+        return [f"{name:<22} {len(m.buckets):>3} buckets  {m.total_bytes / 2**20:9.1f} MiB of gradients  "
+                f"{m.compute_seconds * 1e3:8.2f} ms/iteration on {m.reference_gpu}"
+                for name, m in sorted(load_models().items())]
+    if what == "policies":
+        from artist.policies.registry import policy_names
+
+        return policy_names()
+    if what == "topologies":
+        from artist.topology import load_topology
+
+        rows = []
+        for name in shipped.names(shipped.TOPOLOGIES_DIR):
+            t = load_topology(shipped.TOPOLOGIES_DIR / f"{name}.yaml")
+            rows.append(f"{name:<22} {t.racks} racks x {t.machines_per_rack} machines x {t.gpus_per_machine} GPUs "
+                        f"({t.gpus} GPUs; {', '.join(dict.fromkeys(t.rack_gpu_types))})")
+        return rows
+    if what == "backends":
+        from artist.network.factory import BACKENDS
+
+        return list(BACKENDS)
+    from artist.calibration.profile import load_profile
+
+    rows = []
+    for name in shipped.names(shipped.PROFILES_DIR):
+        p = load_profile(shipped.PROFILES_DIR / f"{name}.yaml")
+        b = p.backend
+        rows.append(f"{name:<26} backend {b.get('backend')}/{b.get('algorithm', 'ring')}/{b.get('channels', 1)}ch "
+                    f"on topology {p.topology_name}")
+    return rows
+
+
+def run(args) -> int:
+    for row in _rows(args.what):
+        print(row)
+    return 0

@@ -1,0 +1,29 @@
+"""Upper bounds on every input number that sizes memory or simulated time.
+
+No input may hang a command or allocate without bound: each limit below is
+checked where the value is read, and a value past it is refused with a message
+naming the file and field. The limits are generous for research use (far past
+any published cluster or trace) and small enough to fail in seconds.
+"""
+
+from __future__ import annotations
+
+# GPUs in one topology: 2^20. The largest published training clusters have ~10^5 GPUs
+# (Meta's 2 x 24k H100 clusters, 2024; xAI Colossus 100k-200k); the free-GPU map is O(GPUs).
+MAX_GPUS = 1 << 20
+# Jobs one generator may draw (Helios' four clusters logged 3.36 M jobs in 6 months, Hu et al.
+# SC'21; generated workloads are for experiments, traces carry their own size).
+MAX_GENERATED_JOBS = 1_000_000
+# Arrival times: 10^9 s is ~31.7 years, far past any trace (Helios spans 6 months, Philly 83 days).
+MAX_ARRIVAL_S = 1e9
+# Optimiser steps of one job: 10^9 (GPT-3 trained for ~93 k steps; long CNN runs ~10^6).
+MAX_ITERATIONS = 1_000_000_000
+# Periodic scheduling rounds no shorter than 1 s (Pollux/Sia/Gavel use 60-360 s): shorter rounds
+# only multiply policy calls.
+MIN_ROUND_INTERVAL_S = 1.0
+# Checkpoint-restore cost: at most a day.
+MAX_RESTORE_S = 86_400.0
+# NCCL channels (rings): NCCL's MAXCHANNELS is 32 (src/include/device.h, NCCL 2.x); 64 leaves room.
+MAX_CHANNELS = 64
+# Parallel worker processes of one command.
+MAX_WORKERS = 1024
