@@ -1,11 +1,13 @@
 """Re-make every shipped calibration profile: the exact `artist calibrate` options of each, and why.
 
-    python calibration/refit.py [--backend analytical|ns3] [--only NAME ...] [--list] [--cache-dir DIR]
+    python calibration/refit.py [--backend analytical|ns3] [--only NAME ...] [--list] [--cache-dir DIR | --no-cache]
 
 Runs in one process, so the ns-3 fits share one ns-3 worker (start-up ~20-50 s).
 Run from the repository root; the profiles are written to calibration/profiles/.
---cache-dir answers the backend through a latency cache (no answer changes; a re-fit
-after a change of the fitting code then runs no ns-3 simulation).
+The backend is answered through artist's latency cache, as `artist calibrate` does by default
+($ARTIST_CACHE_DIR, else ~/.cache/artist; --cache-dir DIR another one, --no-cache none): no
+answer changes, a re-fit after a change of the fitting code runs no ns-3 simulation, and an
+interrupted re-fit continues from the answers already stored.
 
 Choices common to every fit (see calibration/README.md for the numbers behind them):
 - channels = NICs per node (8 on DGX H100 and A3 Mega, 4 on p4de): NCCL runs at least
@@ -69,9 +71,9 @@ FITS = {
 }
 
 
-def argv_of(name: str, cache_dir: str | None = None) -> list[str]:
+def argv_of(name: str, cache_dir: str | None = None, no_cache: bool = False) -> list[str]:
     backend, topology, logs, extra = FITS[name]
-    cache = [] if cache_dir is None else ["--cache-dir", cache_dir]
+    cache = ["--no-cache"] if no_cache else [] if cache_dir is None else ["--cache-dir", cache_dir]
     return ["calibrate", "--topology", topology, "--logs", *logs, "--backend", backend, *extra, *cache,
             "--out", f"calibration/profiles/{name}.yaml", "--plot", f"calibration/profiles/{name}-busbw.png", "--quiet"]
 
@@ -81,12 +83,15 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", choices=("analytical", "ns3"), default=None)
     ap.add_argument("--only", nargs="+", choices=sorted(FITS), default=None)
     ap.add_argument("--list", action="store_true", help="print the commands only")
-    ap.add_argument("--cache-dir", default=None, help="latency cache directory for the backend's answers (optional)")
+    cache = ap.add_mutually_exclusive_group()
+    cache.add_argument("--cache-dir", default=None,
+                       help="latency cache directory for the backend's answers (default: artist's default cache)")
+    cache.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
     args = ap.parse_args(argv)
     names = [n for n in (args.only or FITS) if args.backend in (None, FITS[n][0])]
     if args.list:
         for n in names:
-            print("artist " + " ".join(f'"{a}"' if " " in a else a for a in argv_of(n, args.cache_dir)))
+            print("artist " + " ".join(f'"{a}"' if " " in a else a for a in argv_of(n, args.cache_dir, args.no_cache)))
         return 0
     import os
 
@@ -98,7 +103,7 @@ def main(argv=None) -> int:
     for n in names:
         started = time.perf_counter()
         print(f"===== {n}", flush=True)
-        code = artist_main(argv_of(n, args.cache_dir))
+        code = artist_main(argv_of(n, args.cache_dir, args.no_cache))
         print(f"===== {n}: exit {code}, {time.perf_counter() - started:.0f} s", flush=True)
         if code:
             return code

@@ -8,11 +8,23 @@ import pytest
 
 from artist.calibration import load_profile
 from artist.cli import main
+from artist.limits import MAX_CHANNELS
+from artist.network.analytical import AnalyticalModel
+from artist.network.cache import CACHE_FILE_NAME, LatencyStore
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "calibration" / "data"
 H100_LOGS = [str(DATA / "xxrjun_1node_8xH100_allcoll.txt"), str(DATA / "xxrjun_2node_2xH100_1gpn_smoke.txt")]
 TOPOLOGY = str(REPO / "topologies" / "h100-dgx.yaml")
+# 2 nodes x 2 GPUs, all_reduce of 1, 2 and 4 MiB on lines 12, 13, 14 (tests/data/nccl/README.md).
+GOOD_LOG = Path(__file__).resolve().parent / "data" / "nccl" / "good_2x2_allreduce.txt"
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """`artist calibrate` uses the latency cache by default: keep each test's in its own directory."""
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "default-cache"))
+    return tmp_path / "default-cache" / CACHE_FILE_NAME
 
 
 def test_fit_writes_a_profile_and_is_deterministic(tmp_path, capsys):
@@ -78,3 +90,127 @@ def test_ns3_fit_on_a_small_log(tmp_path, capsys):
     assert 0.88 <= regime.correction.bandwidth_factor <= 0.98
     assert stats["held_out_median_abs_error"] <= 0.05
     assert "ns3" in capsys.readouterr().out
+
+
+def _edited_log(tmp_path, old, new):
+    text = GOOD_LOG.read_text()
+    assert text.count(old) == 1, old  # precondition: the edit hits exactly one place
+    path = tmp_path / "edited.txt"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def _fit(log, out, *extra):
+    return main(["calibrate", "--topology", TOPOLOGY, "--logs", str(log), "--out", str(out), "--quiet", *extra])
+
+
+@pytest.mark.parametrize("old, new, problem", [
+    # 262144 floats are 1048576 B, not the 2097152 B the row prints (all_reduce: size = count x type size).
+    ("2097152        524288", "2097152        262144", "size 2097152 B != count 262144 x float (4 B) = 1048576 B"),
+    ("-1   150.00", "-1     0.00", "out-of-place time is 0.00 us"),  # size / 0 us: no bandwidth
+    ("20.97       0   150.00", "20.97       5   150.00", "out-of-place #wrong = 5"),  # nccl-tests found wrong results
+], ids=["size-vs-count", "zero-time", "wrong"])
+def test_unusable_row_is_one_line_naming_file_and_line(tmp_path, capsys, old, new, problem):
+    log = _edited_log(tmp_path, old, new)
+    assert _fit(log, tmp_path / "x.yaml") == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"artist: error: {log}: line 13: {problem}"), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_allow_wrong_uses_the_row_with_one_warning_naming_file_and_line(tmp_path, capsys):
+    log = _edited_log(tmp_path, "20.97       0   150.00", "20.97       5   150.00")
+    assert _fit(log, tmp_path / "x.yaml", "--allow-wrong") == 0
+    warnings = [l for l in capsys.readouterr().err.splitlines() if l.startswith("warning:")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {log}: line 13: out-of-place #wrong = 5")
+    # The stored command re-makes the profile: it says the wrong row was allowed.
+    assert any("--allow-wrong" in note for note in load_profile(tmp_path / "x.yaml").notes)
+
+
+# The fit of GOOD_LOG asks the backend 4 questions: t0 at 1 byte per rank (4 B, correction.base_seconds)
+# and the log's 3 sizes, 1, 2 and 4 MiB (all >= the default --min-bytes of 1 MiB).
+QUESTIONS = 4
+
+
+def test_a_rerun_is_answered_from_the_cache_with_the_same_profile(tmp_path, monkeypatch, capsys):
+    cache = tmp_path / "cache"
+    assert _fit(GOOD_LOG, tmp_path / "a.yaml", "--cache-dir", str(cache)) == 0
+    assert LatencyStore(cache / CACHE_FILE_NAME).stats()["entries"] == QUESTIONS
+
+    def no_backend(self, placement, nbytes):
+        raise AssertionError(f"the backend was asked for {nbytes} B: not answered from the cache")
+
+    monkeypatch.setattr(AnalyticalModel, "collective_seconds", no_backend)
+    capsys.readouterr()
+    assert _fit(GOOD_LOG, tmp_path / "b.yaml", "--cache-dir", str(cache)) == 0
+    assert f"{QUESTIONS} backend answers from the cache, 0 simulated" in capsys.readouterr().err
+    assert load_profile(tmp_path / "b.yaml").id == load_profile(tmp_path / "a.yaml").id
+
+
+def test_the_default_cache_is_artist_cache_dir_and_no_cache_writes_none(tmp_path, own_cache):
+    assert _fit(GOOD_LOG, tmp_path / "a.yaml", "--no-cache") == 0
+    assert not own_cache.exists()
+    assert _fit(GOOD_LOG, tmp_path / "b.yaml") == 0
+    assert LatencyStore(own_cache).stats()["entries"] == QUESTIONS
+
+
+def test_ctrl_c_says_what_the_cache_kept_and_a_rerun_continues_from_it(tmp_path, monkeypatch, capsys):
+    real = AnalyticalModel.collective_seconds
+    asked = []
+
+    def ctrl_c_at_the_third(self, placement, nbytes):
+        asked.append(nbytes)
+        if len(asked) == 3:
+            raise KeyboardInterrupt
+        return real(self, placement, nbytes)
+
+    monkeypatch.setattr(AnalyticalModel, "collective_seconds", ctrl_c_at_the_third)
+    cache = tmp_path / "cache"
+    out = tmp_path / "a.yaml"
+    assert _fit(GOOD_LOG, out, "--cache-dir", str(cache)) == 130
+    err = capsys.readouterr().err
+    # Two answers were finished before Ctrl-C: each is written to the cache as soon as it is computed.
+    assert len(err.splitlines()) == 1 and err.startswith("artist: interrupted: ") and "Traceback" not in err
+    assert "2 backend answers are in the cache" in err and str(cache / CACHE_FILE_NAME) in err
+    assert "re-running the same command continues from them" in err
+    assert LatencyStore(cache / CACHE_FILE_NAME).stats()["entries"] == 2 and not out.exists()
+
+    asked.clear()
+    monkeypatch.setattr(AnalyticalModel, "collective_seconds", lambda self, p, n: asked.append(n) or real(self, p, n))
+    assert _fit(GOOD_LOG, out, "--cache-dir", str(cache)) == 0
+    assert len(asked) == QUESTIONS - 2  # only the two questions not answered before Ctrl-C
+    assert _fit(GOOD_LOG, tmp_path / "fresh.yaml", "--no-cache") == 0
+    assert load_profile(out).id == load_profile(tmp_path / "fresh.yaml").id
+
+
+def test_ctrl_c_without_cache_says_nothing_was_kept(tmp_path, monkeypatch, capsys):
+    def ctrl_c(self, placement, nbytes):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(AnalyticalModel, "collective_seconds", ctrl_c)
+    assert _fit(GOOD_LOG, tmp_path / "a.yaml", "--no-cache") == 130
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--no-cache" in err and "starts over" in err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--channels", "0"], "--channels: must be >= 1"),
+    (["--channels", str(MAX_CHANNELS + 1)], f"--channels: must be <= {MAX_CHANNELS}"),
+    (["--min-bytes", "-1"], "--min-bytes: must be >= 0"),
+    (["--max-bytes", "-5"], "--max-bytes: must be >= 0"),
+    (["--algorithm", "tree"], "--algorithm: invalid choice: 'tree'"),
+])
+def test_numeric_options_are_bounded(tmp_path, capsys, extra, words):
+    with pytest.raises(SystemExit) as exit_:
+        _fit(GOOD_LOG, tmp_path / "x.yaml", *extra)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and words in err
+
+
+def test_min_bytes_above_max_bytes_is_one_line(tmp_path, capsys):
+    assert _fit(GOOD_LOG, tmp_path / "x.yaml", "--min-bytes", "4194304", "--max-bytes", "1048576") == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--min-bytes: 4194304 is above --max-bytes 1048576" in err

@@ -168,3 +168,91 @@ def test_empty_or_unrelated_file_is_an_error(tmp_path):
     p.write_text("just some text\n")
     with pytest.raises(InputError, match="no nccl-tests results"):
         parse_nccl_tests(p)
+
+
+# ---- rows that cannot be measurements are refused, naming file and line ------------------------
+
+# 2 nodes x 2 GPUs, made-up figures that are consistent by hand: algbw = size / time (1048576 B /
+# 100 us = 10.49 GB/s), busbw = algbw x 2(4-1)/4 for all_reduce, algbw x (4-1)/4 for all_gather.
+HEAD = """# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+# Using devices
+#  Rank  0 Group  0 Pid 100 on nodeA device  0 [0000:1b:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid 101 on nodeA device  1 [0000:43:00] NVIDIA H100 80GB HBM3
+#  Rank  2 Group  0 Pid 200 on nodeB device  0 [0000:1b:00] NVIDIA H100 80GB HBM3
+#  Rank  3 Group  0 Pid 201 on nodeB device  1 [0000:43:00] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+"""
+ALL_REDUCE = HEAD + """\
+     1048576        262144     float     sum      -1   100.00   10.49   15.73       0   100.00   10.49   15.73       0
+     2097152        524288     float     sum      -1   150.00   13.98   20.97       0   150.00   13.98   20.97       0
+"""
+ROW = 9  # line of the 2 MiB row
+
+
+def _edit(text, old, new):
+    assert text.count(old) == 1, old  # precondition: the edit hits exactly one place
+    return text.replace(old, new)
+
+
+def _refused(text, *words):
+    with pytest.raises(InputError) as err:
+        parse_nccl_text(text, "snippet.txt")
+    message = str(err.value)
+    assert message.startswith(f"snippet.txt: line {ROW}: ") and "\n" not in message, message
+    for w in words:
+        assert w in message, message
+
+
+def test_the_consistent_snippet_parses_clean():
+    (test,) = parse_nccl_text(ALL_REDUCE, "snippet.txt").tests
+    assert (test.collective, test.ranks, [r.line for r in test.rows], test.issues) == ("all_reduce", 4, [8, ROW], ())
+
+
+def test_size_contradicting_count_times_type_size_is_refused():
+    # 2097152 B printed with 262144 floats: 262144 x 4 B = 1048576 B (all_reduce prints count x type size).
+    _refused(_edit(ALL_REDUCE, "2097152        524288", "2097152        262144"),
+             "size 2097152 B != count 262144 x float (4 B) = 1048576 B")
+
+
+def test_all_gather_and_reduce_scatter_print_count_per_rank():
+    # nccl-tests src/all_gather.cu, src/reduce_scatter.cu: count = the per-rank count, size = the
+    # whole buffer = count x ranks x type size (the xxrjun 1 x 8 log: 33554432 = 524288 x 8 x 8 B).
+    for name, redop in (("all_gather", "none"), ("reduce_scatter", "sum")):
+        rows = f"""\
+     1048576         65536     float  {redop:>6}      -1   100.00   10.49    7.86       0   100.00   10.49    7.86       0
+     2097152        131072     float  {redop:>6}      -1   150.00   13.98   10.49       0   150.00   13.98   10.49       0
+"""
+        text = f"# Collective test starting: {name}_perf\n" + HEAD + rows
+        (test,) = parse_nccl_text(text, "snippet.txt").tests
+        assert test.collective == name and test.issues == ()
+        # The all_reduce relation (count = size / 4 B) is wrong here: 524288 x 4 B x 4 ranks = 8 MiB.
+        with pytest.raises(InputError) as err:
+            parse_nccl_text(_edit(text, "2097152        131072", "2097152        524288"), "snippet.txt")
+        assert str(err.value) == (f"snippet.txt: line {ROW + 1}: size 2097152 B != count 524288 x float (4 B) x 4 "
+                                  f"ranks = 8388608 B ({name} prints the count per rank and the size of all ranks' "
+                                  f"buffer)")
+
+
+def test_zero_time_is_refused_out_of_place_or_in_place():
+    # 0.00 us makes size / time infinite: one such sample in a row once gave a bandwidth factor of 1000.
+    _refused(_edit(ALL_REDUCE, "20.97       0   150.00", "20.97       0     0.00"), "in-place time is 0.00 us")
+    _refused(_edit(ALL_REDUCE, "-1   150.00", "-1     0.00"), "out-of-place time is 0.00 us")
+
+
+def test_wrong_results_are_refused_unless_allowed():
+    text = _edit(ALL_REDUCE, "   13.98   20.97       0   150.00", "   13.98   20.97       3   150.00")
+    _refused(text, "out-of-place #wrong = 3", "--allow-wrong")
+    (test,) = parse_nccl_text(text, "snippet.txt", allow_wrong=True).tests
+    assert [(i.kind, i.line) for i in test.issues] == [("wrong", ROW)]
+    # nccl-tests prints #wrong with %6g (src/util.cu): 1e+06 is a count of 1000000.
+    _refused(_edit(ALL_REDUCE, "   13.98   20.97       0   150.00", "   13.98   20.97   1e+06   150.00"),
+             "#wrong = 1000000")
+
+
+def test_wrong_not_checked_is_not_an_error():
+    # nccl-tests -c 0 prints N/A in every #wrong cell; the old 'error' column (largest absolute
+    # error, 5e-07 in old_format_mpi_prefix.txt) is not a count either.
+    assert ALL_REDUCE.count("       0") == 4  # precondition: the four #wrong cells
+    (test,) = parse_nccl_text(ALL_REDUCE.replace("       0", "     N/A"), "snippet.txt").tests
+    assert test.issues == () and all(r.out_of_place.wrong is None and r.in_place.wrong is None for r in test.rows)
+    assert parse_nccl_tests(BAD / "old_format_mpi_prefix.txt").issues == ()

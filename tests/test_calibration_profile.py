@@ -429,3 +429,59 @@ def test_coverage_note_says_when_sizes_are_extrapolated():
     assert "machine tier (fitted on 32 MiB-16 GiB): 1 of 3 distinct sizes outside" in note
     assert "rack tier (fitted on 32 MiB-512 MiB): 2 of 3 distinct sizes outside" in note
     assert "network tier, reusing rack's" in note and "extrapolated" in note
+
+
+def test_id_canonical_form_rounds_floats_to_nine_significant_digits():
+    from artist.calibration.profile import canonical_for_id
+
+    # Hand-rounded: 0.363193921|78770915 -> 0.363193922 (aws p4de's fitted factor), 7.34636956|9e-05 -> 7.34636957e-05.
+    assert canonical_for_id(0.36319392178770915) == 0.363193922
+    assert canonical_for_id({"h": [7.346369569234214e-05]}) == {"h": [7.34636957e-05]}
+    # Integers (byte sizes beyond 9 digits), strings and booleans are left alone; -0.0 is 0.0.
+    assert canonical_for_id([17179869184, "ring", True, -0.0]) == [17179869184, "ring", True, 0.0]
+    assert str(canonical_for_id(-0.0)) == "0.0"
+
+
+def _scaled(profile, factor, only=None):
+    """The profile with floats multiplied by `factor`: every float of the corrections, link
+    parameters and backend identity (only=None), or just the correction number `only`
+    (tier, regime index, field)."""
+    import dataclasses
+
+    def scale(value):
+        if isinstance(value, bool) or not isinstance(value, float):
+            return {k: scale(v) for k, v in value.items()} if isinstance(value, dict) else value
+        return value * factor
+
+    corrections = {}
+    for tier, regimes in profile.corrections.items():
+        out = []
+        for k, g in enumerate(regimes.regimes):
+            c = g.correction
+            if only is None:
+                c = TierCorrection(scale(c.bandwidth_factor), scale(c.hop_latency_s))
+            elif only[:2] == (tier, k):
+                c = dataclasses.replace(c, **{only[2]: getattr(c, only[2]) * factor})
+            out.append(SizeRegime(g.from_bytes, c))
+        corrections[tier] = SizeRegimes(tuple(out))
+    if only is not None:
+        return dataclasses.replace(profile, corrections=corrections)
+    return dataclasses.replace(profile, corrections=corrections, link_parameters=scale(profile.link_parameters),
+                               backend=scale(profile.backend))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_id_survives_last_digit_noise_but_not_a_real_change(path):
+    """A re-fit with another numpy / scipy moves fitted numbers by ~1e-15 relative (2.6e-15 at most
+    on the shipped analytical fits, numpy 2.4.6 / scipy 1.17.1): the id must not move. A change of
+    1e-6 in one correction is a different profile: the id must move."""
+    stored = yaml.safe_load(path.read_text())["id"]
+    profile = load_profile(path)
+    noisy = _scaled(profile, 1 + 1e-13)
+    assert noisy.corrections != profile.corrections  # precondition: the numbers really differ
+    assert noisy.id == stored
+    tier = sorted(profile.corrections)[0]
+    for field in ("bandwidth_factor", "hop_latency_s"):
+        if getattr(profile.corrections[tier].regimes[0].correction, field) == 0.0:
+            continue  # 0 x (1 + 1e-6) is still 0
+        assert _scaled(profile, 1 + 1e-6, (tier, 0, field)).id != stored, field

@@ -21,6 +21,12 @@ DATA = REPO / "calibration" / "data"
 SIZES = [MIB << k for k in range(11)]  # 1 MiB .. 1 GiB
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """`artist calibrate` uses the latency cache by default: keep each test's in its own directory."""
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def _affine(a_us, gbs):
     return lambda s: a_us * 1e-6 + s / (gbs * 1e9)
 

@@ -29,10 +29,13 @@ class LogPoints:
 
 def collect_points(model, topology: Topology, paths: Sequence[str | Path],
                    layout: Sequence[int] | None = None, min_bytes: int = 1,
-                   max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO) -> list[LogPoints]:
+                   max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO,
+                   allow_wrong: bool = False) -> list[LogPoints]:
+    """allow_wrong: use rows whose '#wrong' is > 0 (each reported as an issue of kind 'wrong')
+    instead of refusing the log (nccl_tests.check_test)."""
     out = []
     for path in paths:
-        log = parse_nccl_tests(path)
+        log = parse_nccl_tests(path, allow_wrong=allow_wrong)
         lp = LogPoints(log)
         for test in log.tests:
             if test.collective != "all_reduce":

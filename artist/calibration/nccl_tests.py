@@ -27,10 +27,18 @@ lines, Markdown) are kept in ``NcclLog.ignored_lines`` with their line numbers
 so that a caller can show them; a line that looks like a size row but does not
 parse is an error naming the file and line.
 
-After parsing, every row is checked against size, time and rank count
-(``check_test``): algbw = size / time, busbw = algbw x the collective's bus
-factor, and the rank count implied by busbw / algbw against the one the
-``Using devices`` block lists. Disagreements are reported as ``Issue``s.
+After parsing, every row is checked (``check_test``). Rows that cannot be
+measurements are refused with an InputError naming the file and line: a size
+that is not count x type size (x ranks for the collectives that print the
+whole buffer, see SIZE_SCALES_WITH_RANKS), a time of 0 (out-of-place or
+in-place, where present), and a ``#wrong`` count above 0 (nccl-tests found
+wrong results: the timed run was broken) unless the caller allows it
+(``allow_wrong``, `artist calibrate --allow-wrong`), which turns each such row
+into an ``Issue`` of kind 'wrong'. ``#wrong`` = N/A (nccl-tests -c 0, no
+check) is not an error. Then algbw = size / time, busbw = algbw x the
+collective's bus factor, and the rank count implied by busbw / algbw against
+the one the ``Using devices`` block lists are compared; disagreements are
+reported as ``Issue``s.
 """
 
 from __future__ import annotations
@@ -61,8 +69,12 @@ BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "sendrecv": lambda n: 1.0,
 }
 
-# Collectives whose printed size is count x ranks x type size (nccl-tests prints the whole buffer).
-SIZE_SCALES_WITH_RANKS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter")
+# Collectives whose printed size is count x ranks x type size. nccl-tests (src/common.cu, TimeTest)
+# prints size = max(sendBytes, expectedBytes) and count = paramcount, from each collective's
+# GetCollByteCount: paramcount is the per-rank count and one buffer holds ranks x paramcount for
+# all_gather, reduce_scatter, alltoall, gather, scatter (and hypercube); all_reduce, broadcast,
+# reduce and sendrecv have size = count x type size (NVIDIA/nccl-tests a0b82b2, src/*.cu).
+SIZE_SCALES_WITH_RANKS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube")
 
 # Bytes per element of nccl-tests' data types (nccl-tests src/common.cu type names).
 TYPE_BYTES = {
@@ -113,7 +125,7 @@ class Measurement:
     time_us: float | None
     algbw_gbs: float | None
     busbw_gbs: float | None
-    wrong: float | None = None  # '#wrong' count or the older 'error' (max abs error)
+    wrong: float | None = None  # '#wrong' count (int) or the older 'error' (max abs error, float)
 
 
 @dataclass(frozen=True)
@@ -154,8 +166,9 @@ class SizeRow:
 class Issue:
     line: int
     message: str
-    kind: str  # 'row' (one row disagrees), 'ranks' (the rank count implied by busbw/algbw disagrees) or
-    # 'spread' (the row's out-of-place and in-place times disagree: a noisy measurement)
+    kind: str  # 'row' (one row disagrees), 'ranks' (the rank count implied by busbw/algbw disagrees),
+    # 'spread' (the row's out-of-place and in-place times disagree: a noisy measurement) or 'wrong'
+    # (nccl-tests found wrong results in the row; kept only when the caller allows it)
 
 
 @dataclass(frozen=True)
@@ -229,12 +242,15 @@ class NcclLog:
         return tuple(t for t in self.tests if t.collective == collective)
 
 
-def parse_nccl_tests(path: str | Path) -> NcclLog:
+def parse_nccl_tests(path: str | Path, allow_wrong: bool = False) -> NcclLog:
+    """allow_wrong: rows with '#wrong' > 0 are kept (each reported as an Issue of kind 'wrong')
+    instead of refused."""
     text, data = read_input_file(path)
-    return parse_nccl_text(text, str(path), hashlib.sha256(data).hexdigest())
+    return parse_nccl_text(text, str(path), hashlib.sha256(data).hexdigest(), allow_wrong=allow_wrong)
 
 
-def parse_nccl_text(text: str, source: str = "<nccl-tests log>", sha256: str | None = None) -> NcclLog:
+def parse_nccl_text(text: str, source: str = "<nccl-tests log>", sha256: str | None = None,
+                    allow_wrong: bool = False) -> NcclLog:
     if sha256 is None:
         sha256 = hashlib.sha256(text.encode()).hexdigest()
     parser = _Parser(source)
@@ -243,7 +259,7 @@ def parse_nccl_text(text: str, source: str = "<nccl-tests log>", sha256: str | N
     tests = parser.finish()
     if not tests:
         raise InputError(source, None, "no nccl-tests results found (no column header and size rows)")
-    return NcclLog(source, sha256, tuple(check_test(t) for t in tests), tuple(parser.ignored))
+    return NcclLog(source, sha256, tuple(check_test(t, allow_wrong) for t in tests), tuple(parser.ignored))
 
 
 class _Parser:
@@ -447,6 +463,17 @@ def _cell(text: str, source: str, line: int, column: str, integer: bool = False)
     return _number(text, source, line, column)
 
 
+def _wrong_count(text: str, source: str, line: int) -> int | None:
+    """A '#wrong' cell: N/A (not checked, nccl-tests -c 0) or a count of wrong elements. nccl-tests
+    prints it with %6g (src/util.cu, writeBenchmarkLineBody), so 1e+06 is a count too."""
+    value = _cell(text, source, line, "#wrong")
+    if value is None:
+        return None
+    if value < 0 or value != int(value):
+        raise InputError(source, f"line {line}", f"column '#wrong': expected a count of wrong elements, got {text!r}")
+    return int(value)
+
+
 def _parse_row(tokens: list[str], columns: tuple[str, ...], source: str, line: int) -> SizeRow:
     if len(tokens) != len(columns):
         raise InputError(source, f"line {line}",
@@ -465,7 +492,8 @@ def _parse_row(tokens: list[str], columns: tuple[str, ...], source: str, line: i
              "busbw": _cell(tokens[i + 2], source, line, "busbw")}
         i += 3
         if i < len(columns) and columns[i] in WRONG_COLUMNS:
-            g["wrong"] = _cell(tokens[i], source, line, columns[i], integer=columns[i] == "#wrong")
+            g["wrong"] = (_wrong_count(tokens[i], source, line) if columns[i] == "#wrong"
+                          else _cell(tokens[i], source, line, columns[i]))
             i += 1
         for name in ("time", "algbw", "busbw"):
             if g[name] is not None and g[name] < 0:
@@ -526,10 +554,63 @@ def infer_collective(test: NcclTest) -> NcclTest:
     return replace(test, collective="all_reduce", collective_inferred=True, notes=test.notes + (note,))
 
 
-def check_test(test: NcclTest) -> NcclTest:
+def _size_problem(test: NcclTest, row: SizeRow) -> str | None:
+    """Why the row's size contradicts count x type size (x ranks where nccl-tests prints the whole
+    buffer), or None. Rows without count or type (trimmed columns) or of a type nccl-tests does not
+    name cannot be checked. Ranks: the 'Using devices' count and the one busbw/algbw implies (they
+    differ only in a mislabelled log, reported as a 'ranks' issue; either explains the size). A test
+    whose collective is unknown may be of either kind; with no rank count at all, any whole number
+    of per-rank buffers is accepted."""
+    width = TYPE_BYTES.get(row.dtype) if row.dtype is not None else None
+    if row.count is None or width is None:
+        return None
+    plain = row.count * width
+    text = f"size {row.size_bytes} B != count {row.count} x {row.dtype} ({width} B)"
+    if test.collective is not None and test.collective not in SIZE_SCALES_WITH_RANKS:
+        return None if row.size_bytes == plain else f"{text} = {plain} B"
+    ranks = sorted({n for n in (test.ranks, test.implied_ranks) if n is not None})
+    allowed = [plain * n for n in ([1] if test.collective is None else []) + ranks]
+    if row.size_bytes in allowed:
+        return None
+    if not ranks and plain > 0 and row.size_bytes % plain == 0:
+        return None
+    whole = (f"{' or '.join(map(str, ranks))} ranks = {' or '.join(str(plain * n) for n in ranks)} B" if ranks
+             else f"ranks: not a whole multiple of {plain} B")
+    if test.collective is None:
+        return (f"{text} = {plain} B, nor x {whole} (the log does not name its collective: all_reduce, broadcast, "
+                f"reduce and sendrecv print size = count x type size, the others size = count x ranks x type size)")
+    return f"{text} x {whole} ({test.collective} prints the count per rank and the size of all ranks' buffer)"
+
+
+def _refuse_unusable_row(test: NcclTest, row: SizeRow, allow_wrong: bool) -> Issue | None:
+    """Raise InputError for a row that cannot be a measurement; with allow_wrong, a row whose
+    results nccl-tests found wrong becomes an Issue of kind 'wrong' instead."""
+    where = f"line {row.line}"
+    problem = _size_problem(test, row)
+    if problem:
+        raise InputError(test.source, where, problem)
+    groups = [(label, m) for label, m in (("out-of-place", row.out_of_place), ("in-place", row.in_place)) if m is not None]
+    for label, m in groups:
+        if m.time_us is not None and m.time_us <= 0:
+            raise InputError(test.source, where, f"{label} time is {m.time_us:.2f} us: a measured time must be > 0 "
+                                                 f"(size / time would be infinite)")
+    if "#wrong" not in test.columns:
+        return None  # older logs' 'error' column is the largest absolute error, not a count
+    wrong = [(label, m.wrong) for label, m in groups if m.wrong is not None and m.wrong > 0]
+    if not wrong:
+        return None
+    counts = ", ".join(f"{label} #wrong = {n}" for label, n in wrong)
+    if not allow_wrong:
+        raise InputError(test.source, where, f"{counts}: nccl-tests found wrong results, so this run is not a valid "
+                                             f"measurement (artist calibrate --allow-wrong uses such rows, with a warning)")
+    return Issue(row.line, f"{counts}: nccl-tests found wrong results; used because of --allow-wrong", "wrong")
+
+
+def check_test(test: NcclTest, allow_wrong: bool = False) -> NcclTest:
     """Return the test with its issues: rows whose algbw/busbw disagree with size, time and rank
-    count, a size/count/type mismatch, a rank count implied by busbw/algbw that differs from the
-    header's, and an 'Avg bus bandwidth' footer that is not the mean of the rows' busbw."""
+    count, a rank count implied by busbw/algbw that differs from the header's, an 'Avg bus
+    bandwidth' footer that is not the mean of the rows' busbw, and (with allow_wrong) rows with
+    '#wrong' > 0. Rows that cannot be measurements raise InputError (_refuse_unusable_row)."""
     test = infer_collective(test)
     issues: list[Issue] = []
     n = test.ranks
@@ -541,12 +622,9 @@ def check_test(test: NcclTest) -> NcclTest:
     ranks_for_checks = n if n is not None else implied
     factor = BUS_FACTORS.get(test.collective) if test.collective else None
     for row in test.rows:
-        if (row.count is not None and row.dtype in TYPE_BYTES and test.collective is not None
-                and ranks_for_checks is not None):
-            scale = ranks_for_checks if test.collective in SIZE_SCALES_WITH_RANKS else 1
-            if row.count * TYPE_BYTES[row.dtype] * scale != row.size_bytes:
-                issues.append(Issue(row.line, f"size {row.size_bytes} B != count {row.count} x {TYPE_BYTES[row.dtype]} B"
-                                              f"{f' x {scale} ranks' if scale > 1 else ''}", "row"))
+        wrong = _refuse_unusable_row(test, row, allow_wrong)
+        if wrong is not None:
+            issues.append(wrong)
         for label, m in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
             if m is None or m.time_us is None or m.time_us <= 0:
                 continue

@@ -9,7 +9,11 @@ topology link parameters and the backend identity it was fitted for; the logs
 The profile id is a digest of what changes an answer (link parameters, backend
 identity, the correction formula, corrections and the sizes where regimes
 change), so two profiles that calibrate identically share an id and any change
-of a parameter changes every cache key built on it.
+of a parameter changes every cache key built on it. Every float enters the
+digest rounded to ID_SIGNIFICANT_DIGITS significant digits: a re-fit with
+another numpy / scipy moves the last bits of a fitted number (relative ~1e-15),
+which must not change the id, while a change of a parameter beyond ~1e-9
+relative still does. The profile applies its numbers as stored, unrounded.
 
 Format 3 (this version) stores each tier's regimes, for the correction
 t' = t0 + (t - t0) / bandwidth_factor + hops x hop_latency_s (correction.py).
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +44,11 @@ READABLE_FORMATS = (3,)
 # Formats whose bandwidth_factor divided the whole backend time (t0 included): refused, not re-read.
 WHOLE_TIME_FORMATS = (1, 2)
 TIER_NAMES = ("machine", "rack", "network")  # Placement.tier values
+# Floats are hashed into the profile id at 9 significant digits: re-fitting the four shipped
+# analytical profiles with numpy 2.4.6 / scipy 1.17.1 moved fitted numbers by up to 2.6e-15
+# relative (h100 machine hop latency), 10^6 below the 1e-9 that 9 digits resolve, while a
+# deliberate change of a parameter is far above 1e-9.
+ID_SIGNIFICANT_DIGITS = 9
 CORRECTION_TEXT = ("t' = t0 + (t - t0) / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and hop_latency_s"
                    " of the tier's size regime containing the all-reduce size S (from_bytes <= S < to_bytes; S below the "
                    "first regime uses the first, S beyond the last measured size the last); t = the backend's all-reduce "
@@ -75,7 +85,7 @@ class CalibrationProfile:
                    "tiers": {t: [{"from_bytes": 0 if k == 0 else g.from_bytes, **_correction_dict(g.correction)}
                                  for k, g in enumerate(r.regimes)] for t, r in tiers.items()},
                    "link_parameters": self.link_parameters, "backend": self.backend}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(canonical_for_id(payload), sort_keys=True).encode()).hexdigest()[:16]
 
     def correction(self, tier: str) -> SizeRegimes:
         if tier in self.corrections:
@@ -244,6 +254,23 @@ def _read_regimes(tf: Fields) -> tuple[SizeRegimes, list[dict]]:
 def _correction_dict(c: TierCorrection) -> dict:
     # Seconds, not microseconds: a unit conversion would not survive the YAML round trip bit for bit.
     return {"bandwidth_factor": float(c.bandwidth_factor), "hop_latency_s": float(c.hop_latency_s)}
+
+
+def canonical_for_id(value):
+    """value with every float rounded to ID_SIGNIFICANT_DIGITS significant digits (recursively
+    through mappings and sequences), the form the profile id hashes; integers, strings and
+    booleans unchanged. -0.0 becomes 0.0 (the same number, another JSON text)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):  # float, numpy floats
+        return float(f"{float(value):.{ID_SIGNIFICANT_DIGITS}g}") + 0.0
+    if isinstance(value, dict):
+        return {str(k): canonical_for_id(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical_for_id(v) for v in value]
+    raise TypeError(f"cannot put a {type(value).__name__} into a profile id: {value!r}")
 
 
 def _bytes_text(n: int) -> str:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from artist.errors import InputError
+from artist.commands._args import integer
+from artist.commands.cache import cache_path_from_args
+from artist.errors import InputError, Interrupted
+from artist.limits import MAX_CHANNELS
+from artist.network.cache import CACHE_FILE_NAME
+from artist.network.collectives import ALGORITHMS
 from artist.network.factory import BACKENDS, make_comm_model
 from artist.topology import load_topology
 
@@ -18,9 +23,10 @@ def add_parser(sub) -> None:
                     "--check, evaluate an existing profile on other logs.")
     p.add_argument("--logs", nargs="+", required=True, help="nccl-tests output files")
     p.add_argument("--topology", default=None, help="topology YAML (default with --check: the profile's)")
-    p.add_argument("--backend", default="analytical", choices=BACKENDS)
-    p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
-    p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
+    p.add_argument("--backend", default="analytical", choices=BACKENDS, help="network backend to calibrate")
+    p.add_argument("--algorithm", default="ring", choices=ALGORITHMS, help="all-reduce algorithm")
+    p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
+                   help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")
     p.add_argument("--out", default=None, help="profile YAML to write (e.g. calibration/profiles/NAME.yaml)")
     p.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
     p.add_argument("--check", default=None, metavar="PROFILE", help="evaluate this profile on --logs instead of fitting")
@@ -29,9 +35,10 @@ def add_parser(sub) -> None:
                         "checked against the logs that have one")
     # The backends model NCCL's Ring/Simple protocol, which NCCL uses for MiB-sized messages such as
     # gradient buckets; below ~1 MiB it switches to the LL/LL128 protocols and tree algorithms.
-    p.add_argument("--min-bytes", type=int, default=1 << 20,
+    p.add_argument("--min-bytes", type=integer(0), default=1 << 20,
                    help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not model)")
-    p.add_argument("--max-bytes", type=int, default=None, help="ignore sizes above this (e.g. to bound ns-3 run time)")
+    p.add_argument("--max-bytes", type=integer(0), default=None,
+                   help="ignore sizes above this (e.g. to bound ns-3 run time); >= --min-bytes")
     p.add_argument("--fit-from", default="all", metavar="all|BYTES",
                    help="smallest size to fit, per log: all (default): every simulated size; or a byte count. Smaller "
                         "sizes are simulated and reported as 'outside', never fitted")
@@ -41,24 +48,52 @@ def add_parser(sub) -> None:
                         "per tier over every fitted size")
     p.add_argument("--note", action="append", default=[],
                    help="free text stored in the profile's notes (e.g. what the logs' network is and the backends are not)")
+    p.add_argument("--allow-wrong", action="store_true",
+                   help="use rows whose '#wrong' is > 0 (nccl-tests found wrong results), with a warning per row; "
+                        "without it such a log is refused")
+    # The cache keeps the backend's raw answers (it sits inside the calibration), so it changes no
+    # answer; it saves re-running ns-3 when re-fitting, and an interrupted fit continues from it.
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
-                   help="answer the backend's all-reduce questions through the latency cache in DIR (off by default; "
-                        "a cache never changes an answer, it saves re-running ns-3 when re-fitting)")
+                   help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR, else "
+                        f"$XDG_CACHE_HOME/artist, else ~/.cache/artist)")
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)
 
 
-def _model(backend: str, topology, algorithm: str, channels: int, cache_dir: str | None = None):
+def _model(backend: str, topology, algorithm: str, channels: int, cache_path: str | None = None):
+    """The backend, inside the latency cache at cache_path (None: no cache)."""
     try:
         model = make_comm_model(backend, topology, algorithm=algorithm, channels=channels)
     except ImportError as exc:
         raise SystemExit(f"artist calibrate: backend {backend!r} is not available: {exc}") from None
-    if cache_dir is None:
+    if cache_path is None:
         return model
-    from artist.network.cache import CACHE_FILE_NAME, Cached
+    from artist.network.cache import Cached
 
-    return Cached(model, Path(cache_dir) / CACHE_FILE_NAME)  # same identity as the backend: a cache changes no answer
+    return Cached(model, cache_path)  # same identity as the backend: a cache changes no answer
+
+
+def _simulate(model, cache_path: str | None, *args, **kwargs):
+    """collect_points (every backend simulation of the command) with Ctrl-C turned into a one-line
+    Interrupted saying what is kept: Cached stores each answer as soon as it is computed, so a
+    re-run asks the backend only for the rest."""
+    from artist.calibration.build import collect_points
+
+    try:
+        return collect_points(model, *args, **kwargs)
+    except KeyboardInterrupt:
+        if cache_path is None:
+            raise Interrupted("stopped during the backend simulations; with --no-cache none of their answers was "
+                              "kept: re-running the same command starts over") from None
+        try:
+            stored = f"{model.store.stats()['entries']} backend answers are"
+        except Exception as exc:  # the summary must not hide the interrupt behind a traceback
+            stored = f"the backend answers computed so far are (could not count them: {exc})"
+        raise Interrupted(f"stopped during the backend simulations after {model.session.misses} new answers; "
+                          f"{stored} in the cache {cache_path}: re-running the same command continues from "
+                          f"them") from None
 
 
 def _fit_from(text: str):
@@ -85,11 +120,23 @@ def _command_line(args) -> str:
         parts += ["--max-bytes", str(args.max_bytes)]
     if args.layout:
         parts += ["--layout", args.layout]
+    if args.allow_wrong:
+        parts += ["--allow-wrong"]
     return " ".join(parts)
 
 
 def run(args) -> int:
-    from artist.calibration.build import check_points, collect_points, fit_profile
+    models = []  # the command's model, to close its cache (writing the hit counters) however it ends
+    try:
+        return _run(args, models)
+    finally:
+        for model in models:
+            if hasattr(model, "close"):
+                model.close()
+
+
+def _run(args, models: list) -> int:
+    from artist.calibration.build import check_points, fit_profile
     from artist.calibration.fit import parse_layout
     from artist.calibration.profile import Calibrated, load_profile
     from artist.calibration.report import plot_busbw, points_table, summary_table
@@ -99,6 +146,12 @@ def run(args) -> int:
     except ValueError as exc:
         raise InputError("--layout", None, str(exc)) from None
     fit_from = _fit_from(args.fit_from)
+    if args.max_bytes is not None and args.min_bytes > args.max_bytes:
+        raise InputError("command line", "--min-bytes", f"{args.min_bytes} is above --max-bytes {args.max_bytes}: "
+                                                        f"no size would be simulated")
+    cache_path = cache_path_from_args(args)
+    options = dict(layout=layout, min_bytes=args.min_bytes, max_bytes=args.max_bytes, fit_from=fit_from,
+                   regimes=args.regimes, allow_wrong=args.allow_wrong)
 
     if args.check:
         profile = load_profile(args.check)
@@ -108,9 +161,10 @@ def run(args) -> int:
         topology = load_topology(topo_path)
         profile.check_topology(topology)
         b = profile.backend
-        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1), args.cache_dir)
+        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1), cache_path)
+        models.append(model)
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
-        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from, args.regimes)
+        logs = _simulate(model, cache_path, topology, args.logs, **options)
         points = check_points(profile, logs)
         print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}")
     else:
@@ -119,8 +173,9 @@ def run(args) -> int:
         if not args.topology:
             raise SystemExit("artist calibrate: --topology is required when fitting")
         topology = load_topology(args.topology)
-        model = _model(args.backend, topology, args.algorithm, args.channels, args.cache_dir)
-        logs = collect_points(model, topology, args.logs, layout, args.min_bytes, args.max_bytes, fit_from, args.regimes)
+        model = _model(args.backend, topology, args.algorithm, args.channels, cache_path)
+        models.append(model)
+        logs = _simulate(model, cache_path, topology, args.logs, **options)
         name = args.name or Path(args.out).stem
         profile, points = fit_profile(name, topology, model.identity(), logs, notes=args.note, fit_from=fit_from,
                                       regimes=args.regimes, command=_command_line(args))
@@ -154,4 +209,8 @@ def run(args) -> int:
     print(summary_table(points))
     if args.plot:
         print(f"wrote {plot_busbw(points, args.plot)}")
+    if cache_path is not None:
+        s = model.session
+        print(f"calibrate: {s.hits} backend answers from the cache, {s.misses} simulated (cache {cache_path})",
+              file=sys.stderr)
     return 0
