@@ -4,12 +4,14 @@ import csv
 import io
 import os
 import pickle
+import re
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
 from contextlib import redirect_stdout
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,9 @@ import pytest
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import CommResult
-from artist.network.cache import (CACHE_FILE_NAME, Cached, Claim, LatencyStore, WAIT, _process_start,
-                                  default_cache_path)
+from artist.network.cache import (CACHE_FILE_NAME, CacheUnusable, Cached, Claim, LatencyStore, UnreadableEntry, WAIT,
+                                  _process_start, check_cache_usable, created_before, default_cache_path, inspect_cache,
+                                  result_from_json, result_to_json)
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
@@ -201,13 +204,6 @@ def test_default_location_follows_artist_cache_dir(monkeypatch, tmp_path):
     assert default_cache_path() == tmp_path / "xdg" / "artist" / CACHE_FILE_NAME
 
 
-def test_a_file_that_is_not_a_cache_is_a_clear_error(tmp_path):
-    bad = tmp_path / CACHE_FILE_NAME
-    bad.write_text("not sqlite at all " * 100)
-    with pytest.raises(InputError, match=str(bad)):
-        LatencyStore(bad).stats()
-
-
 def test_another_schema_version_is_refused_by_name(store_path):
     LatencyStore(store_path).stats()
     conn = sqlite3.connect(store_path)
@@ -345,3 +341,191 @@ def test_a_forked_child_does_not_write_its_parents_unwritten_hits_again(topo, st
     assert proc.exitcode == 0
     cached.flush()
     assert LatencyStore(store_path).counters()["hits"] == 4
+
+
+# --------------------------------------------------------------------------- damage
+
+
+def _fill(store_path, topo, n, backend="counting"):
+    """n entries of about 1 kB each, written as Cached writes them; the store is closed after."""
+    store = LatencyStore(store_path)
+    p = placement_from_shape(topo, [[8]])
+    for i in range(n):
+        result = CommResult(exposed_seconds=0.5, collective_seconds=1.0, backend=backend,
+                            bucket_seconds=(0.25,) * 4, details={"pad": "x" * 900})
+        store.put(store.get_or_claim(f"k{i:04d}"), {"backend": {"version": "1"}, "model": f"m{i}"}, f"m{i}", p,
+                  result, 2.0)
+    store.close()
+    return store_path
+
+
+def _damage_middle_pages(path):
+    """Overwrite the middle fifth of the file (whole pages, far from the header and the schema page)."""
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    pages = len(data) // page
+    assert pages >= 50, pages  # enough pages that the middle holds only entry data
+    for n in range(2 * pages // 5, 3 * pages // 5):
+        data[n * page:(n + 1) * page] = b"\xff" * page
+    path.write_bytes(bytes(data))
+
+
+def _assert_names_file_and_recovery(exc_info, path):
+    text = str(exc_info.value)
+    assert text.startswith(f"{path}:")
+    # `artist cache verify`, with --cache-dir when the file is not the default one
+    assert re.search(r"`artist cache (--cache-dir \S+ )?verify` to see", text), text
+    assert re.search(r"`artist cache (--cache-dir \S+ )?clear` to start afresh", text), text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize("content", [b"not sqlite at all\n" * 100, None, b""], ids=["text", "random", "empty-ok"])
+def test_opening_a_file_that_is_not_a_cache_names_it_and_the_recovery(tmp_path, content):
+    path = tmp_path / CACHE_FILE_NAME
+    path.write_bytes(os.urandom(8192) if content is None else content)
+    if content == b"":  # SQLite reads an empty file as an empty database: a usable new cache
+        assert LatencyStore(path).stats()["entries"] == 0
+        return
+    for operation in (lambda s: s.stats(), lambda s: s.get("k"), lambda s: s.export_rows(),
+                      lambda s: s.clear(allow_ns3=True), lambda s: s.get_or_claim("k")):
+        with pytest.raises(CacheUnusable) as exc_info:
+            operation(LatencyStore(path))
+        _assert_names_file_and_recovery(exc_info, path)
+
+
+def test_damage_met_after_opening_is_the_same_error(topo, store_path):
+    _damage_middle_pages(_fill(store_path, topo, 400))
+    store = LatencyStore(store_path)
+    store._conn()  # the header and schema pages are intact: opening succeeds
+    for operation in (store.export_rows, store.stats, lambda: store.clear(allow_ns3=True)):
+        with pytest.raises(CacheUnusable) as exc_info:
+            operation()
+        _assert_names_file_and_recovery(exc_info, store_path)
+        assert "malformed" in str(exc_info.value)
+    with pytest.raises(CacheUnusable):
+        check_cache_usable(store_path)
+    report = inspect_cache(store_path)  # what `artist cache verify` prints
+    assert not report.ok and report.whole_file and "clear` to start afresh" in report.fix
+
+
+def test_a_truncated_cache_is_the_same_error(topo, store_path):
+    _fill(store_path, topo, 200)
+    with open(store_path, "r+b") as fh:
+        fh.truncate(store_path.stat().st_size // 2)
+    with pytest.raises(CacheUnusable) as exc_info:
+        LatencyStore(store_path).export_rows()
+    _assert_names_file_and_recovery(exc_info, store_path)
+    with pytest.raises(CacheUnusable):
+        check_cache_usable(store_path)
+
+
+def test_the_recovery_commands_name_a_non_default_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "default"))
+    path = tmp_path / "my cache" / CACHE_FILE_NAME
+    path.parent.mkdir()
+    path.write_bytes(b"garbage" * 1000)
+    with pytest.raises(CacheUnusable, match=r"`artist cache --cache-dir '.*my cache' clear`"):
+        LatencyStore(path).stats()
+
+
+def test_a_table_lacking_columns_is_refused_by_name(store_path):
+    store_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(store_path)
+    conn.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, value TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(CacheUnusable, match="table entries: lacks column 'backend'"):
+        LatencyStore(store_path).stats()
+
+
+def test_an_unreadable_entry_is_named_not_a_key_error(topo, store_path):
+    _fill(store_path, topo, 3)
+    conn = sqlite3.connect(store_path)
+    with conn:
+        conn.execute("""UPDATE entries SET result_json = '{"exposed_seconds": 1.0}' WHERE key = 'k0001'""")
+    conn.close()
+    store = LatencyStore(store_path)
+    assert store.get("k0000").result.exposed_seconds == 0.5  # the others still serve
+    for ask in (store.get, store.get_or_claim):
+        with pytest.raises(UnreadableEntry, match=r"entry k0001: cannot be read back \(result_json lacks field "
+                                                  r"'collective_seconds'\).*clear --unreadable"):
+            ask("k0001")
+    with pytest.raises(UnreadableEntry, match="1 of 3 entries"):
+        check_cache_usable(store_path)
+    outcome = store.clear(unreadable=True)
+    assert (outcome.entries, outcome.deleted) == (1, True)
+    check_cache_usable(store_path)  # fine again
+    assert store.get("k0001") is None  # a miss now: simulated again when next asked
+
+
+@pytest.mark.parametrize("text,why", [
+    ("not json", "not JSON"),
+    ("[1, 2]", "not a JSON object"),
+    ('{"exposed_seconds": 1}', "lacks field 'collective_seconds'"),
+    ('{"exposed_seconds": "1", "collective_seconds": 1, "backend": "b", "calibrated": false, "bucket_seconds": [],'
+     ' "packets": 0, "details": {}}', "'exposed_seconds' is not a finite number"),
+    ('{"exposed_seconds": NaN, "collective_seconds": 1, "backend": "b", "calibrated": false, "bucket_seconds": [],'
+     ' "packets": 0, "details": {}}', "'exposed_seconds' is not a finite number"),
+    ('{"exposed_seconds": 1, "collective_seconds": 1, "backend": "b", "calibrated": false, "bucket_seconds": [1, "x"],'
+     ' "packets": 0, "details": {}}', "'bucket_seconds' is not a list of finite numbers"),
+    ('{"exposed_seconds": 1, "collective_seconds": 1, "backend": "b", "calibrated": 0, "bucket_seconds": [],'
+     ' "packets": 0, "details": {}}', "'calibrated' is not true or false"),
+])
+def test_result_from_json_says_what_is_wrong(text, why):
+    with pytest.raises(ValueError, match=re.escape(why)):
+        result_from_json(text)
+
+
+def test_result_round_trips_through_json():
+    r = CommResult(exposed_seconds=0.1, collective_seconds=0.3, backend="b", calibrated=True,
+                   bucket_seconds=(0.1, 0.2), packets=7, details={"a": [1]})
+    assert result_from_json(result_to_json(r)) == r
+
+
+def test_check_cache_usable_creates_a_missing_cache_and_passes_a_healthy_one(topo, store_path):
+    assert check_cache_usable(store_path) is None
+    assert store_path.exists() and LatencyStore(store_path).stats()["entries"] == 0
+    _fill(store_path, topo, 5)
+    assert check_cache_usable(store_path) is None
+
+
+def test_check_cache_usable_refuses_random_bytes_and_another_schema(store_path):
+    store_path.parent.mkdir(parents=True)
+    store_path.write_bytes(os.urandom(4096))
+    with pytest.raises(CacheUnusable) as exc_info:
+        check_cache_usable(store_path)
+    _assert_names_file_and_recovery(exc_info, store_path)
+    store_path.unlink()
+    LatencyStore(store_path).stats()
+    conn = sqlite3.connect(store_path)
+    with conn:
+        conn.execute("UPDATE meta SET value = '0' WHERE name = 'schema_version'")
+    conn.close()
+    with pytest.raises(CacheUnusable, match="schema 0"):
+        check_cache_usable(store_path)
+
+
+def test_check_cache_usable_defaults_to_the_default_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "env"))
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / CACHE_FILE_NAME).write_text("x" * 5000)
+    with pytest.raises(CacheUnusable, match=re.escape(str(tmp_path / "env" / CACHE_FILE_NAME))):
+        check_cache_usable()
+
+
+def test_clear_holds_back_ns3_results_unless_allowed(topo, store_path):
+    _fill(store_path, topo, 2, backend="ns3")
+    store = LatencyStore(store_path)
+    outcome = store.clear()
+    assert (outcome.entries, outcome.ns3_entries, outcome.ns3_wall_seconds, outcome.deleted) == (2, 2, 4.0, False)
+    assert store.stats()["entries"] == 2
+    assert store.clear(backend="analytical").deleted  # selects nothing of ns-3
+    assert store.stats()["entries"] == 2
+    assert store.clear(allow_ns3=True).deleted and store.stats()["entries"] == 0
+
+
+def test_created_before_orders_like_created_at():
+    now = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+    assert created_before(3600, now) == "2024-05-01T11:00:00.000000Z"
+    assert created_before(0, now) < "2024-05-01T12:00:00.000001Z"
+    assert created_before(1e15, now) == "0001-01-01T00:00:00.000000Z"  # past year 1: nothing dated is older

@@ -42,6 +42,14 @@ Questions cached: a model's iteration (``iteration_comm_time``) and, for
 backends that offer it, one all-reduce of a payload (``collective_seconds``,
 asked by calibration fits); the key's "model" part tells them apart.
 
+Damage. A file that SQLite cannot read as the cache (not a database, a damaged
+page, another schema version, tables lacking columns) raises ``CacheUnusable``,
+an InputError naming the file and the recovery (``artist cache verify`` to see,
+``artist cache clear`` to start afresh), whichever operation meets the damage
+first; an entry whose stored result does not parse raises ``UnreadableEntry``.
+``check_cache_usable`` looks at the whole file once, for a driver to call before
+it starts any run; ``inspect_cache`` is what ``artist cache verify`` reports.
+
 Counters (hits, misses, simulated and saved wall seconds) live in the store.
 Hits are counted in memory and added to the store with the next write, every
 few seconds, on ``flush()`` / ``close()`` and at interpreter exit, so that a
@@ -51,18 +59,22 @@ hit costs no write transaction.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
+import math
 import os
 import random
+import shlex
 import socket
 import sqlite3
 import threading
 import time
 import weakref
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from hashlib import sha256
 from pathlib import Path
+from urllib.parse import quote
 
 from artist.errors import InputError
 from artist.network.base import CommResult
@@ -79,6 +91,11 @@ DEFAULT_CLAIM_TTL_S = 3600.0
 DEFAULT_POLL_INTERVAL_S = 0.02
 COUNTER_FLUSH_INTERVAL_S = 2.0
 COUNTER_NAMES = ("hits", "misses", "simulated_wall_seconds", "saved_wall_seconds")
+NS3_BACKEND = "ns3"  # Ns3Model.name: the entries that cost real simulation time to rebuild
+# SQLite side files of one database: WAL, its shared-memory index, the rollback journal
+# (present only if the file was ever used outside WAL mode). The store keeps its claims in
+# the ``inflight`` table, so it has no lock or claim files of its own.
+SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
 
 ENTRY_COLUMNS = (
     "key", "backend", "backend_version", "ns3_version", "model_name", "model_signature", "shape", "gpus", "tier",
@@ -245,8 +262,23 @@ class Claim:
 WAIT = "wait"  # another live process holds the claim
 
 
+def _iso(moment: datetime) -> str:
+    """created_at text: fixed width (the year zero-padded, which strftime does not promise before
+    year 1000), so text order is time order."""
+    return f"{moment.year:04d}-{moment.strftime('%m-%dT%H:%M:%S.%f')}Z"
+
+
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _iso(datetime.now(timezone.utc))
+
+
+def created_before(age_seconds: float, now: datetime | None = None) -> str:
+    """The created_at text of the moment age_seconds before now: entries older than the age sort below it."""
+    now = now or datetime.now(timezone.utc)
+    try:
+        return _iso(now - timedelta(seconds=age_seconds))
+    except OverflowError:  # before year 1: every dated entry is younger
+        return _iso(datetime.min)
 
 
 def result_to_json(result: CommResult) -> str:
@@ -257,11 +289,155 @@ def result_to_json(result: CommResult) -> str:
     })
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# What result_from_json needs of each field: a damaged entry must fail here, by name,
+# not later inside the simulator.
+_RESULT_FIELDS = {
+    "exposed_seconds": ("a finite number", _is_number),
+    "collective_seconds": ("a finite number", _is_number),
+    "backend": ("text", lambda v: isinstance(v, str)),
+    "calibrated": ("true or false", lambda v: isinstance(v, bool)),
+    "bucket_seconds": ("a list of finite numbers", lambda v: isinstance(v, list) and all(map(_is_number, v))),
+    "packets": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "details": ("an object", lambda v: isinstance(v, dict)),
+}
+
+
 def result_from_json(text: str) -> CommResult:
-    d = json.loads(text)
+    """The CommResult stored as text; ValueError saying what is wrong when it cannot be read back."""
+    try:
+        d = json.loads(text)
+    except (TypeError, ValueError) as exc:  # TypeError: a number or NULL where text should be
+        raise ValueError(f"result_json is not JSON ({exc})") from None
+    if not isinstance(d, dict):
+        raise ValueError("result_json is not a JSON object")
+    for name, (kind, ok) in _RESULT_FIELDS.items():
+        if name not in d:
+            raise ValueError(f"result_json lacks field {name!r}")
+        if not ok(d[name]):
+            raise ValueError(f"result_json field {name!r} is not {kind}")
     return CommResult(exposed_seconds=d["exposed_seconds"], collective_seconds=d["collective_seconds"],
                       backend=d["backend"], calibrated=d["calibrated"], bucket_seconds=tuple(d["bucket_seconds"]),
                       packets=d["packets"], details=d["details"])
+
+
+def stored_answer_from_row(result_json, wall_seconds, created_at) -> StoredAnswer:
+    """One entry's (result_json, wall_seconds, created_at) columns; ValueError when they cannot be read back.
+    SQLite's column types are advisory, so a damaged row can hold text where a number belongs."""
+    result = result_from_json(result_json)
+    if not _is_number(wall_seconds):
+        raise ValueError(f"wall_seconds is not a finite number ({wall_seconds!r})")
+    if not isinstance(created_at, str):
+        raise ValueError(f"created_at is not text ({created_at!r})")
+    return StoredAnswer(result, float(wall_seconds), created_at)
+
+
+# --------------------------------------------------------------------------- damage
+
+
+def cache_command(path: str | Path, action: str) -> str:
+    """`artist cache <action>` as the user would type it to act on this file."""
+    path = Path(path)
+    if path.name == CACHE_FILE_NAME and path.resolve() != default_cache_path().resolve():
+        return f"`artist cache --cache-dir {shlex.quote(str(path.parent))} {action}`"
+    return f"`artist cache {action}`"
+
+
+class CacheUnusable(InputError):
+    """The file cannot be opened as the latency cache: not SQLite, damaged, another schema version.
+    ``detail`` says what is wrong without the recovery advice."""
+
+    def __init__(self, path: str | Path, detail: str, where: str | None = None, fix: str | None = None):
+        self.detail = detail
+        fix = fix or (f"run {cache_command(path, 'verify')} to see what is wrong, "
+                      f"or {cache_command(path, 'clear')} to start afresh")
+        super().__init__(str(path), where, f"{detail}: {fix}")
+
+
+class UnreadableEntry(InputError):
+    """One entry's stored result does not parse or lacks a field; the rest of the file is fine."""
+
+    def __init__(self, path: str | Path, key: str, detail: str):
+        self.key = key
+        self.detail = detail
+        super().__init__(str(path), f"entry {key}",
+                         f"cannot be read back ({detail}): run {cache_command(path, 'clear --unreadable')} "
+                         "to drop the unreadable entries (they are simulated again when next asked)")
+
+
+_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+# Trouble with the file's surroundings, not its content: busy past the timeout, read-only,
+# I/O error, disk full, cannot open, no permission.
+_ENVIRONMENT_CODES = {3, 5, 6, 8, 10, 13, 14}
+
+
+def _sqlite_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python >= 3.11; extended codes carry the primary in the low byte
+    return None if code is None else code & 0xFF
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    code = _sqlite_code(exc)
+    if code is not None:
+        return code in _DAMAGE_CODES
+    return "malformed" in str(exc) or "not a database" in str(exc)
+
+
+def _is_environment(exc: sqlite3.Error) -> bool:
+    code = _sqlite_code(exc)
+    if code is not None:
+        return code in _ENVIRONMENT_CODES
+    text = str(exc)
+    return any(w in text for w in ("locked", "readonly", "disk I/O", "is full", "unable to open", "permission"))
+
+
+def _sqlite_errors_named(method):
+    """A store method whose SQLite damage or environment failure becomes one InputError naming the file;
+    anything else (a bug in our SQL) stays as it is."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                raise CacheUnusable(self.path, f"damaged latency cache ({exc})") from exc
+            if _is_environment(exc):
+                raise InputError(str(self.path), None, f"cannot use the latency cache ({exc})") from exc
+            raise
+
+    return wrapper
+
+
+# Columns each table must have; a file with a table lacking one was written by something else.
+_REQUIRED_COLUMNS = {
+    "meta": ("name", "value"),
+    "entries": ENTRY_COLUMNS,
+    "inflight": ("key", "token", "owner_host", "owner_pid", "owner_start", "claimed_at"),
+    "counters": ("name", "value"),
+}
+
+
+def _schema_problem(conn: sqlite3.Connection) -> tuple[str, str] | None:
+    """(where, what) of the first required table column that is missing; a missing table is no
+    problem (opening the store creates it)."""
+    for table, columns in _REQUIRED_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not have:
+            continue
+        for column in columns:
+            if column not in have:
+                return f"table {table}", f"lacks column {column!r}: not a latency cache of this version"
+    return None
+
+
+def _schema_version_problem(version: str | None) -> str | None:
+    if version is None or version == str(SCHEMA_VERSION):
+        return None
+    return f"cache written with schema {version}, this version reads {SCHEMA_VERSION}"
 
 
 _LIVE_STORES: "weakref.WeakSet[LatencyStore]" = weakref.WeakSet()
@@ -337,7 +513,13 @@ class LatencyStore:
                 time.sleep(0.01 + 0.04 * random.random())
 
     def _open_once(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None)
+        if self.path.exists() and not self.path.is_file():  # SQLite would only say "unable to open"
+            raise InputError(str(self.path), None, "a directory or special file, not the cache file: "
+                                                   "move it away or point ARTIST_CACHE_DIR elsewhere")
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None)
+        except sqlite3.DatabaseError as exc:  # e.g. no permission to read it
+            raise InputError(str(self.path), None, f"cannot open the latency cache ({exc})") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -349,16 +531,24 @@ class LatencyStore:
             with _transaction(conn):
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     conn.execute(statement)
+                problem = _schema_problem(conn)
+                if problem is not None:
+                    raise CacheUnusable(self.path, problem[1], where=problem[0])
                 row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
                 if row is None:
                     conn.execute("INSERT INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif row[0] != str(SCHEMA_VERSION):
-                    raise InputError(str(self.path), "table meta, schema_version",
-                                     f"cache written with schema {row[0]}, this version reads {SCHEMA_VERSION}; "
-                                     "run `artist cache clear` or point ARTIST_CACHE_DIR elsewhere")
+                elif _schema_version_problem(row[0]):
+                    raise CacheUnusable(self.path, _schema_version_problem(row[0]), where="table meta, schema_version",
+                                        fix=f"run {cache_command(self.path, 'clear')} to start afresh "
+                                            "or point ARTIST_CACHE_DIR elsewhere")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise InputError(str(self.path), None, f"not a usable latency cache ({exc})") from exc
+            if is_damage(exc):
+                raise CacheUnusable(self.path, f"damaged latency cache ({exc})") from exc
+            raise InputError(str(self.path), None, f"cannot open the latency cache ({exc})") from exc
+        except InputError:
+            conn.close()
+            raise
         return conn
 
     def close(self) -> None:
@@ -369,18 +559,27 @@ class LatencyStore:
         self._local = threading.local()
 
     # ---- reads --------------------------------------------------------------
+    def _answer_from_row(self, key: str, row) -> StoredAnswer:
+        try:
+            return stored_answer_from_row(*row)
+        except ValueError as exc:
+            raise UnreadableEntry(self.path, key, str(exc)) from None
+
+    @_sqlite_errors_named
     def get(self, key: str) -> StoredAnswer | None:
         row = self._conn().execute(
             "SELECT result_json, wall_seconds, created_at FROM entries WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return StoredAnswer(result_from_json(row[0]), row[1], row[2])
+        return self._answer_from_row(key, row)
 
+    @_sqlite_errors_named
     def claim_holder(self, key: str):
         return self._conn().execute(
             "SELECT owner_host, owner_pid, owner_start, claimed_at FROM inflight WHERE key = ?", (key,)).fetchone()
 
     # ---- claims -------------------------------------------------------------
+    @_sqlite_errors_named
     def get_or_claim(self, key: str) -> StoredAnswer | Claim | str:
         """The stored answer, or a claim for us to simulate it, or WAIT while a live owner works."""
         conn = self._conn()
@@ -388,7 +587,7 @@ class LatencyStore:
             row = conn.execute("SELECT result_json, wall_seconds, created_at FROM entries WHERE key = ?",
                                (key,)).fetchone()
             if row is not None:
-                return StoredAnswer(result_from_json(row[0]), row[1], row[2])
+                return self._answer_from_row(key, row)
             holder = conn.execute("SELECT owner_host, owner_pid, owner_start, claimed_at FROM inflight WHERE key = ?",
                                   (key,)).fetchone()
             if holder is not None:
@@ -405,12 +604,14 @@ class LatencyStore:
         host, pid, start, claimed_at = holder
         return owner_is_gone(host, pid, start) or time.time() - claimed_at > self.claim_ttl_s
 
+    @_sqlite_errors_named
     def release(self, claim: Claim) -> None:
         conn = self._conn()
         with _transaction(conn):
             conn.execute("DELETE FROM inflight WHERE key = ? AND token = ?", (claim.key, claim.token))
 
     # ---- writes -------------------------------------------------------------
+    @_sqlite_errors_named
     def put(self, claim: Claim, material: dict, model_name: str, placement: Placement, result: CommResult,
             wall_seconds: float) -> str:
         """Store one answer, drop our claim and count the miss, all in one transaction.
@@ -467,6 +668,7 @@ class LatencyStore:
                 conn.execute("INSERT INTO counters(name, value) VALUES (?, ?) "
                              "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value", (name, value))
 
+    @_sqlite_errors_named
     def flush(self) -> None:
         with self._lock:
             self._forget_parents_counts()
@@ -476,12 +678,14 @@ class LatencyStore:
         with _transaction(conn):
             self._write_counters(conn)
 
+    @_sqlite_errors_named
     def counters(self) -> dict[str, float]:
         self.flush()
         rows = dict(self._conn().execute("SELECT name, value FROM counters").fetchall())
         return {name: rows.get(name, 0.0) for name in COUNTER_NAMES}
 
     # ---- maintenance --------------------------------------------------------
+    @_sqlite_errors_named
     def stats(self) -> dict:
         counters = self.counters()
         conn = self._conn()
@@ -498,22 +702,74 @@ class LatencyStore:
             "hit_rate": counters["hits"] / lookups if lookups else 0.0,
         }
 
-    def clear(self) -> int:
-        """Drop every entry, claim and counter; return the number of entries dropped."""
-        with self._lock:
-            self._pending = dict.fromkeys(COUNTER_NAMES, 0.0)
+    @_sqlite_errors_named
+    def clear(self, *, backend: str | None = None, before: str | None = None, unreadable: bool = False,
+              allow_ns3: bool = False) -> "ClearOutcome":
+        """Delete the entries selected by every filter given (all entries when none is): of one
+        ``backend``, created before the created_at text ``before`` (see ``created_before``; an entry
+        without a time in our format counts as oldest), or whose result cannot be read back.
+
+        Readable ns-3 results took real simulation time: unless ``allow_ns3``, a selection holding any
+        deletes nothing and the outcome says what it would have deleted. An unreadable ns-3 entry
+        cannot be served anyway, so it needs no permission. Clearing everything also drops claims
+        and counters; a filtered clear keeps them (the counters are the history of the whole file)."""
+        conditions, params = [], {}
+        if backend is not None:
+            conditions.append("backend = :backend")
+            params["backend"] = backend
+        if before is not None:
+            conditions.append("(created_at < :before OR created_at NOT GLOB "
+                              "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T*')")
+            params["before"] = before
+        where = " AND ".join(conditions) or "1"
+        everything = not conditions and not unreadable
         conn = self._conn()
         with _transaction(conn):
-            n = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-            conn.execute("DELETE FROM entries")
-            conn.execute("DELETE FROM inflight")
-            conn.execute("DELETE FROM counters")
-        return n
+            if unreadable:
+                keys = [key for key, *row in conn.execute(
+                    f"SELECT key, result_json, wall_seconds, created_at FROM entries WHERE {where}", params)
+                    if not _readable(row)]
+                ns3, ns3_wall = 0, 0.0
+            else:
+                keys = None
+                ns3, ns3_wall = conn.execute(f"SELECT COUNT(*), TOTAL(wall_seconds) FROM entries WHERE {where} "
+                                             "AND backend = :ns3", {**params, "ns3": NS3_BACKEND}).fetchone()
+            selected = len(keys) if keys is not None else \
+                conn.execute(f"SELECT COUNT(*) FROM entries WHERE {where}", params).fetchone()[0]
+            if ns3 and not allow_ns3:
+                return ClearOutcome(selected, ns3, ns3_wall, deleted=False)
+            if keys is not None:
+                conn.executemany("DELETE FROM entries WHERE key = ?", ((k,) for k in keys))
+            else:
+                conn.execute(f"DELETE FROM entries WHERE {where}", params)
+            if everything:
+                conn.execute("DELETE FROM inflight")
+                conn.execute("DELETE FROM counters")
+                with self._lock:
+                    self._pending = dict.fromkeys(COUNTER_NAMES, 0.0)
+        return ClearOutcome(selected, ns3, ns3_wall, deleted=True)
 
+    @_sqlite_errors_named
     def export_rows(self) -> list[dict]:
         columns = [c for c in ENTRY_COLUMNS if c != "result_json"]
         cur = self._conn().execute(f"SELECT {', '.join(columns)} FROM entries ORDER BY key")
         return [dict(zip(columns, row)) for row in cur]
+
+
+def _readable(row) -> bool:
+    try:
+        stored_answer_from_row(*row)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class ClearOutcome:
+    entries: int  # entries the filters selected
+    ns3_entries: int  # of them, readable ns-3 results
+    ns3_wall_seconds: float  # what simulating those cost
+    deleted: bool  # False: ns-3 results were selected without allow_ns3, nothing was deleted
 
 
 class _transaction:
@@ -530,9 +786,185 @@ class _transaction:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+        elif self.conn.in_transaction:  # SQLite may already have rolled back (e.g. on a damaged page)
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error that brought us here is the one to report
         return False
+
+
+# --------------------------------------------------------------------------- whole-file checks
+
+
+@dataclass
+class CacheReport:
+    """What ``inspect_cache`` found; ``problem`` and ``fix`` are None when all is well."""
+
+    path: Path
+    exists: bool = True
+    integrity: tuple[str, ...] = ()  # SQLite's check: ("ok",) when sound
+    schema_version: str | None = None
+    entries: int | None = None  # None: could not be counted
+    entries_by_backend: dict = field(default_factory=dict)
+    unreadable: int = 0
+    first_unreadable: tuple[str, str] | None = None  # (key, what is wrong)
+    problem: str | None = None
+    fix: str | None = None
+    where: str | None = None
+    whole_file: bool = False  # the problem is the file, not some entries
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def error(self) -> InputError:
+        if self.whole_file:
+            return CacheUnusable(self.path, self.problem, where=self.where, fix=self.fix)
+        key, detail = self.first_unreadable
+        return UnreadableEntry(self.path, key, f"{detail}; {self.unreadable} of {self.entries} entries "
+                                               "cannot be read back")
+
+
+def _existing_file_uri(path: Path) -> str:
+    """Open without creating: a missing file is an error, not a new empty cache. (Not mode=ro: a
+    read-only connection leaves -wal and -shm behind; the last read-write one removes them.)"""
+    return f"file:{quote(str(Path(path).resolve()))}?mode=rw"
+
+
+def inspect_cache(path: str | Path | None = None, *, thorough: bool = True,
+                  busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> CacheReport:
+    """Check the cache file without changing it: SQLite's integrity check (``integrity_check`` when
+    thorough, else the faster ``quick_check``), the schema, and whether every entry can be read back."""
+    path = Path(path) if path is not None else default_cache_path()
+    report = CacheReport(path)
+    clear = cache_command(path, "clear")
+
+    def unusable(problem: str, where: str | None = None, fix: str | None = None) -> CacheReport:
+        report.problem, report.where, report.whole_file = problem, where, True
+        report.fix = fix or f"run {clear} to start afresh (it removes the file)"
+        return report
+
+    if not path.exists():
+        report.exists = False
+        return report
+    if not path.is_file():
+        return unusable("a directory or special file, not the cache file",
+                        fix="move it away or point ARTIST_CACHE_DIR elsewhere")
+    try:
+        # Only reads follow: verifying creates no tables and switches no journal mode.
+        conn = sqlite3.connect(_existing_file_uri(path), uri=True, timeout=busy_timeout_s)
+    except sqlite3.Error as exc:
+        raise InputError(str(path), None, f"cannot open the latency cache ({exc})") from exc
+    try:
+        try:
+            check = "integrity_check" if thorough else "quick_check"
+            report.integrity = tuple(row[0] for row in conn.execute(f"PRAGMA {check}"))
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise InputError(str(path), None, f"cannot read the latency cache ({exc})") from exc
+            report.integrity = (f"failed ({exc})",)
+            return unusable(f"damaged latency cache ({exc})")
+        try:
+            _inspect_content(conn, report)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise InputError(str(path), None, f"cannot read the latency cache ({exc})") from exc
+            return unusable(f"damaged latency cache ({exc})")
+        if report.integrity != ("ok",):
+            more = f" (and {len(report.integrity) - 1} more)" if len(report.integrity) > 1 else ""
+            return unusable(f"SQLite {check} failed: {report.integrity[0]}{more}")
+        if report.problem is None and report.unreadable:
+            key, detail = report.first_unreadable
+            report.problem = (f"{report.unreadable} of {report.entries} entries cannot be read back "
+                              f"(entry {key}: {detail})")
+            report.fix = (f"run {cache_command(path, 'clear --unreadable')} to drop them "
+                          "(they are simulated again when next asked)")
+        return report
+    finally:
+        conn.close()
+
+
+def _inspect_content(conn: sqlite3.Connection, report: CacheReport) -> None:
+    clear = cache_command(report.path, "clear")
+    problem = _schema_problem(conn)
+    if problem is not None:
+        report.where, report.problem, report.whole_file = problem[0], problem[1], True
+        report.fix = f"run {clear} to start afresh (it removes the file)"
+        return
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "meta" in tables:
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        report.schema_version = row[0] if row else None
+        version_problem = _schema_version_problem(report.schema_version)
+        if version_problem:
+            report.where, report.problem, report.whole_file = "table meta, schema_version", version_problem, True
+            report.fix = f"run {clear} to start afresh or point ARTIST_CACHE_DIR elsewhere"
+            return
+    if "entries" not in tables:
+        report.entries = 0
+        return
+    report.entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    report.entries_by_backend = dict(conn.execute(
+        "SELECT backend, COUNT(*) FROM entries GROUP BY backend ORDER BY backend"))
+    for key, *row in conn.execute("SELECT key, result_json, wall_seconds, created_at FROM entries ORDER BY key"):
+        try:
+            stored_answer_from_row(*row)
+        except ValueError as exc:
+            report.unreadable += 1
+            if report.first_unreadable is None:
+                report.first_unreadable = (key, str(exc))
+
+
+def check_cache_usable(path: str | Path | None = None) -> None:
+    """Fail fast before any run: raise ``CacheUnusable`` (an InputError naming the file and how to
+    recover) when the cache file cannot be used, ``UnreadableEntry`` when some entry cannot be read
+    back. A missing file is created, as the first run would. None: the default cache file."""
+    store = LatencyStore(path)
+    try:
+        store._conn()  # opening checks the header, the journal mode, the tables and the schema version
+    finally:
+        store.close()
+    report = inspect_cache(store.path, thorough=False)
+    if not report.ok:
+        raise report.error()
+
+
+def cache_files(path: str | Path) -> list[Path]:
+    """The cache file and whichever SQLite side files of it exist."""
+    path = Path(path)
+    return [f for f in [path] + [path.with_name(path.name + s) for s in SIDE_FILE_SUFFIXES] if f.exists()]
+
+
+def remove_cache_files(path: str | Path) -> list[Path]:
+    """Delete the cache file and its side files; the ones removed."""
+    removed = []
+    for f in cache_files(path):
+        try:
+            f.unlink()
+        except FileNotFoundError:
+            continue  # another process removed it meanwhile
+        except OSError as exc:
+            raise InputError(str(f), None, f"cannot remove ({exc.strerror})") from exc
+        removed.append(f)
+    return removed
+
+
+def readable_ns3_results(path: str | Path) -> tuple[int, float] | None:
+    """(ns-3 entries, their simulated wall seconds) still countable in a file that cannot be opened as
+    the cache (another schema version, a damaged page elsewhere); None when they cannot be counted."""
+    try:
+        conn = sqlite3.connect(_existing_file_uri(path), uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return None
+    try:
+        n, wall = conn.execute("SELECT COUNT(*), TOTAL(wall_seconds) FROM entries WHERE backend = ?",
+                               (NS3_BACKEND,)).fetchone()
+        return int(n), float(wall)
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
 
 
 # --------------------------------------------------------------------------- the wrapper
