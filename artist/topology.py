@@ -18,6 +18,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from artist.errors import InputError
+from artist.limits import MAX_GPUS
 from artist.yamlio import Fields, load_yaml_mapping
 
 TIER_NAMES = ("machine", "rack", "spine")
@@ -41,6 +43,7 @@ class GpuType:
     name: str
     relative_speed: float  # compute speed relative to the profiles' reference GPU
     source: str = ""
+    declared: bool = True  # False: no gpu_types entry, speed 1 assumed (only right for the reference GPU)
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,24 @@ class Topology:
     def with_racks(self, racks: int) -> "Topology":
         if racks < 1:
             raise ValueError(f"rack count must be >= 1, got {racks}")
+        if racks * self.gpus_per_rack > MAX_GPUS:
+            raise ValueError(f"{racks} racks of {self.gpus_per_rack} GPUs is {racks * self.gpus_per_rack} GPUs; "
+                             f"at most {MAX_GPUS} are supported")
         return dataclasses.replace(self, racks=racks)
+
+    def check_reference_gpu(self, reference_gpus) -> None:
+        """Refuse a GPU type whose speed the file does not declare unless it is the model profiles'
+        reference GPU: a `gpu_type: V100` alone would otherwise run at the A100 profiles' speed."""
+        for name in dict.fromkeys(self.rack_gpu_types):
+            gpu = self.gpu_types[name]
+            if gpu.declared:
+                continue
+            others = sorted(r for r in set(reference_gpus) if not _same_gpu(name, r))
+            if others:
+                raise InputError(self.path or self.name, "field 'gpu_type'",
+                                 f"GPU type {name!r} has no declared speed, and the model profiles' compute times are "
+                                 f"for {', '.join(others)}: declare it under gpu_types with relative_speed and its "
+                                 f"source (see topologies/hetero-a100-v100.yaml)")
 
     def link_parameters(self) -> dict:
         """Everything about the links that can change a latency (cache-key material)."""
@@ -159,18 +179,25 @@ class Topology:
                 if gpu_types:
                     raise f.error("rack_gpu_types" if f.has("rack_gpu_types") else "gpu_type",
                                   f"GPU type {t!r} is not declared under gpu_types")
-                gpu_types[t] = GpuType(t, 1.0, "single GPU type: speed is the reference by definition")
+                gpu_types[t] = GpuType(t, 1.0, "not declared: assumed to be the model profiles' reference GPU",
+                                       declared=False)
 
         spine_f = tiers_f.sub("spine")
         oversub = f.number("oversubscription", 1.0, positive=True)
         if spine_f.has("oversubscription"):
             oversub = spine_f.number("oversubscription", positive=True)
 
+        racks = f.integer("racks", minimum=1, maximum=MAX_GPUS)
+        machines_per_rack = f.integer("machines_per_rack", minimum=1, maximum=MAX_GPUS)
+        gpus_per_machine = f.integer("gpus_per_machine", minimum=1, maximum=MAX_GPUS)
+        if racks * machines_per_rack * gpus_per_machine > MAX_GPUS:
+            raise f.error("racks", f"{racks} x {machines_per_rack} x {gpus_per_machine} = "
+                                   f"{racks * machines_per_rack * gpus_per_machine} GPUs; at most {MAX_GPUS} are supported")
         return cls(
             name=f.string("name"),
-            racks=f.integer("racks", minimum=1),
-            machines_per_rack=f.integer("machines_per_rack", minimum=1),
-            gpus_per_machine=f.integer("gpus_per_machine", minimum=1),
+            racks=racks,
+            machines_per_rack=machines_per_rack,
+            gpus_per_machine=gpus_per_machine,
             machine=tiers["machine"],
             rack=tiers["rack"],
             spine=tiers["spine"],
@@ -180,6 +207,12 @@ class Topology:
             source=f.string("source", ""),
             path=source,
         )
+
+
+def _same_gpu(topology_name: str, reference: str) -> bool:
+    """'A100' names the reference 'A100-SXM4-80GB' (a topology names the family, a profile the part)."""
+    a, b = topology_name.lower(), reference.lower()
+    return a == b or b.startswith(a + "-") or b.startswith(a + " ")
 
 
 def _tier(f: Fields, name: str) -> Tier:

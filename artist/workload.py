@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 from datetime import datetime, timezone
 import json
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from artist.errors import InputError
+from artist.errors import InputError, read_input_file
+from artist.limits import MAX_ARRIVAL_S, MAX_GPUS, MAX_ITERATIONS
 from artist.yamlio import Fields, load_yaml_mapping
 
 # PyTorch DDP's default bucket_cap_mb=25 (MiB), torch.nn.parallel.DistributedDataParallel docs.
@@ -191,10 +193,11 @@ def read_jobs_csv(path: str | Path, models: Iterable[str] | None = None) -> list
                 raise InputError(str(path), f"{where}, column 'model'", f"unknown model {model!r}; known: {', '.join(sorted(known))}")
             jobs.append(Job(
                 job_id=job_id,
-                arrival=_number(row, "arrival", path, where, minimum=0.0),
+                arrival=_number(row, "arrival", path, where, minimum=0.0, maximum=MAX_ARRIVAL_S),
                 model=model,
-                gpus=int(_number(row, "gpus", path, where, minimum=1, integer=True)),
-                iterations=int(_number(row, "iterations", path, where, minimum=1, integer=True)),
+                gpus=int(_number(row, "gpus", path, where, minimum=1, integer=True, maximum=MAX_GPUS)),
+                iterations=int(_number(row, "iterations", path, where, minimum=1, integer=True,
+                                       maximum=MAX_ITERATIONS)),
                 user=(row.get("user") or "").strip(),
                 vc=(row.get("vc") or "").strip(),
             ))
@@ -234,19 +237,22 @@ def read_helios_csv(path: str | Path, model_names: Sequence[str], seed: int,
             raise InputError(str(path), "line 1", f"missing Helios column(s) {', '.join(missing)}")
         for lineno, row in reader:
             where = f"line {lineno}"
-            gpus = int(_number(row, "gpu_num", path, where, minimum=0, integer=True))
+            gpus = int(_number(row, "gpu_num", path, where, minimum=0, integer=True, maximum=MAX_GPUS))
             submit = _timestamp(row, "submit_time", path, where)
-            duration = _number(row, "duration", path, where, minimum=0.0)
+            duration = _number(row, "duration", path, where, minimum=0.0, maximum=MAX_ARRIVAL_S)
             if gpus == 0 and not include_cpu_jobs:
                 continue
             rows.append((submit, _cell(row, "job_id", path, where), gpus, duration,
-                         (row.get("user") or "").strip(), (row.get("vc") or "").strip()))
+                         (row.get("user") or "").strip(), (row.get("vc") or "").strip(), lineno))
     if not rows:
         return []
     rows.sort(key=lambda r: (r[0], r[1]))
     t0 = rows[0][0]
     jobs = []
-    for submit, job_id, gpus, duration, user, vc in rows:
+    for submit, job_id, gpus, duration, user, vc, lineno in rows:
+        if submit - t0 > MAX_ARRIVAL_S:
+            raise InputError(str(path), f"line {lineno}, column 'submit_time'",
+                             f"{submit - t0:g} s after the first job; at most {MAX_ARRIVAL_S:g} s (artist.limits)")
         model = model_names[int(rng.integers(len(model_names)))]
         if models is not None:
             iterations = max(1, int(round(duration / models[model].compute_seconds)))
@@ -263,10 +269,8 @@ class _open_csv:
         self.path = path
 
     def __enter__(self):
-        try:
-            self.fh = open(self.path, newline="")
-        except OSError as exc:
-            raise InputError(str(self.path), None, f"cannot read file ({exc.strerror})") from exc
+        text, _ = read_input_file(self.path)  # UTF-8 (BOM dropped), bad bytes named by line
+        self.fh = io.StringIO(text, newline="")
         reader = csv.reader(self.fh)
         try:
             header = [h.strip() for h in next(reader)]
@@ -313,7 +317,7 @@ def _timestamp(row, column, path, where) -> float:
     return stamp.replace(tzinfo=stamp.tzinfo or timezone.utc).timestamp()
 
 
-def _number(row, column, path, where, minimum=None, integer=False) -> float:
+def _number(row, column, path, where, minimum=None, integer=False, maximum=None) -> float:
     text = _cell(row, column, path, where)
     try:
         value = float(text)
@@ -325,6 +329,8 @@ def _number(row, column, path, where, minimum=None, integer=False) -> float:
         raise InputError(str(path), f"{where}, column '{column}'", f"not an integer: {text!r}")
     if minimum is not None and value < minimum:
         raise InputError(str(path), f"{where}, column '{column}'", f"must be >= {minimum}, got {text}")
+    if maximum is not None and value > maximum:
+        raise InputError(str(path), f"{where}, column '{column}'", f"must be <= {maximum:g} (artist.limits), got {text}")
     return value
 
 

@@ -5,16 +5,20 @@
     batch:n=500                          n jobs at t = 0
     poisson:n=400,interarrival=120       n jobs, exponential gaps with that mean (seconds)
 
-Generators also take gpus=1|2|4|8 (choices), min_iter=, max_iter=.
+Generators also take gpus=1|2|4|8 (choices), min_iter=, max_iter=, models=a|b.
+Every parameter is bounded (artist.limits), so no generator can hang or exhaust memory.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import math
 from pathlib import Path
 from typing import Mapping
 
-from artist.errors import InputError
+from artist.errors import InputError, read_input_file
+from artist.limits import MAX_ARRIVAL_S, MAX_GENERATED_JOBS, MAX_GPUS, MAX_ITERATIONS
 from artist.workload import (HELIOS_COLUMNS, Job, JobMix, ModelProfile, batch_jobs, poisson_jobs,
                              read_helios_csv, read_jobs_csv)
 
@@ -28,48 +32,87 @@ def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int) -> 
     path = Path(spec)
     if not path.exists():
         raise InputError(spec, None, f"no such trace file, and not a generator ({', '.join(g + ':...' for g in GENERATORS)})")
-    with open(path, newline="") as fh:
-        header = next(csv.reader(fh), [])
+    if path.is_dir():
+        raise InputError(spec, None, "is a directory; expected a trace CSV file or a generator")
+    text, _ = read_input_file(path)
+    header = next(csv.reader(io.StringIO(text, newline="")), [])
     if set(HELIOS_COLUMNS).issubset(h.strip() for h in header):
         return read_helios_csv(path, sorted(models), seed, models)
     return read_jobs_csv(path, models)
 
 
-def _generate(kind: str, params_text: str, spec: str, models, seed: int) -> list[Job]:
-    params: dict[str, str] = {}
-    for item in filter(None, params_text.split(",")):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise InputError(spec, f"parameter '{item}'", "expected key=value")
-        params[key.strip()] = value.strip()
-    allowed = {"n", "gpus", "min_iter", "max_iter", "models"} | ({"interarrival"} if kind == "poisson" else set())
-    for key in params:
-        if key not in allowed:
-            raise InputError(spec, f"parameter '{key}'", f"unknown; allowed: {', '.join(sorted(allowed))}")
+class _Params:
+    """key=value parameters of a generator, each read once with its bounds; errors name it."""
 
-    def integer(key, default):
+    def __init__(self, spec: str, kind: str, text: str):
+        self.spec = spec
+        self.values: dict[str, str] = {}
+        for item in filter(None, text.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise InputError(spec, f"parameter '{item}'", "expected key=value")
+            key = key.strip()
+            if key in self.values:
+                raise InputError(spec, f"parameter '{key}'", "given twice")
+            self.values[key] = value.strip()
+        allowed = {"n", "gpus", "min_iter", "max_iter", "models"} | ({"interarrival"} if kind == "poisson" else set())
+        for key in self.values:
+            if key not in allowed:
+                raise InputError(spec, f"parameter '{key}'", f"unknown; allowed: {', '.join(sorted(allowed))}")
+
+    def error(self, key: str, problem: str) -> InputError:
+        return InputError(self.spec, f"parameter '{key}'", problem)
+
+    def integer(self, key: str, default: int, minimum: int, maximum: int) -> int:
+        text = self.values.get(key)
+        if text is None:
+            return default
         try:
-            return int(params.get(key, default))
+            value = int(text)
         except ValueError:
-            raise InputError(spec, f"parameter '{key}'", f"not an integer: {params[key]!r}") from None
+            raise self.error(key, f"not an integer: {text!r}") from None
+        if not minimum <= value <= maximum:
+            raise self.error(key, f"must be in [{minimum}, {maximum}], got {value}")
+        return value
 
-    names = tuple(params["models"].split("|")) if "models" in params else tuple(sorted(models))
+    def number(self, key: str, default: float, maximum: float) -> float:
+        text = self.values.get(key)
+        if text is None:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            raise self.error(key, f"not a number: {text!r}") from None
+        if not (math.isfinite(value) and 0 < value <= maximum):
+            raise self.error(key, f"must be > 0 and <= {maximum:g}, got {text}")
+        return value
+
+
+def _generate(kind: str, params_text: str, spec: str, models, seed: int) -> list[Job]:
+    p = _Params(spec, kind, params_text)
+    names = tuple(p.values["models"].split("|")) if "models" in p.values else tuple(sorted(models))
     for name in names:
         if name not in models:
-            raise InputError(spec, "parameter 'models'", f"unknown model {name!r}")
+            raise p.error("models", f"unknown model {name!r}; known: {', '.join(sorted(models))}")
     choices = JobMix.gpu_choices  # the dataclass default
-    if "gpus" in params:
+    if "gpus" in p.values:
         try:
-            choices = tuple(int(x) for x in params["gpus"].split("|"))
+            choices = tuple(int(x) for x in p.values["gpus"].split("|"))
         except ValueError:
-            raise InputError(spec, "parameter 'gpus'", f"expected integers separated by '|', got {params['gpus']!r}") from None
-    mix = JobMix(models=names, gpu_choices=choices, min_iterations=integer("min_iter", 1000),
-                 max_iterations=integer("max_iter", 100_000))
-    n = integer("n", 100)
+            raise p.error("gpus", f"expected integers separated by '|', got {p.values['gpus']!r}") from None
+        bad = [c for c in choices if not 1 <= c <= MAX_GPUS]
+        if bad:
+            raise p.error("gpus", f"GPU counts must be in [1, {MAX_GPUS}], got {bad[0]}")
+    min_iter = p.integer("min_iter", 1000, 1, MAX_ITERATIONS)
+    max_iter = p.integer("max_iter", max(100_000, min_iter), 1, MAX_ITERATIONS)
+    if min_iter > max_iter:
+        raise p.error("min_iter", f"min_iter {min_iter} > max_iter {max_iter}")
+    mix = JobMix(models=names, gpu_choices=choices, min_iterations=min_iter, max_iterations=max_iter)
+    n = p.integer("n", 100, 1, MAX_GENERATED_JOBS)
     if kind == "batch":
         return batch_jobs(n, mix, seed)
-    try:
-        gap = float(params.get("interarrival", 60.0))
-    except ValueError:
-        raise InputError(spec, "parameter 'interarrival'", f"not a number: {params['interarrival']!r}") from None
-    return poisson_jobs(n, mix, gap, seed)
+    jobs = poisson_jobs(n, mix, p.number("interarrival", 60.0, MAX_ARRIVAL_S), seed)
+    if jobs[-1].arrival > MAX_ARRIVAL_S:
+        raise p.error("interarrival", f"the last of {n} arrivals falls at {jobs[-1].arrival:.3g} s, past the "
+                                      f"{MAX_ARRIVAL_S:g} s limit (artist.limits): use fewer jobs or shorter gaps")
+    return jobs

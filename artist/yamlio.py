@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -10,11 +11,36 @@ import yaml
 from artist.errors import InputError, read_input_file
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping: YAML's 'last one wins' would
+    silently drop half of a sweep with two `policies:` keys."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: let SafeLoader report it
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping (first on line {first.line + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str):
+    """yaml.safe_load with duplicate keys refused."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def load_yaml_mapping(path: str | Path) -> dict:
     path = Path(path)
     text, _ = read_input_file(path)
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -56,23 +82,30 @@ class Fields:
             return default
         return self.data[key]
 
-    def number(self, key: str, default: Any = ..., *, positive: bool = False, minimum: float | None = None) -> float:
+    def number(self, key: str, default: Any = ..., *, positive: bool = False, minimum: float | None = None,
+               maximum: float | None = None) -> float:
         value = self.raw(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(key, f"expected a number, got {value!r}")
         value = float(value)
+        if not math.isfinite(value):
+            raise self.error(key, f"must be a finite number, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(key, f"must be <= {maximum:g}, got {value:g}")
         if positive and not value > 0:
             raise self.error(key, f"must be > 0, got {value}")
         if minimum is not None and value < minimum:
             raise self.error(key, f"must be >= {minimum}, got {value}")
         return value
 
-    def integer(self, key: str, default: Any = ..., *, minimum: int | None = None) -> int:
+    def integer(self, key: str, default: Any = ..., *, minimum: int | None = None, maximum: int | None = None) -> int:
         value = self.raw(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(key, f"expected an integer, got {value!r}")
         if minimum is not None and value < minimum:
             raise self.error(key, f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(key, f"must be <= {maximum}, got {value}")
         return value
 
     def string(self, key: str, default: Any = ...) -> str:

@@ -34,7 +34,7 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path):
 def test_yaml_that_is_not_utf8_names_the_file_and_byte(tmp_path):
     path = tmp_path / "latin1.yaml"
     path.write_bytes("name: caf\u00e9\n".encode("latin-1"))  # 0xe9 alone is not UTF-8; it is byte 9
-    with pytest.raises(InputError, match=r"latin1\.yaml: not UTF-8 text \(byte 9\)"):
+    with pytest.raises(InputError, match=r"latin1\.yaml: line 1: not UTF-8 text \(byte 9 is 0xe9\)"):
         load_topology(path)
 
 

@@ -50,3 +50,22 @@ def make_policy(name: str, **params) -> Policy:
     if unknown:
         raise KeyError(f"policy {name!r} has no parameter {unknown[0]!r}; parameters: {', '.join(sorted(accepted)) or 'none'}")
     return cls(**params)
+
+
+def make_policy_checked(name: str, params: dict, source: str, where: str) -> Policy:
+    """make_policy, with every problem (unknown policy or parameter, a value the policy rejects, a
+    number that is not finite) an InputError naming the source and field."""
+    import math
+
+    from artist.errors import InputError
+
+    for key, value in params.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            raise InputError(source, f"{where} {key}", f"must be a finite number, got {value!r}")
+    try:
+        return make_policy(name, **params)
+    except KeyError as exc:
+        raise InputError(source, where, exc.args[0]) from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(source, where, f"rejected by policy {name!r}: {exc}") from None
