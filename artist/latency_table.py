@@ -74,6 +74,7 @@ class BackendSpec:
     channels: int = 1
     cache_path: str | None = None  # None: no cache
     calibration: str | None = None  # calibration profile YAML; None: uncalibrated
+    options: tuple[tuple[str, object], ...] = ()  # backend options (ns3: transport, accelerate), sorted items
 
     def build(self, topology: Topology):
         """Calibrated(Cached(backend)), see artist.network.factory.build_comm_stack."""
@@ -89,13 +90,13 @@ class BackendSpec:
 
             profile = load_profile(self.calibration)
         return build_comm_stack(self.backend, topology, algorithm=self.algorithm, channels=self.channels,
-                                store=store, profile=profile)[0]
+                                options=dict(self.options), store=store, profile=profile)[0]
 
     def resolved(self) -> "BackendSpec":
         """Absolute paths, so that workers with another working directory find the same files."""
         absolute = lambda p: None if p is None else str(Path(p).resolve())
         return BackendSpec(self.backend, self.algorithm, self.channels, absolute(self.cache_path),
-                           absolute(self.calibration))
+                           absolute(self.calibration), self.options)
 
 
 _WORKER_MODELS: "OrderedDict[tuple, object]" = OrderedDict()
@@ -136,6 +137,9 @@ def table_row(comm, model: ModelProfile, shape: Shape, topology: Topology) -> tu
 
 
 def _row_task(spec: BackendSpec, topology: Topology, model: ModelProfile, shape: Shape) -> tuple[dict, bool]:
+    from artist import lifeline
+
+    lifeline.arm()  # a joblib worker exits when the command that started it dies; no-op with --jobs 1
     comm = _comm_model(spec, topology)
     out = table_row(comm, model, shape, topology)
     while comm is not None:

@@ -19,12 +19,12 @@ On a Dask cluster, step by step:
     pip install -e '.[dask]'                                  # driver and every worker machine
     dask scheduler                                            # on the head: prints tcp://HEAD:8786
     DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker tcp://HEAD:8786 --nworkers 8 --nthreads 1
-    artist sweep sweeps/dally-racks.yaml --backend dask --address tcp://HEAD:8786
+    artist sweep sweeps/dally-racks.yaml --executor dask --address tcp://HEAD:8786
 (--nthreads 1: a run is pure Python and holds the GIL; the daemon setting lets a
 worker start the ns-3 child process, which daemonic processes may not.)
 On a Ray cluster: pip install -e '.[ray]' everywhere; `ray start --head` on the
 head, `ray start --address HEAD:6379` on the others; then
-    artist sweep SPEC --backend ray --address auto            # on a cluster machine
+    artist sweep SPEC --executor ray --address auto           # on a cluster machine
 Both are tested where installed: tests/test_sweep_dask.py (a LocalCluster) and
 tests/test_sweep_ray.py (a head started with `ray start --head`).
 """
@@ -32,6 +32,7 @@ tests/test_sweep_ray.py (a head started with `ray start --head`).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -108,7 +109,7 @@ def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, 
     elif executor == "ray":
         yield from _ray_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
     else:
-        raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
+        raise InputError("command line", "--executor", f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
 
 
 # The cluster backends use their own task APIs, not joblib's: joblib's Ray backend cannot return
@@ -131,7 +132,7 @@ def _dask_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: s
     try:
         from distributed import Client, wait
     except ImportError:
-        raise InputError("command line", "--backend dask",
+        raise InputError("command line", "--executor dask",
                          "dask.distributed is not installed: pip install 'dask[distributed]'") from None
     from artist.sweep_worker import execute
 
@@ -151,7 +152,7 @@ def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: st
     try:
         import ray
     except ImportError:
-        raise InputError("command line", "--backend ray", "ray is not installed: pip install 'ray[default]'") from None
+        raise InputError("command line", "--executor ray", "ray is not installed: pip install 'ray[default]'") from None
     from artist.sweep_worker import execute
 
     def wait_one(refs):
@@ -176,9 +177,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
     from tqdm import tqdm
 
     if executor not in EXECUTORS:
-        raise InputError("command line", "--backend", f"unknown backend {executor!r}; known: {', '.join(EXECUTORS)}")
+        raise InputError("command line", "--executor", f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     if executor != "local" and not address:
-        raise InputError("command line", "--address", f"--backend {executor} needs the address of a running cluster")
+        raise InputError("command line", "--address", f"--executor {executor} needs the address of a running cluster")
     if n_jobs == 0 or n_jobs < -1:
         raise InputError("command line", "-j", f"must be a positive worker count or -1 (all cores), got {n_jobs}")
     started = time.perf_counter()
@@ -187,9 +188,16 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
         todo = [run for run in spec.runs if not store.is_done(run)]
         report = SweepReport(store.out, len(spec.runs), len(spec.runs) - len(todo))
         cache_path = _cache_path(use_cache, cache_dir, executor)
+        if todo and cache_path is not None:
+            from artist.network.cache import check_cache_usable
+
+            check_cache_usable(cache_path)  # a damaged cache: one line now, not a failure in every run
         bar = tqdm(total=len(todo), desc=f"sweep {spec.name}", unit="run", disable=not progress or not todo,
                    dynamic_ncols=True)
         try:
+            # Ctrl-C closes the generator: joblib then warns about the cancelled tasks, which the
+            # command's one-line summary already accounts for.
+            warnings.filterwarnings("ignore", message=r".*tasks which were still being processed", category=UserWarning)
             for outcome in _outcomes(todo, spec, n_jobs, executor, address, cache_path, use_cache):
                 run = by_id[outcome.run_id]
                 report.cache_hits += outcome.cache_hits

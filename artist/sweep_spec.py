@@ -182,8 +182,14 @@ def _unique(f: Fields, key: str, labels: Sequence[str], what: str) -> None:
 # --------------------------------------------------------------------------- parsing
 
 
-def load_sweep_spec(path: str | Path, *, backend_override: str | None = None) -> SweepSpec:
-    """Read, check and expand a sweep spec. Raises InputError before any work on anything wrong."""
+def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
+                    calibration_override: str | None = None) -> SweepSpec:
+    """Read, check and expand a sweep spec. Raises InputError before any work on anything wrong.
+
+    backend_override replaces the comm backend axis (`artist sweep --backend`); a calibration
+    profile of the spec fitted for another backend is then swapped for the profile beside it
+    fitted for the new one (same topology links, algorithm and channels), with a note.
+    calibration_override replaces the calibration axis: a profile path, or "none"."""
     path = Path(path)
     source = str(path)
     f = Fields(load_yaml_mapping(path), source)
@@ -200,14 +206,21 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None) ->
         raise f.error("seeds", f"a seed is listed twice: {seeds}")
     backends, algorithms, channels, comm_options = _comm(f, backend_override)
     _check_comm_options(f, topologies[0].topology, backends, algorithms, channels, comm_options)
-    calibrations = _calibrations(f, base, topologies, backends, algorithms, channels)
+    if calibration_override is not None:
+        raw = None if calibration_override.lower() in ("none", "null", "") else str(Path(calibration_override).resolve())
+        f = Fields({**f.data, "calibration": raw}, source)
+    notes: list[str] = []
+    calibrations = _calibrations(f, base, topologies, backends, algorithms, channels,
+                                 swap_notes=notes if backend_override is not None and calibration_override is None else None)
     simulator = _simulator(f)
     workloads = _workloads(f, base)
+    for t in topologies:
+        t.topology.check_reference_gpu({m.reference_gpu for m in models.values()})
 
     spec = SweepSpec(name, source, topologies, racks, policies, workloads, seeds, backends, algorithms, channels,
                      calibrations, simulator, models, models_sha, comm_options)
     spec.runs = expand(spec)
-    spec.notes = calibration_coverage_notes(spec)
+    spec.notes = notes + calibration_coverage_notes(spec)
     return spec
 
 
@@ -282,7 +295,7 @@ def _entries(f: Fields, key: str, shorthand: str, allowed: set[str], what: str) 
 
 
 def _policies(f: Fields) -> list[PolicyChoice]:
-    from artist.policies.registry import make_policy, policy_names
+    from artist.policies.registry import make_policy_checked, policy_names
 
     known = policy_names()
     out = []
@@ -298,12 +311,8 @@ def _policies(f: Fields) -> list[PolicyChoice]:
             params_json = canonical_json(params)
         except (TypeError, ValueError) as exc:
             raise pf.error("params", f"values must be numbers, strings, booleans, lists or mappings ({exc})") from None
-        try:
-            make_policy(name, **params)  # the policy checks its own parameters, here rather than in a worker
-        except KeyError as exc:
-            raise pf.error("params", exc.args[0]) from None
-        except (TypeError, ValueError) as exc:
-            raise pf.error("params", f"rejected by policy {name!r}: {exc}") from None
+        # The policy checks its own parameters, here rather than in a worker.
+        make_policy_checked(name, params, f.source, f"field '{pf.prefix}params'")
         label = pf.string("label", name if not params else f"{name}({params_json[1:-1]})")
         out.append(PolicyChoice(label, name, params, params_json))
     _unique(f, "policies", [p.label for p in out], "policy")
@@ -383,7 +392,8 @@ def _check_ns3_available(f: Fields) -> None:
                          f"the ns3 backend is not available in this installation ({exc}); use 'analytical'") from None
 
 
-def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, channels) -> list[CalibrationChoice]:
+def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, channels,
+                  swap_notes: list[str] | None = None) -> list[CalibrationChoice]:
     values = _listed(f, "calibration", None)
     if values == [None]:
         return [NO_CALIBRATION]
@@ -409,17 +419,54 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
                 profile.check_topology(t.topology)
             except ValueError as exc:
                 raise InputError(f.source, f"field '{key}'", str(exc)) from None
-        for backend, algorithm, ch in itertools.product(backends, algorithms, channels):
-            problem = _calibration_mismatch(profile, Calibrated, topologies[0].topology, backend, algorithm, ch)
-            if problem:
-                raise InputError(f.source, f"field '{key}'", problem)
+        settings = list(itertools.product(backends, algorithms, channels))
+        problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
+        if any(problems) and swap_notes is not None:
+            sibling = _sibling_profile(p, profile, settings, load_profile)
+            if sibling is not None:
+                swap_notes.append(f"calibration: {p.name} was fitted for {_settings_text(profile.backend)}; using "
+                                  f"{sibling.name}.yaml beside it, fitted on the same topology for "
+                                  f"{_settings_text(sibling.backend)}")
+                profile, text = sibling, str(Path(sibling.path))
+                problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
+        problem = next((x for x in problems if x), None)
+        if problem:
+            hint = "; pass --calibration PROFILE or --calibration none" if swap_notes is not None else ""
+            raise InputError(f.source, f"field '{key}'", problem + hint)
         out.append(CalibrationChoice(profile.name, text, profile))
     _unique(f, "calibration", [c.label or "none" for c in out], "calibration profile")
     return out
 
 
+def _settings_text(backend: dict) -> str:
+    return f"{backend.get('backend')}/{backend.get('algorithm', 'ring')}/{backend.get('channels', 1)}ch"
+
+
+def _sibling_profile(path: Path, profile, settings, load_profile):
+    """The one profile in the same directory fitted on the same links for every wanted setting
+    (backend, algorithm, channels), or None."""
+    found = []
+    for other in sorted(path.parent.glob("*.yaml")):
+        if other.resolve() == path.resolve():
+            continue
+        try:
+            candidate = load_profile(other)
+        except (InputError, ValueError):
+            continue  # not a profile, or an old format: never picked silently
+        if candidate.link_parameters != profile.link_parameters:
+            continue
+        if all(_settings_text(candidate.backend) == _settings_text({"backend": b, "algorithm": a, "channels": c})
+               for b, a, c in settings):
+            found.append(candidate)
+    return found[0] if len(found) == 1 else None
+
+
 def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm, channels) -> str | None:
     """Why the profile cannot be applied to this backend, or None."""
+    wanted = {"backend": backend, "algorithm": algorithm, "channels": channels}
+    if _settings_text(profile.backend) != _settings_text(wanted):
+        return (f"calibration profile {profile.name!r} was fitted for {_settings_text(profile.backend)}, not "
+                f"{_settings_text(wanted)}")
     if backend == "analytical":  # cheap to build: let the wrapper check the whole identity
         from artist.network.analytical import AnalyticalModel
 

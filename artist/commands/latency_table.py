@@ -5,14 +5,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from artist.commands._args import integer, number
+from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
+                                     check_calibration, load_topology_from, progress_enabled, writable_dir)
 from artist.commands.cache import cache_path_from_args
-from artist.errors import InputError
+from artist.errors import InputError, Interrupted
+from artist.limits import MAX_WORKERS
 from artist.latency_table import (BackendSpec, STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv,
                                   table_to_csv)
-from artist.network.cache import CACHE_FILE_NAME
-from artist.network.factory import BACKENDS
 from artist.placement import parse_shape
-from artist.topology import load_topology
 from artist.workload import load_models
 
 
@@ -22,27 +23,22 @@ def add_parser(sub) -> None:
     p = sub.add_parser("latency-table", help="latency table of models x placement shapes",
                        description="Communication time per iteration for every model and placement shape "
                                    "on one topology, as CSV; optionally checked against a golden table.")
-    p.add_argument("--topology", default="topologies/dally-3tier.yaml")
-    p.add_argument("--racks", type=int, default=None, help="override the topology's rack count")
+    add_topology_arguments(p)
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--model", action="append", default=[], metavar="NAME",
                    help="only this model (repeatable; default: every profile in --models)")
     p.add_argument("--shape", action="append", default=[], metavar="SHAPE",
                    help="placement shape as racks of per-machine GPU counts, e.g. '[[4,4],[8]]' (repeatable)")
     p.add_argument("--standard", action="store_true", help=f"the standard shape set: {standard}")
-    p.add_argument("--backend", "--comm", dest="backend", default="analytical", choices=BACKENDS)
-    p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
-    p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
-    p.add_argument("--calibration", default=None, metavar="PROFILE_YAML",
-                   help="apply a calibration profile (artist calibrate) to the backend's answers")
-    p.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib; -1: all cores)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
-    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
+    add_network_arguments(p)
+    p.add_argument("--jobs", type=integer(1, MAX_WORKERS, allow=(-1,)), default=1,
+                   help="parallel workers (joblib; -1: all cores)")
     p.add_argument("--out", default=None, help="write the table here (default: standard output unless --check)")
     p.add_argument("--check", default=None, metavar="GOLDEN_CSV", help="compare with a golden table; exit 1 on any difference")
-    p.add_argument("--rtol", type=float, default=0.02, help="relative tolerance of --check (default 0.02)")
-    p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance of --check, in each column's unit")
-    p.add_argument("--progress", action="store_true", default=None, help="progress bar (default: when stderr is a terminal)")
+    p.add_argument("--rtol", type=number(0.0), default=0.02, help="relative tolerance of --check (default 0.02)")
+    p.add_argument("--atol", type=number(0.0), default=0.0, help="absolute tolerance of --check, in each column's unit")
+    p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -70,30 +66,36 @@ def _models(args) -> list:
 
 
 def run(args) -> int:
-    for name, value in (("--rtol", args.rtol), ("--atol", args.atol)):
-        if not value >= 0:
-            raise InputError("command line", name, f"must be >= 0, got {value}")
-    if args.channels < 1:
-        raise InputError("command line", "--channels", f"must be >= 1, got {args.channels}")
-    topology = load_topology(args.topology, args.racks)
+    topology = load_topology_from(args)
     shapes = _shapes(args)
     models = _models(args)
+    topology.check_reference_gpu({m.reference_gpu for m in models})
     golden = read_table_csv(args.check) if args.check else None  # fail on a bad golden file before any work
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        writable_dir(out.parent if str(out.parent) else ".", "--out")
     cache_path = cache_path_from_args(args)
-    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, args.calibration)
-    if args.calibration:
+    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, calibration_path(args.calibration))
+    check_calibration(spec.calibration, topology, spec)
+    if spec.calibration:
         from artist.calibration import load_profile
 
-        note = load_profile(args.calibration).coverage_note([b for m in models for b, _ in m.buckets],
+        note = load_profile(spec.calibration).coverage_note([b for m in models for b, _ in m.buckets],
                                                             "gradient buckets of the table's models")
         if note:
             print(f"note: {note}", file=sys.stderr)
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
-    run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress)
+    if args.backend == "ns3":
+        print(f"note: {len(models) * len(shapes)} rows, each an ns-3 packet-level run unless cached (seconds to "
+              f"minutes each; the first also starts ns-3)", file=sys.stderr)
+    try:
+        run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress_enabled(args))
+    except KeyboardInterrupt:
+        where = "cache off: nothing kept" if cache_path is None else f"rows computed so far are in the cache {cache_path}"
+        raise Interrupted(f"no table written; {where}; run the same command again to continue") from None
 
     text = table_to_csv(run_.table)
     if args.out:
-        Path(args.out).write_text(text)
+        out.write_text(text)
     elif golden is None:
         sys.stdout.write(text)
     rows = len(run_.table)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pandas as pd
 
+from artist import shipped
+from artist.commands._args import integer, number
+from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
+                                     check_calibration, load_topology_from, progress_enabled, writable_dir)
 from artist.commands.cache import cache_path_from_args
+from artist.errors import InputError, Interrupted
 from artist.latency_table import BackendSpec
-from artist.metrics import summary, job_table, write_tables
-from artist.network.cache import CACHE_FILE_NAME
-from artist.network.factory import BACKENDS
-from artist.policies.registry import make_policy, policy_names
+from artist.limits import MAX_ARRIVAL_S, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
+from artist.metrics import summary, write_tables
+from artist.policies.registry import make_policy_checked, policy_names
 from artist.simulator import SimulatorConfig, simulate
-from artist.topology import load_topology
 from artist.workload import load_models
 from artist.workload_spec import jobs_from_spec
 
@@ -21,71 +25,106 @@ from artist.workload_spec import jobs_from_spec
 def add_parser(sub) -> None:
     p = sub.add_parser("simulate", help="run one policy over one workload",
                        description="Run one scheduling policy over a job trace on a topology.")
-    p.add_argument("--topology", default="topologies/dally-3tier.yaml")
-    p.add_argument("--racks", type=int, default=None, help="override the topology's rack count")
-    p.add_argument("--workload", default="workloads/traces/small.csv",
-                   help="trace CSV (canonical or Helios) or a generator: batch:n=500 | poisson:n=400,interarrival=120")
+    add_topology_arguments(p)
+    p.add_argument("--workload", default=str(shipped.DEFAULT_TRACE),
+                   help="trace CSV (canonical or Helios) or a generator: batch:n=500 | poisson:n=400,interarrival=120 "
+                        "(default: workloads/traces/small.csv)")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--policy", default="fifo", help=f"one of: {', '.join(policy_names())}")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="policy parameter (repeatable); values are parsed as YAML scalars")
-    p.add_argument("--comm", default="analytical", choices=BACKENDS, help="network model backend")
-    p.add_argument("--algorithm", default="ring", help="all-reduce algorithm: ring | hierarchical")
-    p.add_argument("--channels", type=int, default=1, help="parallel rings (NCCL channels)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
-    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--restore-seconds", type=float, default=SimulatorConfig.restore_seconds)
-    p.add_argument("--round-interval", type=float, default=SimulatorConfig.round_interval_s,
-                   help="periodic scheduling round in seconds (0: only on events)")
+    add_network_arguments(p)
+    p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0)
+    p.add_argument("--restore-seconds", type=number(0.0, MAX_RESTORE_S), default=SimulatorConfig.restore_seconds,
+                   help="checkpoint-restore cost (s) paid when a preempted job resumes or a job migrates")
+    p.add_argument("--round-interval", type=number(MIN_ROUND_INTERVAL_S, MAX_ARRIVAL_S, allow=(0.0,)),
+                   default=SimulatorConfig.round_interval_s,
+                   help=f"periodic scheduling round in seconds, >= {MIN_ROUND_INTERVAL_S:g} (0: only on events)")
     p.add_argument("--out", default=None, help="directory for jobs/summary/utilisation tables (CSV + parquet)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
     p.set_defaults(func=run)
 
 
 def parse_params(items: list[str]) -> dict:
-    import yaml
+    from artist.yamlio import parse_yaml
 
     params = {}
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key:
-            raise SystemExit(f"artist simulate: --policy-param expects KEY=VALUE, got {item!r}")
-        params[key] = yaml.safe_load(value)
+            raise InputError("command line", "--policy-param", f"expects KEY=VALUE, got {item!r}")
+        try:
+            params[key] = parse_yaml(value)
+        except Exception as exc:  # noqa: BLE001 - any YAML error is the user's value
+            raise InputError("command line", f"--policy-param {key}", f"not a YAML value: {value!r} ({exc})") from None
     return params
+
+
+def check_jobs_fit(jobs, topology, workload: str) -> None:
+    biggest = max(jobs, key=lambda j: j.gpus)
+    if biggest.gpus > topology.gpus:
+        raise InputError(workload, f"job {biggest.job_id}", f"asks for {biggest.gpus} GPUs, but {topology.name} with "
+                                                            f"{topology.racks} rack(s) has {topology.gpus}")
 
 
 def _cache_line(comm, spec: BackendSpec) -> str:
     if spec.cache_path is None:
         return "cache: off"
-    comm.flush()  # counters into the store now, not only at exit
-    s = comm.session
+    cached = comm.inner if spec.calibration is not None else comm
+    cached.flush()  # counters into the store now, not only at exit
+    s = cached.session
     return f"cache: {s.hits} hits, {s.misses} simulations (cache {spec.cache_path})"
 
 
 def run(args) -> int:
-    topology = load_topology(args.topology, args.racks)
+    if args.policy not in policy_names():
+        raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")
+    policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
+    topology = load_topology_from(args)
     models = load_models(args.models)
     jobs = jobs_from_spec(args.workload, models, args.seed)
-    try:
-        policy = make_policy(args.policy, **parse_params(args.policy_param))
-    except KeyError as exc:
-        raise SystemExit(f"artist simulate: {exc.args[0]}")
-    # Same construction as latency tables: Cached(backend) unless --no-cache, so an ns-3 answer
-    # computed by any command is reused by every other.
-    spec = BackendSpec(args.comm, args.algorithm, args.channels, cache_path_from_args(args)).resolved()
+    if not jobs:
+        raise InputError(args.workload, None, "no jobs")
+    check_jobs_fit(jobs, topology, args.workload)
+    topology.check_reference_gpu({models[j.model].reference_gpu for j in jobs})
+    out = writable_dir(args.out) if args.out else None
+    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path_from_args(args),
+                       calibration_path(args.calibration)).resolved()
+    check_calibration(spec.calibration, topology, spec)
     comm = spec.build(topology)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds)
+    if args.backend == "ns3":
+        print("note: the ns3 backend answers each new placement shape with a packet-level run (seconds to minutes "
+              "each; the first also starts ns-3); answers are cached", file=sys.stderr)
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc=f"simulate {args.policy}", unit="job", disable=not progress_enabled(args),
+               dynamic_ncols=True)
+
+    def on_finish(finished: int, total: int, now: float) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"t={now / 3600:.2f} h simulated", refresh=False)
+
     started = time.perf_counter()
-    result = simulate(topology, jobs, models, policy, comm, config)
+    try:
+        result = simulate(topology, jobs, models, policy, comm, config, on_finish)
+    except KeyboardInterrupt:
+        bar.close()
+        saved = "" if spec.cache_path is None else f"; the network answers computed so far are in {spec.cache_path}"
+        raise Interrupted(f"no tables written{saved}: run the same command again (cached answers are reused)") from None
+    finally:
+        bar.close()
     wall = time.perf_counter() - started
-    jobs_df = job_table(result)
-    row = summary(result, jobs_df)
+    row = summary(result)
     print(f"topology {topology.name} ({topology.racks} racks, {topology.gpus} GPUs), {len(jobs)} jobs, "
-          f"policy {policy.name}, comm {args.comm}; simulated in {wall:.2f} s wall")
+          f"policy {policy.name}, backend {args.backend}"
+          f"{'' if spec.calibration is None else ', calibrated'}; simulated in {wall:.2f} s wall")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(pd.DataFrame([row]).T.rename(columns={0: "value"}).to_string())
     print(_cache_line(comm, spec))
-    if args.out:
-        written = write_tables(result, args.out)
-        print(f"tables written to {args.out}: {', '.join(sorted(p.name for p in written.values()))}")
+    if out is not None:
+        written = write_tables(result, out)
+        print(f"tables written to {out}: {', '.join(sorted(p.name for p in written.values()))}")
     return 0

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
+from artist.commands._args import integer
+from artist.commands._common import calibration_path, writable_dir
+from artist.errors import Interrupted
+from artist.limits import MAX_WORKERS
 from artist.network.cache import CACHE_FILE_NAME
 from artist.network.factory import BACKENDS
 from artist.sweep import EXECUTORS, default_out_dir, describe_runs, load_sweep_spec, run_sweep
+from artist.sweep_store import ResultStore
 
 
 def add_parser(sub) -> None:
@@ -20,33 +26,57 @@ def add_parser(sub) -> None:
 
 def add_arguments(p) -> None:
     p.add_argument("spec", help="sweep spec (YAML); see sweeps/quick.yaml")
-    p.add_argument("-j", "--jobs", type=int, default=-1,
+    p.add_argument("-j", "--jobs", type=integer(1, MAX_WORKERS, allow=(-1,)), default=-1,
                    help="runs at once (default -1: all cores; on a cluster: every run submitted, the cluster's "
                         "workers take them as they free up)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and their count; run nothing")
     p.add_argument("--out", default=None, help="output directory (default: results/<spec name>)")
-    p.add_argument("--backend", default="local", choices=EXECUTORS,
+    p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="where the runs execute: local processes, or an existing Dask / Ray cluster (--address)")
     p.add_argument("--address", default=None,
                    help="the cluster: Dask scheduler address (tcp://host:8786) or Ray address (ray://host:10001, auto)")
-    p.add_argument("--comm", default=None, choices=BACKENDS, help="replace the spec's comm backend axis")
+    p.add_argument("--backend", "--comm", dest="backend", default=None, type=_network_backend,
+                   help=f"replace the spec's network backend axis ({' | '.join(BACKENDS)}); a calibration profile "
+                        f"fitted for another backend is swapped for its sibling fitted for this one")
+    p.add_argument("--calibration", default=None, metavar="PROFILE|none",
+                   help="replace the spec's calibration axis with one profile (path or shipped name), or none")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
     p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
     p.add_argument("--no-plots", action="store_true", help="write the table only")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _network_backend(text: str) -> str:
+    """--backend is the network backend in every command; the executor it once named is --executor."""
+    if text in EXECUTORS:
+        raise argparse.ArgumentTypeError(f"{text!r} is an executor: --backend now names the network backend "
+                                         f"({', '.join(BACKENDS)}); use --executor {text}")
+    if text not in BACKENDS:
+        raise argparse.ArgumentTypeError(f"unknown network backend {text!r}; known: {', '.join(BACKENDS)}")
+    return text
+
+
 def run(args) -> int:
-    spec = load_sweep_spec(args.spec, backend_override=args.comm)  # every check happens here, before any run
+    calibration = args.calibration
+    if calibration is not None and calibration.lower() != "none":
+        calibration = calibration_path(calibration)
+    # Every check happens here, before any run.
+    spec = load_sweep_spec(args.spec, backend_override=args.backend, calibration_override=calibration)
     for note in spec.notes:
         print(f"note: {note}", file=sys.stderr)
     out = Path(args.out) if args.out else default_out_dir(spec)
     if args.dry_run:
         print("\n".join(describe_runs(spec, out)))
         return 0
-    report = run_sweep(spec, out, n_jobs=args.jobs, executor=args.backend, address=args.address,
-                       use_cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
-                       plots=not args.no_plots)
+    writable_dir(out)
+    try:
+        report = run_sweep(spec, out, n_jobs=args.jobs, executor=args.executor, address=args.address,
+                           use_cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
+                           plots=not args.no_plots)
+    except KeyboardInterrupt:
+        done = sum(ResultStore(out).is_done(run) for run in spec.runs)
+        raise Interrupted(f"{done} of {len(spec.runs)} runs are saved under {out / 'runs'}; run the same command "
+                          f"again to resume (finished runs are skipped)") from None
     rate = report.cache_hit_rate
     lookups = report.cache_hits + report.cache_misses
     print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run now, "

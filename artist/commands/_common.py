@@ -1,0 +1,109 @@
+"""Options and checks that several `artist` sub-commands share, so they validate alike."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from artist import shipped
+from artist.commands._args import integer
+from artist.errors import InputError
+from artist.limits import MAX_CHANNELS, MAX_GPUS
+from artist.network.cache import CACHE_FILE_NAME
+from artist.network.collectives import ALGORITHMS
+from artist.network.factory import BACKENDS
+
+
+def add_topology_arguments(p) -> None:
+    p.add_argument("--topology", default=str(shipped.DEFAULT_TOPOLOGY),
+                   help="topology YAML, or the name of a shipped one (artist list topologies); "
+                        "default: the Dally paper's cluster, dally-3tier")
+    p.add_argument("--racks", type=integer(1, MAX_GPUS), default=None, help="override the topology's rack count")
+
+
+def load_topology_from(args):
+    from artist.topology import load_topology
+
+    path = shipped.topology_path(args.topology)
+    topology = load_topology(path)
+    if args.racks is not None:
+        try:
+            topology = topology.with_racks(args.racks)
+        except ValueError as exc:
+            raise InputError("command line", "--racks", str(exc)) from None
+    return topology
+
+
+def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) -> None:
+    """--backend (the network backend in every command; --comm is the old spelling), --algorithm,
+    --channels, --calibration, and the cache options."""
+    p.add_argument("--backend", "--comm", dest="backend", default="analytical", choices=BACKENDS,
+                   help="network backend: analytical (alpha-beta) or ns3 (packet level)")
+    p.add_argument("--algorithm", default="ring", choices=ALGORITHMS, help="all-reduce algorithm")
+    p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
+                   help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")
+    if calibration:
+        p.add_argument("--calibration", default=None, metavar="PROFILE",
+                       help="calibration profile YAML or the name of a shipped one (artist list profiles), "
+                            "applied to the backend's answers")
+    if cache:
+        p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
+        p.add_argument("--cache-dir", default=None,
+                       help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR, else ~/.cache/artist)")
+
+
+def calibration_path(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return str(shipped.resolve(text, shipped.PROFILES_DIR, "--calibration", "calibration profile"))
+
+
+def check_calibration(path: str | None, topology, backend_spec) -> None:
+    """The profile must have been fitted on this topology's links and for this backend setting:
+    one line naming the profile and what differs, before any work."""
+    if path is None:
+        return
+    from artist.calibration.profile import load_profile
+
+    profile = load_profile(path)
+    try:
+        profile.check_topology(topology)
+    except ValueError as exc:
+        raise InputError(path, "field 'topology'", str(exc)) from None
+    wanted = {"backend": backend_spec.backend, "algorithm": backend_spec.algorithm, "channels": backend_spec.channels}
+    clash = {k: v for k, v in wanted.items() if profile.backend.get(k, v) != v}
+    if clash:
+        fitted = {k: profile.backend.get(k) for k in wanted}
+        raise InputError(path, "field 'backend'", f"fitted for {_settings(fitted)}, not {_settings(wanted)}; pass "
+                                                  f"the matching --backend/--algorithm/--channels or another profile "
+                                                  f"(artist list profiles)")
+
+
+def _settings(d: dict) -> str:
+    return f"{d['backend']}/{d['algorithm']}/{d['channels']}ch"
+
+
+def writable_dir(path: str | Path, option: str = "--out") -> Path:
+    """Create the output directory now and prove it takes a file, so a long run cannot fail at
+    its very end for want of a place to write."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".artist-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError("command line", option, f"cannot write to {path} ({exc.strerror or exc})") from None
+    return path
+
+
+def progress_enabled(args) -> bool:
+    """Progress bars go to stderr unless --quiet; off when stderr is not a terminal and the user
+    did not ask (logs and CI stay clean)."""
+    if getattr(args, "quiet", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    return sys.stderr.isatty()
