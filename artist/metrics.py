@@ -10,7 +10,7 @@ import pandas as pd
 from artist.simulator import SimulationResult
 
 JOB_COLUMNS = [
-    "job_id", "model", "gpus", "iterations", "arrival", "first_start", "finish", "jct", "queueing_delay",
+    "job_id", "model", "gpus", "iterations", "arrival_s", "first_start_s", "finish_s", "jct_s", "queueing_delay_s",
     "waiting_seconds", "running_seconds", "ideal_seconds", "slowdown", "comm_seconds_per_iteration",
     "collective_seconds_per_iteration", "preemptions", "migrations", "placements", "final_tier", "placement_history",
 ]
@@ -27,12 +27,12 @@ def job_table(result: SimulationResult) -> pd.DataFrame:
             "model": s.model.name,
             "gpus": s.gpus,
             "iterations": s.job.iterations,
-            "arrival": s.arrival,
-            "first_start": s.first_start if s.first_start is not None else np.nan,
-            "finish": s.finish if finished else np.nan,
-            "jct": jct,
+            "arrival_s": s.arrival,
+            "first_start_s": s.first_start if s.first_start is not None else np.nan,
+            "finish_s": s.finish if finished else np.nan,
+            "jct_s": jct,
             # Time from arrival to first start (the usual queueing delay) ...
-            "queueing_delay": (s.first_start - s.arrival) if s.first_start is not None else np.nan,
+            "queueing_delay_s": (s.first_start - s.arrival) if s.first_start is not None else np.nan,
             # ... and all time spent waiting, after preemptions too.
             "waiting_seconds": s.waited_seconds,
             "running_seconds": s.ran_seconds,
@@ -51,8 +51,8 @@ def job_table(result: SimulationResult) -> pd.DataFrame:
 
 def utilisation_table(result: SimulationResult) -> pd.DataFrame:
     """GPUs allocated over time, as steps: `allocated` holds from `time` to the next row."""
-    df = pd.DataFrame(result.utilisation, columns=["time", "allocated_gpus"])
-    df["utilisation"] = df["allocated_gpus"] / result.topology.gpus
+    df = pd.DataFrame(result.utilisation, columns=["time_s", "allocated_gpus"])
+    df["utilisation_fraction"] = df["allocated_gpus"] / result.topology.gpus
     return df
 
 
@@ -66,8 +66,8 @@ def mean_utilisation(result: SimulationResult) -> float:
 
 def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
     jobs = job_table(result) if jobs is None else jobs
-    done = jobs.dropna(subset=["jct"])
-    jct, queue = done["jct"].to_numpy(), done["queueing_delay"].to_numpy()
+    done = jobs.dropna(subset=["jct_s"])
+    jct, queue = done["jct_s"].to_numpy(), done["queueing_delay_s"].to_numpy()
 
     def pct(values, q):
         return float(np.percentile(values, q)) if len(values) else float("nan")
@@ -76,16 +76,16 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
         "policy": result.policy,
         "jobs": int(len(jobs)),
         "finished": int(len(done)),
-        "makespan": float(result.makespan),
-        "jct_mean": float(jct.mean()) if len(jct) else float("nan"),
-        "jct_median": pct(jct, 50),
-        "jct_p95": pct(jct, 95),
-        "jct_p99": pct(jct, 99),
-        "queueing_mean": float(queue.mean()) if len(queue) else float("nan"),
-        "queueing_p95": pct(queue, 95),
-        "queueing_p99": pct(queue, 99),
-        "comm_latency_mean": float(done["comm_seconds_per_iteration"].mean()) if len(done) else float("nan"),
-        "gpu_utilisation": mean_utilisation(result),
+        "makespan_s": float(result.makespan),
+        "jct_mean_s": float(jct.mean()) if len(jct) else float("nan"),
+        "jct_median_s": pct(jct, 50),
+        "jct_p95_s": pct(jct, 95),
+        "jct_p99_s": pct(jct, 99),
+        "queueing_mean_s": float(queue.mean()) if len(queue) else float("nan"),
+        "queueing_p95_s": pct(queue, 95),
+        "queueing_p99_s": pct(queue, 99),
+        "comm_latency_mean_s": float(done["comm_seconds_per_iteration"].mean()) if len(done) else float("nan"),
+        "gpu_utilisation_fraction": mean_utilisation(result),
         "preemptions": int(jobs["preemptions"].sum()),
         "migrations": int(jobs["migrations"].sum()),
     }

@@ -144,7 +144,7 @@ def jct_cdf_figure(table: pd.DataFrame, store: ResultStore) -> Figure:
             ax = axes[r_i, c_i]
             for policy in pd.unique(rows["policy"]):
                 ids = rows[(rows["racks"] == r) & (rows["policy"] == policy)]["run_id"]
-                jct = np.concatenate([store.load_jobs(i)["jct"].dropna().to_numpy() for i in ids]) if len(ids) else np.array([])
+                jct = np.concatenate([store.load_jobs(i)["jct_s"].dropna().to_numpy() for i in ids]) if len(ids) else np.array([])
                 if not len(jct):
                     continue
                 x = np.sort(jct) / HOUR
@@ -176,13 +176,13 @@ def plot_sweep(out_dir: str | Path) -> list[Path]:
     plots.mkdir(parents=True, exist_ok=True)
     store = ResultStore(out)
     figures = {
-        "makespan": metric_figure(table, [("makespan", HOUR, "makespan (hours)")], "Makespan vs racks"),
-        "jct": metric_figure(table, [("jct_mean", HOUR, "mean JCT (hours)"), ("jct_p99", HOUR, "p99 JCT (hours)")],
+        "makespan": metric_figure(table, [("makespan_s", HOUR, "makespan (hours)")], "Makespan vs racks"),
+        "jct": metric_figure(table, [("jct_mean_s", HOUR, "mean JCT (hours)"), ("jct_p99_s", HOUR, "p99 JCT (hours)")],
                              "Job completion time vs racks"),
-        "comm_latency": metric_figure(table, [("comm_latency_mean", 1e-3, "exposed comm per iteration (ms)")],
+        "comm_latency": metric_figure(table, [("comm_latency_mean_s", 1e-3, "exposed comm per iteration (ms)")],
                                       "Mean communication latency per iteration vs racks"),
-        "queueing_delay": metric_figure(table, [("queueing_mean", HOUR, "mean queueing delay (hours)"),
-                                                ("queueing_p99", HOUR, "p99 queueing delay (hours)")],
+        "queueing_delay": metric_figure(table, [("queueing_mean_s", HOUR, "mean queueing delay (hours)"),
+                                                ("queueing_p99_s", HOUR, "p99 queueing delay (hours)")],
                                         "Queueing delay (arrival to first start) vs racks"),
         "jct_cdf": jct_cdf_figure(table, store),
     }

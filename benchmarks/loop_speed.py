@@ -46,7 +46,7 @@ def main() -> None:
     print(f"events per second:         {result.events / wall:.0f}")
     print(f"scheduling calls/second:   {result.scheduling_calls / wall:.0f}")
     print(f"distinct placement shapes: {len(comm._memo)}")
-    print(f"simulated makespan:        {s['makespan'] / 3600:.1f} h, GPU utilisation {s['gpu_utilisation']:.2f}")
+    print(f"simulated makespan:        {s['makespan_s'] / 3600:.1f} h, GPU utilisation {s['gpu_utilisation_fraction']:.2f}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ def test_simulate_shipped_default_writes_tables(tmp_path):
     jobs = pd.read_csv(out / "jobs.csv")
     trace = pd.read_csv(REPO / "workloads" / "traces" / "small.csv")
     assert sorted(jobs["job_id"].astype(str)) == sorted(trace["job_id"].astype(str))
-    assert jobs["jct"].notna().all()
+    assert jobs["jct_s"].notna().all()
     assert (out / "summary.parquet").exists() and (out / "utilisation.csv").exists()
 
 

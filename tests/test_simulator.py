@@ -109,7 +109,7 @@ def test_no_gpu_is_ever_held_by_two_jobs(policy):
 def test_gpu_utilisation_matches_job_gpu_seconds():
     result = run(_trace(40, seed=9))
     gpu_seconds = sum(s.gpus * (rec.end - rec.time) for s in result.jobs for rec in s.history)
-    util = summary(result)["gpu_utilisation"]
+    util = summary(result)["gpu_utilisation_fraction"]
     assert util * result.topology.gpus * result.makespan == pytest.approx(gpu_seconds, rel=1e-9)
 
 

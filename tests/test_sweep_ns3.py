@@ -29,4 +29,4 @@ def test_ns3_sweep_in_two_workers_then_all_from_the_cache(tmp_path):
     import pandas as pd
 
     table = pd.read_csv(first.results_csv)
-    assert (table["backend"] == "ns3").all() and (table["comm_latency_mean"] > 0).all()
+    assert (table["backend"] == "ns3").all() and (table["comm_latency_mean_s"] > 0).all()

@@ -21,13 +21,13 @@ def table(rows):
 
 def test_series_are_means_over_seeds_per_policy_and_rack_count():
     t = table([
-        {"policy": "fifo", "racks": 2, "seed": 0, "makespan": 10.0},
-        {"policy": "fifo", "racks": 2, "seed": 1, "makespan": 14.0},
-        {"policy": "fifo", "racks": 4, "seed": 0, "makespan": 6.0},
-        {"policy": "dally", "racks": 4, "seed": 0, "makespan": 3.0},
-        {"policy": "dally", "racks": 2, "seed": 0, "makespan": 8.0},
+        {"policy": "fifo", "racks": 2, "seed": 0, "makespan_s": 10.0},
+        {"policy": "fifo", "racks": 2, "seed": 1, "makespan_s": 14.0},
+        {"policy": "fifo", "racks": 4, "seed": 0, "makespan_s": 6.0},
+        {"policy": "dally", "racks": 4, "seed": 0, "makespan_s": 3.0},
+        {"policy": "dally", "racks": 2, "seed": 0, "makespan_s": 8.0},
     ])
-    s = series(t, "makespan")
+    s = series(t, "makespan_s")
     assert list(s) == ["fifo", "dally"]  # table order
     fifo = s["fifo"]
     assert list(fifo["racks"]) == [2, 4]

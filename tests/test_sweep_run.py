@@ -39,14 +39,14 @@ def test_results_match_hand_computed_fifo_on_one_and_two_gpus(tmp_path):
     tb = 3000 * models["resnet18"].compute_seconds
     one, two = table[table["racks"] == 1].iloc[0], table[table["racks"] == 2].iloc[0]
     # One GPU: FIFO runs a, then b.
-    assert one["makespan"] == pytest.approx(ta + tb, rel=1e-12)
-    assert one["jct_mean"] == pytest.approx((ta + (ta + tb)) / 2, rel=1e-12)
-    assert one["queueing_mean"] == pytest.approx(ta / 2, rel=1e-12)
+    assert one["makespan_s"] == pytest.approx(ta + tb, rel=1e-12)
+    assert one["jct_mean_s"] == pytest.approx((ta + (ta + tb)) / 2, rel=1e-12)
+    assert one["queueing_mean_s"] == pytest.approx(ta / 2, rel=1e-12)
     # Two GPUs: both start at once.
-    assert two["makespan"] == pytest.approx(max(ta, tb), rel=1e-12)
-    assert two["jct_mean"] == pytest.approx((ta + tb) / 2, rel=1e-12)
-    assert two["queueing_mean"] == 0.0
-    assert (table["comm_latency_mean"] == 0.0).all()  # single-GPU jobs exchange nothing
+    assert two["makespan_s"] == pytest.approx(max(ta, tb), rel=1e-12)
+    assert two["jct_mean_s"] == pytest.approx((ta + tb) / 2, rel=1e-12)
+    assert two["queueing_mean_s"] == 0.0
+    assert (table["comm_latency_mean_s"] == 0.0).all()  # single-GPU jobs exchange nothing
     assert list(table["gpus"]) == [1, 2] and list(table["jobs"]) == [2, 2] and list(table["finished"]) == [2, 2]
     # The per-job table of each run is stored next to its parameters.
     jobs = pd.read_parquet(report.out_dir / "runs" / one["run_id"] / "jobs.parquet")
@@ -65,7 +65,7 @@ def test_every_axis_is_a_column_and_rows_follow_the_axes(tmp_path):
                     table["seed"]))
     assert keys == sorted(keys)
     assert table["finished"].eq(table["jobs"]).all()
-    assert (table["comm_latency_mean"] > 0).all()  # multi-GPU jobs do communicate
+    assert (table["comm_latency_mean_s"] > 0).all()  # multi-GPU jobs do communicate
 
 
 def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path):

@@ -177,7 +177,7 @@ def test_calibration_profile_fitted_for_other_settings_is_rejected(tmp_path):
     pytest.importorskip("artist.calibration")
     # The profile was fitted for the analytical backend with 8 channels (one ring per NIC).
     path = _h100_profile_spec(tmp_path, comm={"backend": "analytical", "channels": 1})
-    with pytest.raises(InputError, match=r"field 'calibration\[1\]'.*fitted for backend"):
+    with pytest.raises(InputError, match=r"field 'calibration\[1\]'.*fitted for analytical/ring/8ch, not analytical/ring/1ch"):
         load_sweep_spec(path)
 
 
@@ -192,7 +192,7 @@ def test_calibration_is_an_axis_and_changes_the_answers(tmp_path):
 
     table = pd.read_csv(report.results_csv, keep_default_na=False)
     assert list(table["calibration"]) == ["", spec.runs[1].calibration.label] and spec.runs[1].calibration.label
-    plain, calibrated = table["comm_latency_mean"]
+    plain, calibrated = table["comm_latency_mean_s"]
     assert plain > 0 and calibrated > 0 and calibrated != plain  # the profile corrects every multi-GPU answer
 
 

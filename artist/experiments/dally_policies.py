@@ -59,9 +59,9 @@ RACKS = (2, 4, 8, 16)
 GPU_CHOICES = (1, 2, 4, 8, 16, 32)
 GPU_WEIGHTS = (0.30, 0.20, 0.20, 0.15, 0.10, 0.05)
 BATCH_JOBS, POISSON_JOBS, INTERARRIVAL_S = 500, 400, 60.0
-COLUMNS = ["comm", "workload", "racks", "gpus_total", "policy", "jobs", "finished", "makespan", "jct_mean", "jct_median",
-           "jct_p95", "jct_p99", "queueing_mean", "queueing_p95", "queueing_p99", "comm_latency_mean",
-           "gpu_utilisation", "preemptions", "migrations", "wall_seconds"]
+COLUMNS = ["comm", "workload", "racks", "gpus_total", "policy", "jobs", "finished", "makespan_s", "jct_mean_s", "jct_median_s",
+           "jct_p95_s", "jct_p99_s", "queueing_mean_s", "queueing_p95_s", "queueing_p99_s", "comm_latency_mean_s",
+           "gpu_utilisation_fraction", "preemptions", "migrations", "wall_seconds"]
 
 
 REFERENCE_GPUS = 256  # the 4-rack cluster: the Poisson mean inter-arrival is stated for it
@@ -102,13 +102,13 @@ def run_one(workload: str, racks: int, policy: str, jobs, models, out: Path, com
     tmp = done.with_suffix(".tmp")
     pd.DataFrame([row]).to_csv(tmp, index=False, float_format="%.9g")
     tmp.replace(done)  # written last: its presence marks the run finished
-    print(f"{workload:8s} racks={racks:2d} {policy:24s} makespan {row['makespan'] / 3600:7.2f} h  "
-          f"JCT mean {row['jct_mean'] / 3600:6.2f} h  wall {wall:6.1f} s", flush=True)
+    print(f"{workload:8s} racks={racks:2d} {policy:24s} makespan {row['makespan_s'] / 3600:7.2f} h  "
+          f"JCT mean {row['jct_mean_s'] / 3600:6.2f} h  wall {wall:6.1f} s", flush=True)
     return row
 
 
 def markdown(df: pd.DataFrame) -> str:
-    hours = ["makespan", "jct_mean", "jct_median", "jct_p95", "jct_p99", "queueing_mean", "queueing_p95", "queueing_p99"]
+    hours = ["makespan_s", "jct_mean_s", "jct_median_s", "jct_p95_s", "jct_p99_s", "queueing_mean_s", "queueing_p95_s", "queueing_p99_s"]
     lines = []
     for workload, part in df.groupby("workload", sort=False):
         lines.append(f"\n### {workload} (times in hours; comm = mean exposed communication, ms per iteration)\n")
@@ -117,7 +117,7 @@ def markdown(df: pd.DataFrame) -> str:
         lines.append("|" + "---|" * len(head))
         for _, r in part.iterrows():
             cells = [str(int(r["racks"])), r["policy"], *(f"{r[h] / 3600:.2f}" for h in hours),
-                     f"{r['comm_latency_mean'] * 1e3:.3f}", f"{r['gpu_utilisation']:.2f}",
+                     f"{r['comm_latency_mean_s'] * 1e3:.3f}", f"{r['gpu_utilisation_fraction']:.2f}",
                      str(int(r["preemptions"])), str(int(r["migrations"]))]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
