@@ -1,0 +1,338 @@
+"""Every bad input of the issue "every command hardened": one line naming the file and line or
+field, a non-zero exit, no traceback, no hang. In-process through artist.cli.main where the check
+happens before any work; in a real process (with a timeout) where the process boundary matters."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from artist.cli import main
+from conftest import REPO
+
+ARTIST = [sys.executable, "-m", "artist.cli"]
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def one_line_error(capsys, argv, code=2) -> str:
+    """Run the CLI in-process; the error must be exactly one stderr line, no traceback."""
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("note:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def write(tmp_path, name, text) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# --------------------------------------------------------------------------- simulate's options
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--racks", "0"], "argument --racks: must be >= 1, got 0"),
+    (["--channels", "0"], "argument --channels: must be >= 1, got 0"),
+    (["--channels", "65"], "argument --channels: must be <= 64, got 65"),
+    (["--algorithm", "tree"], "argument --algorithm: invalid choice: 'tree'"),
+    (["--restore-seconds", "-1"], "argument --restore-seconds: must be >= 0, got -1"),
+    (["--restore-seconds", "nan"], "argument --restore-seconds: must be a finite number"),
+    (["--round-interval", "-5"], "argument --round-interval: must be >= 1, got -5"),
+    (["--round-interval", "0.001"], "argument --round-interval: must be >= 1"),
+    (["--racks", "1e12"], "argument --racks: expected an integer, got '1e12'"),
+    (["--workload", "batch:n=-3"], "batch:n=-3: parameter 'n': must be in [1, 1000000], got -3"),
+    (["--workload", "batch:n=10000000"], "parameter 'n': must be in [1, 1000000]"),
+    (["--workload", "poisson:n=3,interarrival=0"], "parameter 'interarrival': must be > 0"),
+    (["--workload", "poisson:n=1000000,interarrival=100000"], "parameter 'interarrival': the last of 1000000 arrivals"),
+    (["--workload", "batch:n=3,gpus=0"], "parameter 'gpus': GPU counts must be in [1, 1048576], got 0"),
+    (["--workload", "batch:n=3,min_iter=10,max_iter=5"], "parameter 'min_iter': min_iter 10 > max_iter 5"),
+    (["--workload", "batch:n=3,max_iter=1000000000000000000000000000000"], "parameter 'max_iter': must be in [1, 1000000000]"),
+    (["--workload", "batch:n=3,n=4"], "parameter 'n': given twice"),
+    (["--workload", "batch:n=5,gpus=256"], "job b0: asks for 256 GPUs, but dally-3tier with 2 rack(s) has 128"),
+    (["--policy", "tiresias", "--policy-param", "thresholds=abc"], "--policy-param: rejected by policy 'tiresias'"),
+    (["--policy", "tiresias", "--policy-param", "skew_threshold=.nan"], "must be a finite number"),
+    (["--policy", "fifo", "--policy-param", "speed=3"], "policy 'fifo' has no parameter 'speed'"),
+    (["--policy", "nope"], "--policy: unknown policy 'nope'"),
+    (["--policy-param", "x"], "--policy-param: expects KEY=VALUE, got 'x'"),
+    (["--topology", "nope"], "--topology: no such file 'nope', and not a shipped topology"),
+])
+def test_simulate_refuses_bad_options_in_one_line(capsys, args, expected):
+    line = one_line_error(capsys, ["simulate", *args])
+    assert expected in line
+
+
+def test_simulate_refuses_a_directory_as_workload(capsys, tmp_path):
+    assert f"{tmp_path}: is a directory" in one_line_error(capsys, ["simulate", "--workload", str(tmp_path)])
+
+
+def test_an_unwritable_out_fails_before_the_simulation(capsys, monkeypatch, tmp_path):
+    import artist.commands.simulate as cmd
+
+    monkeypatch.setattr(cmd, "simulate", lambda *a, **k: pytest.fail("simulated before checking --out"))
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the output directory should go")
+    line = one_line_error(capsys, ["simulate", "--workload", "batch:n=3", "--out", str(blocker / "out")])
+    assert "--out: cannot write to" in line
+
+
+def test_calibration_for_another_backend_or_topology_is_one_line(capsys):
+    line = one_line_error(capsys, ["simulate", "--calibration", "h100-ns3", "--topology", "h100-dgx", "--channels", "8",
+                                   "--workload", "batch:n=3"])
+    assert "h100-ns3.yaml: field 'backend': fitted for ns3/ring/8ch, not analytical/ring/8ch" in line
+    line = one_line_error(capsys, ["simulate", "--calibration", "h100-analytical", "--workload", "batch:n=3"])
+    assert "field 'topology'" in line and "fitted on topology 'h100-dgx'" in line
+
+
+def test_simulate_calibrated_reproduces_one_run_of_the_calibrated_sweep(capsys, tmp_path):
+    """--calibration applies the profile: the calibrated comm latency differs from the raw one, and
+    equals what the sweep's own run of the same point reports."""
+    from artist.sweep import load_sweep_spec, run_sweep
+
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/h100-dgx.yaml
+        racks: [1]
+        policies: [fifo]
+        workloads: ["batch:n=6,gpus=8|16,models=resnet50,max_iter=2000"]
+        comm: {{backend: analytical, channels: 8}}
+        calibration: [null, {REPO}/calibration/profiles/h100-analytical.yaml]
+        """)
+    report = run_sweep(load_sweep_spec(spec), tmp_path / "sweep", n_jobs=1, progress=False, plots=False)
+    import pandas as pd
+
+    table = pd.read_csv(report.results_csv)
+    raw, calibrated = table.sort_values("calibration", na_position="first")["comm_latency_mean_s"]
+    assert raw != calibrated
+    args = ["simulate", "--topology", "h100-dgx", "--racks", "1", "--channels", "8", "--workload",
+            "batch:n=6,gpus=8|16,models=resnet50,max_iter=2000", "--round-interval", "300", "--out", str(tmp_path / "one")]
+    assert main(args + ["--calibration", "h100-analytical"]) == 0
+    one = pd.read_csv(tmp_path / "one" / "summary.csv")
+    assert one["comm_latency_mean_s"].iloc[0] == pytest.approx(calibrated, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- inputs that used to hang
+
+
+def run_cli(args, timeout=60, cwd=None, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run(ARTIST + args, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env, **kw)
+
+
+def assert_one_line(proc, *expected):
+    assert proc.returncode not in (0, None), proc
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("row, expected", [
+    ("j1,1e300,resnet50,8,100", "line 2, column 'arrival': must be <= 1e+09"),
+    ("j1,0,resnet50,8,1e30", "line 2, column 'iterations': must be <= 1e+09"),
+    ("j1,0,resnet50,1e9,100", "line 2, column 'gpus': must be <="),
+])
+def test_trace_values_that_would_hang_are_refused_in_seconds(tmp_path, row, expected):
+    trace = write(tmp_path, "t.csv", f"job_id,arrival,model,gpus,iterations\n{row}\n")
+    started = time.perf_counter()
+    proc = run_cli(["simulate", "--workload", str(trace)], timeout=60)
+    assert_one_line(proc, f"{trace}: {expected}")
+    assert time.perf_counter() - started < 30
+
+
+def test_a_cluster_too_large_to_hold_is_refused(tmp_path):
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("machines_per_rack: 8",
+                                                                           "machines_per_rack: 1000000000000")
+    topo = write(tmp_path, "big.yaml", text)
+    proc = run_cli(["simulate", "--topology", str(topo), "--workload", "batch:n=3"], timeout=60)
+    assert_one_line(proc, f"{topo}: field 'machines_per_rack': must be <= 1048576")
+    text = text.replace("machines_per_rack: 1000000000000", "machines_per_rack: 100000")
+    topo = write(tmp_path, "big.yaml", text)
+    proc = run_cli(["simulate", "--topology", str(topo), "--workload", "batch:n=3"], timeout=60)
+    assert_one_line(proc, "field 'racks': 2 x 100000 x 8 = 1600000 GPUs; at most 1048576")
+
+
+def test_an_arrival_far_out_skips_the_idle_rounds(tmp_path):
+    """Arrival 9e8 s with 1 s rounds: 9e8 idle rounds before; now one jump. The job starts at its
+    arrival and runs compute only (one GPU): finish = arrival + iterations x compute seconds."""
+    trace = write(tmp_path, "t.csv", "job_id,arrival,model,gpus,iterations\nj1,900000000,resnet50,1,1000\n")
+    proc = run_cli(["simulate", "--workload", str(trace), "--round-interval", "1", "--out", str(tmp_path / "o")],
+                   timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+    import yaml
+
+    compute = yaml.safe_load((REPO / "workloads" / "models" / "resnet50.yaml").read_text())["compute"]
+    jobs = pd.read_parquet(tmp_path / "o" / "jobs.parquet")  # full precision (the CSV keeps 9 digits)
+    assert jobs["first_start_s"].iloc[0] == 9e8
+    assert jobs["finish_s"].iloc[0] == pytest.approx(9e8 + 1000 * compute["seconds_per_iteration"], rel=1e-12)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_trace_with_a_bom_is_read_and_latin1_is_named_by_line(capsys, tmp_path):
+    from artist.workload import read_jobs_csv
+
+    good = tmp_path / "bom.csv"
+    good.write_bytes(b"\xef\xbb\xbfjob_id,arrival,model,gpus,iterations\nj1,0,resnet50,8,100\n")
+    assert [j.job_id for j in read_jobs_csv(good)] == ["j1"]
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("job_id,arrival,model,gpus,iterations\nj1,0,resnet50,8,100\nj\xe9,0,resnet50,8,100\n".encode("latin-1"))
+    line = one_line_error(capsys, ["simulate", "--workload", str(bad)])
+    assert f"{bad}: line 3: not UTF-8 text" in line
+
+
+def test_duplicate_yaml_keys_are_an_error_naming_both_lines(capsys, tmp_path):
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/dally-3tier.yaml
+        policies: [fifo]
+        workloads: [batch:n=3]
+        policies: [dally]
+        """)
+    line = one_line_error(capsys, ["sweep", str(spec), "--dry-run"])
+    assert f"{spec}: line 4, column 1: invalid YAML: key 'policies' appears twice in one mapping (first on line 2)" in line
+
+
+def test_an_undeclared_gpu_type_that_is_not_the_reference_is_refused(capsys, tmp_path):
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("gpu_type: A100", "gpu_type: V100")
+    topo = write(tmp_path, "v100.yaml", text)
+    line = one_line_error(capsys, ["simulate", "--topology", str(topo), "--workload", "batch:n=3"])
+    assert f"{topo}: field 'gpu_type': GPU type 'V100' has no declared speed" in line
+    assert "A100-SXM4-80GB" in line
+    line = one_line_error(capsys, ["comm", "--topology", str(topo), "--model", "resnet50", "--shape", "[[8]]"])
+    assert "GPU type 'V100' has no declared speed" in line
+
+
+def test_default_paths_work_outside_the_repository(tmp_path):
+    proc = run_cli(["simulate", "--workload", "batch:n=4,gpus=1|8,max_iter=2000", "--racks", "1"], cwd=tmp_path,
+                   timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "topology dally-3tier (1 racks, 64 GPUs), 4 jobs" in proc.stdout
+
+
+# --------------------------------------------------------------------------- sweep flags
+
+
+def test_sweep_backend_means_the_network_and_the_executor_moved(capsys):
+    line = one_line_error(capsys, ["sweep", str(REPO / "sweeps" / "quick.yaml"), "--backend", "dask", "--dry-run"])
+    assert "'dask' is an executor" in line and "--executor dask" in line
+
+
+def test_sweep_on_another_backend_takes_the_sibling_calibration_profile(capsys):
+    """quick.yaml is calibrated by h100-ns3.yaml; --backend analytical runs it with the analytical
+    profile fitted on the same topology (it ships beside it)."""
+    assert main(["sweep", str(REPO / "sweeps" / "quick.yaml"), "--backend", "analytical", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert "using h100-analytical.yaml beside it" in err
+    runs = [line for line in out.splitlines() if "comm=" in line]
+    assert len(runs) == 6 and all("comm=analytical/ring/8ch calibration=h100-analytical" in r for r in runs)
+    assert main(["sweep", str(REPO / "sweeps" / "quick.yaml"), "--backend", "analytical", "--calibration", "none",
+                 "--dry-run"]) == 0
+    assert "calibration=" not in capsys.readouterr().out
+
+
+def test_sweep_refuses_a_bad_worker_count(capsys):
+    assert "argument -j/--jobs: must be >= 1, got 0" in one_line_error(
+        capsys, ["sweep", str(REPO / "sweeps" / "quick.yaml"), "-j", "0", "--dry-run"])
+
+
+def test_sweep_with_a_damaged_cache_fails_before_any_run(capsys, tmp_path):
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/dally-3tier.yaml
+        policies: [fifo]
+        workloads: [batch:n=3]
+        """)
+    cache = tmp_path / "damaged"
+    cache.mkdir()
+    (cache / "latency-cache.sqlite").write_bytes(os.urandom(8192))
+    line = one_line_error(capsys, ["sweep", str(spec), "--cache-dir", str(cache), "--out", str(tmp_path / "o"), "--quiet"])
+    assert "latency-cache.sqlite" in line and f"artist cache --cache-dir {cache} clear` to start afresh" in line
+    assert not (tmp_path / "o" / "runs").exists() or not any((tmp_path / "o" / "runs").iterdir())
+
+
+# --------------------------------------------------------------------------- failures during the work
+
+
+class _Crashing:
+    """A backend whose ns-3 worker dies on the first question."""
+
+    name = "ns3"
+
+    def identity(self):
+        return {"backend": "ns3"}
+
+    def iteration_comm_time(self, model, placement):
+        from artist.network.ns3.runner import Ns3SimulationError
+
+        raise Ns3SimulationError("[[8]]", "ns-3 worker crashed (exit code -9)")
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--workload", "batch:n=3,gpus=8"],
+    ["latency-table", "--shape", "[[8]]", "--model", "resnet50"],
+    ["comm", "--shape", "[[8]]", "--model", "resnet50"],
+])
+def test_a_killed_ns3_worker_is_one_line_in_every_command(capsys, monkeypatch, argv):
+    from artist.latency_table import BackendSpec
+
+    monkeypatch.setattr(BackendSpec, "build", lambda self, topology: _Crashing())
+    line = one_line_error(capsys, argv, code=3)
+    assert line == "artist: error: ns-3 simulation of placement [[8]] failed: ns-3 worker crashed (exit code -9)"
+
+
+def test_ctrl_c_in_simulate_says_nothing_was_written_and_the_cache_kept_its_answers(capsys, monkeypatch):
+    import artist.commands.simulate as cmd
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cmd, "simulate", interrupted)
+    line = one_line_error(capsys, ["simulate", "--workload", "batch:n=3"], code=130)
+    assert line.startswith("artist: interrupted: no tables written; the network answers computed so far are in ")
+
+
+def test_ctrl_c_in_a_sweep_keeps_finished_runs_and_says_how_to_resume(tmp_path):
+    """A real SIGINT to the sweep's process group (what Ctrl-C sends) once the first run is stored."""
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/dally-3tier.yaml
+        policies: [fifo, tiresias, dally]
+        workloads: ["batch:n=400"]
+        seeds: [0, 1, 2, 3]
+        """)
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(ARTIST + ["sweep", str(spec), "-j", "2", "--quiet", "--no-plots", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            stored = [d for d in (out / "runs").glob("*") if re.fullmatch("[0-9a-f]{16}", d.name)]
+            if stored:  # a run directory appears under its id only when complete (renamed into place)
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the sweep finished before it could be interrupted; give it more work"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "runs are saved under" in lines[0] and "run the same command again to resume" in lines[0]
+    saved = int(lines[0].split("interrupted: ")[1].split(" of ")[0])
+    assert 1 <= saved < 12
