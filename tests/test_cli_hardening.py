@@ -336,3 +336,28 @@ def test_ctrl_c_in_a_sweep_keeps_finished_runs_and_says_how_to_resume(tmp_path):
     assert "runs are saved under" in lines[0] and "run the same command again to resume" in lines[0]
     saved = int(lines[0].split("interrupted: ")[1].split(" of ")[0])
     assert 1 <= saved < 12
+
+
+def test_comm_answers_from_the_latency_cache_the_second_time(capsys, tmp_path):
+    argv = ["comm", "--model", "resnet50", "--shape", "[[4,4],[8]]", "--cache-dir", str(tmp_path / "c")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main(argv) == 0
+    second = capsys.readouterr().out
+    assert "answered from cache  no" in first and "answered from cache  yes" in second
+    # The same numbers either way: a cache never changes an answer.
+    pick = lambda text: [line for line in text.splitlines() if line.startswith(("raw seconds", "exposed seconds"))]
+    assert pick(first) == pick(second)
+    assert main(argv[:-2] + ["--no-cache"]) == 0
+    assert "answered from cache  cache off" in capsys.readouterr().out
+
+
+def test_version_and_list(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("artist ")
+    assert main(["list", "policies"]) == 0
+    assert {"fifo", "tiresias", "dally", "gandiva"} <= set(capsys.readouterr().out.split())
+    assert main(["list", "topologies"]) == 0
+    assert "dgx-h100" in capsys.readouterr().out
+    assert main(["list", "profiles"]) == 0
+    assert "h100-ns3                   backend ns3/ring/8ch on topology h100-dgx" in capsys.readouterr().out
