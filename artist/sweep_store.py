@@ -173,8 +173,13 @@ def read_results(out_dir: str | Path) -> pd.DataFrame:
     for name in (f"{RESULTS_NAME}.parquet", f"{RESULTS_NAME}.csv"):
         p = out / name
         if p.is_file():
-            return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, keep_default_na=False,
-                                                                                    na_values=[""])
+            try:
+                return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, keep_default_na=False,
+                                                                                        na_values=[""])
+            except Exception as exc:  # noqa: BLE001 - pyarrow and pandas raise many kinds for a damaged file
+                raise InputError(str(p), None, f"cannot read the results table ({type(exc).__name__}: "
+                                               f"{str(exc).splitlines()[0] if str(exc) else 'damaged'}); re-run "
+                                               f"the sweep to rewrite it (finished runs are kept)") from None
     raise InputError(str(out), None, f"no {RESULTS_NAME}.parquet or {RESULTS_NAME}.csv: not a finished sweep directory")
 
 

@@ -361,3 +361,10 @@ def test_version_and_list(capsys):
     assert "dgx-h100" in capsys.readouterr().out
     assert main(["list", "profiles"]) == 0
     assert "h100-ns3                   backend ns3/ring/8ch on topology h100-dgx" in capsys.readouterr().out
+
+
+def test_plot_of_a_damaged_results_table_is_one_line(capsys, tmp_path):
+    (tmp_path / "results.parquet").write_text("not parquet")
+    line = one_line_error(capsys, ["plot", str(tmp_path)])
+    assert f"{tmp_path / 'results.parquet'}: cannot read the results table" in line
+    assert "not a finished sweep directory" in one_line_error(capsys, ["plot", str(tmp_path / "nowhere")])
