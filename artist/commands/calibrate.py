@@ -79,10 +79,14 @@ def _simulate(model, cache_path: str | None, *args, **kwargs):
     """collect_points (every backend simulation of the command) with Ctrl-C turned into a one-line
     Interrupted saying what is kept: Cached stores each answer as soon as it is computed, so a
     re-run asks the backend only for the rest."""
+    from tqdm import tqdm
+
     from artist.calibration.build import collect_points
 
+    # A bar counting backend answers (ns-3 fits take minutes); stderr, only on a terminal.
+    bar = tqdm(desc="calibrate: backend answers", unit="answer", disable=not sys.stderr.isatty(), leave=False)
     try:
-        return collect_points(model, *args, **kwargs)
+        return collect_points(_Counted(model, bar), *args, **kwargs)
     except KeyboardInterrupt:
         if cache_path is None:
             raise Interrupted("stopped during the backend simulations; with --no-cache none of their answers was "
@@ -94,6 +98,23 @@ def _simulate(model, cache_path: str | None, *args, **kwargs):
         raise Interrupted(f"stopped during the backend simulations after {model.session.misses} new answers; "
                           f"{stored} in the cache {cache_path}: re-running the same command continues from "
                           f"them") from None
+    finally:
+        bar.close()
+
+
+class _Counted:
+    """The backend, counting each collective it is asked to time on a progress bar."""
+
+    def __init__(self, inner, bar):
+        self._inner, self._bar = inner, bar
+
+    def collective_seconds(self, *args, **kwargs):
+        seconds = self._inner.collective_seconds(*args, **kwargs)
+        self._bar.update(1)
+        return seconds
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
 
 
 def _fit_from(text: str):
