@@ -19,6 +19,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from artist import lifeline
 from artist.metrics import job_table, summary, utilisation_table
 from artist.policies.registry import make_policy
 from artist.simulator import simulate
@@ -84,6 +85,10 @@ def _check_may_start_processes() -> None:
 
 def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None = None,
             use_cache: bool = True) -> RunOutcome:
+    # In a worker process (loky, or a Dask worker under its nanny): exit if the process that
+    # started it dies, as a kill -9 of the sweep would otherwise leave it simulating. Does
+    # nothing in the user's own process (-j 1 runs here) nor in a Ray worker (artist/lifeline.py).
+    lifeline.arm()
     started = time.perf_counter()
     hits = misses = 0
     try:

@@ -57,6 +57,9 @@ class Ns3Worker:
             mp.set_start_method("spawn", force=True)
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
+        # daemon=True ends the worker at a clean exit of this process; if this process is killed,
+        # the worker's lifeline ends it (worker_main arms artist/lifeline.py; spawn gives it a
+        # multiprocessing parent_process, which is what the lifeline arms on).
         proc = ctx.Process(target=worker_main, args=(child,), daemon=True, name="artist-ns3-worker")
         proc.start()
         child.close()

@@ -4,6 +4,10 @@ Runs in a process started by runner.py (multiprocessing, spawn context). The
 import happens from a fresh empty directory because the bindings scan the
 working directory recursively for ns-3 libraries. Time resolution is set to
 picoseconds right after the import, before any ns3::Time exists.
+
+The process dies with its parent (artist/lifeline.py): a killed sweep worker
+or user process must not leave ns-3 simulating. run_spec releases the GIL so
+that the lifeline thread can act while the engine runs.
 """
 
 from __future__ import annotations
@@ -57,6 +61,9 @@ def load_engine():
     noise = restore()
     if not ok:
         raise RuntimeError(f"cppyy could not compile {ENGINE_SOURCE}:\n{noise[-4000:]}")
+    # A run may take minutes of C++ that touches no Python object: let other threads (the
+    # lifeline, artist/lifeline.py) run meanwhile instead of waiting for the run to end.
+    cppyy.gbl.artist_ns3.run_spec.__release_gil__ = True
     from importlib.metadata import version
 
     return cppyy.gbl.artist_ns3, version("ns3")
@@ -92,7 +99,11 @@ def run_request(engine, request: dict) -> dict:
 
 
 def worker_main(conn) -> None:
-    """Serve requests from the parent until it sends None or the pipe closes."""
+    """Serve requests from the parent until it sends None or the pipe closes; exit at once if the
+    parent dies (a run in progress would not notice the closed pipe before it ends)."""
+    from artist import lifeline
+
+    lifeline.arm()
     try:
         engine, ns3_version = load_engine()
     except Exception as exc:  # reported to the parent, which raises it
