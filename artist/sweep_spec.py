@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from artist.errors import InputError
+from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
 from artist.network.factory import BACKENDS
 from artist.simulator import SimulatorConfig
@@ -201,7 +202,7 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     topologies = _topologies(f, base)
     racks = _racks(f)
     policies = _policies(f)
-    seeds = [_integer(f, "seeds", i, v, minimum=0) for i, v in enumerate(_listed(f, "seeds", [0]))]
+    seeds = [_integer(f, "seeds", i, v, minimum=0, maximum=2**32 - 1) for i, v in enumerate(_listed(f, "seeds", [0]))]
     if len(set(seeds)) != len(seeds):
         raise f.error("seeds", f"a seed is listed twice: {seeds}")
     backends, algorithms, channels, comm_options = _comm(f, backend_override)
@@ -237,12 +238,14 @@ def calibration_coverage_notes(spec: SweepSpec) -> list[str]:
     return notes
 
 
-def _integer(f: Fields, key: str, i: int | None, value, minimum: int) -> int:
+def _integer(f: Fields, key: str, i: int | None, value, minimum: int, maximum: int | None = None) -> int:
     where = f"field '{key}'" if i is None else f"field '{key}[{i}]'"
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f.source, where, f"expected an integer, got {value!r}")
     if value < minimum:
         raise InputError(f.source, where, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InputError(f.source, where, f"must be <= {maximum}, got {value}")
     return value
 
 
@@ -276,7 +279,7 @@ def _topologies(f: Fields, base: Path) -> list[TopologyChoice]:
 def _racks(f: Fields) -> list[int] | None:
     if not f.has("racks"):
         return None
-    racks = [_integer(f, "racks", i, v, minimum=1) for i, v in enumerate(_listed(f, "racks"))]
+    racks = [_integer(f, "racks", i, v, minimum=1, maximum=MAX_GPUS) for i, v in enumerate(_listed(f, "racks"))]
     if len(set(racks)) != len(racks):
         raise f.error("racks", f"a rack count is listed twice: {racks}")
     return racks
@@ -354,7 +357,8 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
     for i, a in enumerate(algorithms):
         if a not in ALGORITHMS:
             raise InputError(f.source, f"field 'comm.algorithm[{i}]'", f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
-    channels = [_integer(cf, "comm.channels", i, c, minimum=1) for i, c in enumerate(_listed(cf, "channels", 1))]
+    channels = [_integer(cf, "comm.channels", i, c, minimum=1, maximum=MAX_CHANNELS)
+                for i, c in enumerate(_listed(cf, "channels", 1))]
     for key, values in (("backend", backends), ("algorithm", algorithms), ("channels", channels)):
         if len(set(values)) != len(values):
             raise cf.error(key, f"a value is listed twice: {values}")
@@ -493,8 +497,9 @@ def _simulator(f: Fields) -> SimulatorConfig:
     interval = default.round_interval_s
     if "round_interval_s" in sf.data:
         raw = sf.data["round_interval_s"]
-        interval = None if raw in (None, 0) else sf.number("round_interval_s", positive=True)
-    restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0)
+        interval = None if raw in (None, 0) else sf.number("round_interval_s", minimum=MIN_ROUND_INTERVAL_S,
+                                                           maximum=MAX_ARRIVAL_S)
+    restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0, maximum=MAX_RESTORE_S)
     return SimulatorConfig(round_interval_s=interval, restore_seconds=restore)
 
 
@@ -526,7 +531,10 @@ def expand(spec: SweepSpec) -> list[Run]:
     runs: list[Run] = []
     for t in spec.topologies:
         for racks in (spec.racks or [t.topology.racks]):
-            topology = t.topology.with_racks(racks)
+            try:
+                topology = t.topology.with_racks(racks)
+            except ValueError as exc:
+                raise InputError(spec.source, "field 'racks'", f"{t.topology.name}: {exc}") from None
             for pi, policy in enumerate(spec.policies):
                 for wi, workload in enumerate(spec.workloads):
                     for seed in spec.seeds:

@@ -216,7 +216,9 @@ def _same_gpu(topology_name: str, reference: str) -> bool:
 
 
 def _tier(f: Fields, name: str) -> Tier:
-    f.unknown_keys({"bandwidth_gbps", "link_latency_us", "switch_latency_us", "source", "oversubscription", "port_count", "notes"})
+    # Only the spine has an oversubscription; a field that changes no answer is refused, not ignored.
+    f.unknown_keys({"bandwidth_gbps", "link_latency_us", "switch_latency_us", "source", "notes"}
+                   | ({"oversubscription"} if name == "spine" else set()))
     if not f.has("source"):
         raise f.error("source", "every tier must say where its figures come from")
     return Tier(

@@ -99,7 +99,7 @@ class ModelProfile:
         f = Fields(load_yaml_mapping(path), str(path))
         f.unknown_keys({"name", "source", "params_total", "params_source", "gradient_dtype_bytes",
                         "tensors", "compute", "forward_fraction", "bucket_cap_bytes", "notes"})
-        dtype = f.integer("gradient_dtype_bytes", 4, minimum=1)
+        dtype = f.integer("gradient_dtype_bytes", 4, minimum=1, maximum=8)  # fp8 .. fp64
         raw_tensors = f.raw("tensors")
         if not isinstance(raw_tensors, list) or not raw_tensors:
             raise f.error("tensors", "expected a non-empty list of [name, numel] pairs")
@@ -124,11 +124,18 @@ class ModelProfile:
             compute_seconds=c.number("seconds_per_iteration", positive=True),
             reference_gpu=c.string("reference_gpu"),
             batch_size=c.integer("batch_size", 0, minimum=0),
-            forward_fraction=f.number("forward_fraction", DEFAULT_FORWARD_FRACTION, minimum=0.0),
+            forward_fraction=_forward_fraction(f),
             bucket_cap_bytes=f.integer("bucket_cap_bytes", DDP_BUCKET_CAP_BYTES, minimum=1),
             tensor_names=tuple(names),
             source=f.string("source", ""),
         )
+
+
+def _forward_fraction(f: Fields) -> float:
+    value = f.number("forward_fraction", DEFAULT_FORWARD_FRACTION, minimum=0.0)
+    if value >= 1.0:
+        raise f.error("forward_fraction", f"must be < 1 (the backward pass takes the rest), got {value:g}")
+    return value
 
 
 DEFAULT_MODELS_DIR = Path(__file__).resolve().parent.parent / "workloads" / "models"
@@ -246,6 +253,12 @@ def read_helios_csv(path: str | Path, model_names: Sequence[str], seed: int,
                          (row.get("user") or "").strip(), (row.get("vc") or "").strip(), lineno))
     if not rows:
         return []
+    first_line: dict[str, int] = {}
+    for row in rows:
+        if row[1] in first_line:
+            raise InputError(str(path), f"line {row[6]}", f"job_id {row[1]!r} appears twice (first on line "
+                                                          f"{first_line[row[1]]})")
+        first_line[row[1]] = row[6]
     rows.sort(key=lambda r: (r[0], r[1]))
     t0 = rows[0][0]
     jobs = []

@@ -368,3 +368,48 @@ def test_plot_of_a_damaged_results_table_is_one_line(capsys, tmp_path):
     line = one_line_error(capsys, ["plot", str(tmp_path)])
     assert f"{tmp_path / 'results.parquet'}: cannot read the results table" in line
     assert "not a finished sweep directory" in one_line_error(capsys, ["plot", str(tmp_path / "nowhere")])
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("racks", "[100000000]", "field 'racks[0]': must be <= 1048576"),
+    ("racks", "[100000]", "field 'racks': dally-3tier: 100000 racks of 64 GPUs is 6400000 GPUs"),
+    ("seeds", "[4294967296]", "field 'seeds[0]': must be <= 4294967295"),
+    ("comm", "{backend: analytical, channels: 100000}", "field 'comm.channels[0]': must be <= 64"),
+    ("simulator", "{round_interval_s: 0.000001}", "field 'simulator.round_interval_s': must be >= 1"),
+    ("simulator", "{restore_seconds: 1.0e+12}", "field 'simulator.restore_seconds': must be <= 86400"),
+])
+def test_sweep_specs_have_the_commands_bounds(capsys, tmp_path, field, value, expected):
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/dally-3tier.yaml
+        policies: [fifo]
+        workloads: [batch:n=3]
+        {field}: {value}
+        """)
+    assert expected in one_line_error(capsys, ["sweep", str(spec), "--dry-run"])
+
+
+def test_model_and_topology_fields_that_would_be_ignored_or_break_later_are_refused(capsys, tmp_path):
+    from artist.errors import InputError
+    from artist.topology import load_topology
+    from artist.workload import ModelProfile
+
+    text = (REPO / "workloads" / "models" / "alexnet.yaml").read_text()
+    bad = write(tmp_path, "m.yaml", text + "forward_fraction: 1.0\n")
+    with pytest.raises(InputError, match=r"field 'forward_fraction': must be < 1"):
+        ModelProfile.from_yaml(bad)
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace(
+        "  rack:\n", "  rack:\n    oversubscription: 2.0\n", 1)
+    bad = write(tmp_path, "t.yaml", text)
+    with pytest.raises(InputError, match=r"field 'tiers\.rack\.oversubscription': unknown field"):
+        load_topology(bad)
+
+
+def test_helios_trace_with_a_repeated_job_id_is_refused_by_line(tmp_path):
+    from artist.errors import InputError
+    from artist.workload import HELIOS_COLUMNS, read_helios_csv
+
+    row = "{id},u,vc,8,0,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:10,2020-04-01 01:00:00,3600,10"
+    trace = write(tmp_path, "cluster_log.csv", ",".join(HELIOS_COLUMNS) + "\n" + row.format(id="a") + "\n"
+                  + row.format(id="b") + "\n" + row.format(id="a") + "\n")
+    with pytest.raises(InputError, match=r"cluster_log\.csv: line 4: job_id 'a' appears twice \(first on line 2\)"):
+        read_helios_csv(trace, ["resnet50"], 0)
