@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
 
@@ -73,7 +74,7 @@ def armed() -> bool:
 
 
 def arm(poll_interval_s: float = POLL_INTERVAL_S) -> bool:
-    """Exit this process when its parent dies. Idempotent (one thread per process); cheap to call
+    """Exit this process when its parent dies, and leave Ctrl-C to the parent. Idempotent (one thread per process); cheap to call
     at the start of every task. Does nothing and returns False in a main process (one that no
     multiprocessing/loky parent started) or off POSIX; returns True when armed."""
     global _armed_in
@@ -93,6 +94,12 @@ def arm(poll_interval_s: float = POLL_INTERVAL_S) -> bool:
                                   name="artist-lifeline")
         thread.start()
         _armed_in = os.getpid()
+        # Ctrl-C reaches the whole process group; the process that started this worker answers it
+        # (one summary line, then it stops its workers), so a worker printing its own
+        # KeyboardInterrupt traceback would only bury that line. signal() works in the main thread
+        # only: a worker running tasks elsewhere (a Dask thread) keeps its handler.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     return True
 
 

@@ -19,44 +19,38 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def integer(minimum: int | None = None, maximum: int | None = None, *, allow: tuple[int, ...] = ()):
-    """An integer option in [minimum, maximum] (plus the special values in `allow`, e.g. -1 = all cores)."""
+def _bounded(convert, what: str, minimum, maximum, allow):
+    """An argparse type: text -> convert(text), finite, in [minimum, maximum] or one of `allow`
+    (special values such as -1 = all cores, 0 = off)."""
 
-    def parse(text: str) -> int:
+    def parse(text: str):
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value in allow:
-            return value
-        if minimum is not None and value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {value}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def number(minimum: float | None = None, maximum: float | None = None, *, exclusive_minimum: bool = False,
-           allow: tuple[float, ...] = ()):
-    """A finite float option in [minimum, maximum] ((minimum, maximum] with exclusive_minimum)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
         if value in allow:
             return value
-        if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
-            raise argparse.ArgumentTypeError(f"must be {'>' if exclusive_minimum else '>='} {minimum:g}, got {value:g}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {_text(minimum)}, got {_text(value)}")
         if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"must be <= {maximum:g}, got {value:g}")
+            raise argparse.ArgumentTypeError(f"must be <= {_text(maximum)}, got {_text(value)}")
         return value
 
-    parse.__name__ = "number"
+    parse.__name__ = convert.__name__  # argparse names the type in its messages
     return parse
+
+
+def _text(x) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def integer(minimum: int | None = None, maximum: int | None = None, *, allow: tuple[int, ...] = ()):
+    """An integer option in [minimum, maximum], or one of the special values in `allow`."""
+    return _bounded(int, "an integer", minimum, maximum, allow)
+
+
+def number(minimum: float | None = None, maximum: float | None = None, *, allow: tuple[float, ...] = ()):
+    """A finite float option in [minimum, maximum], or one of the special values in `allow`."""
+    return _bounded(float, "a number", minimum, maximum, allow)
