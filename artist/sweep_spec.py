@@ -428,9 +428,11 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
         if any(problems) and swap_notes is not None:
             sibling = _sibling_profile(p, profile, settings, load_profile)
             if sibling is not None:
-                swap_notes.append(f"calibration: {p.name} was fitted for {_settings_text(profile.backend)}; using "
+                from artist.calibration.profile import backend_settings
+
+                swap_notes.append(f"calibration: {p.name} was fitted for {backend_settings(profile.backend)}; using "
                                   f"{sibling.name}.yaml beside it, fitted on the same topology for "
-                                  f"{_settings_text(sibling.backend)}")
+                                  f"{backend_settings(sibling.backend)}")
                 profile, text = sibling, str(Path(sibling.path))
                 problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
         problem = next((x for x in problems if x), None)
@@ -442,13 +444,11 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
     return out
 
 
-def _settings_text(backend: dict) -> str:
-    return f"{backend.get('backend')}/{backend.get('algorithm', 'ring')}/{backend.get('channels', 1)}ch"
-
-
 def _sibling_profile(path: Path, profile, settings, load_profile):
     """The one profile in the same directory fitted on the same links for every wanted setting
     (backend, algorithm, channels), or None."""
+    from artist.calibration.profile import backend_settings
+
     found = []
     for other in sorted(path.parent.glob("*.yaml")):
         if other.resolve() == path.resolve():
@@ -459,7 +459,7 @@ def _sibling_profile(path: Path, profile, settings, load_profile):
             continue  # not a profile, or an old format: never picked silently
         if candidate.link_parameters != profile.link_parameters:
             continue
-        if all(_settings_text(candidate.backend) == _settings_text({"backend": b, "algorithm": a, "channels": c})
+        if all(backend_settings(candidate.backend) == backend_settings({"backend": b, "algorithm": a, "channels": c})
                for b, a, c in settings):
             found.append(candidate)
     return found[0] if len(found) == 1 else None
@@ -467,10 +467,12 @@ def _sibling_profile(path: Path, profile, settings, load_profile):
 
 def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm, channels) -> str | None:
     """Why the profile cannot be applied to this backend, or None."""
+    from artist.calibration.profile import backend_settings
+
     wanted = {"backend": backend, "algorithm": algorithm, "channels": channels}
-    if _settings_text(profile.backend) != _settings_text(wanted):
-        return (f"calibration profile {profile.name!r} was fitted for {_settings_text(profile.backend)}, not "
-                f"{_settings_text(wanted)}")
+    if backend_settings(profile.backend) != backend_settings(wanted):
+        return (f"calibration profile {profile.name!r} was fitted for {backend_settings(profile.backend)}, not "
+                f"{backend_settings(wanted)}")
     if backend == "analytical":  # cheap to build: let the wrapper check the whole identity
         from artist.network.analytical import AnalyticalModel
 

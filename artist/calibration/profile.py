@@ -280,6 +280,12 @@ def _bytes_text(n: int) -> str:
     return f"{n} B"
 
 
+def backend_settings(identity: dict) -> str:
+    """'ns3/ring/8ch': the backend settings a profile is fitted for (or a command asks for), as text
+    that two settings share exactly when a profile fits both."""
+    return f"{identity.get('backend')}/{identity.get('algorithm', 'ring')}/{identity.get('channels', 1)}ch"
+
+
 def load_profile(path: str | Path) -> CalibrationProfile:
     return CalibrationProfile.load(path)
 

@@ -65,24 +65,19 @@ def check_calibration(path: str | None, topology, backend_spec) -> None:
     one line naming the profile and what differs, before any work."""
     if path is None:
         return
-    from artist.calibration.profile import load_profile
+    from artist.calibration.profile import backend_settings, load_profile
 
     profile = load_profile(path)
     try:
         profile.check_topology(topology)
     except ValueError as exc:
         raise InputError(path, "field 'topology'", str(exc)) from None
-    wanted = {"backend": backend_spec.backend, "algorithm": backend_spec.algorithm, "channels": backend_spec.channels}
-    clash = {k: v for k, v in wanted.items() if profile.backend.get(k, v) != v}
-    if clash:
-        fitted = {k: profile.backend.get(k) for k in wanted}
-        raise InputError(path, "field 'backend'", f"fitted for {_settings(fitted)}, not {_settings(wanted)}; pass "
-                                                  f"the matching --backend/--algorithm/--channels or another profile "
-                                                  f"(artist list profiles)")
-
-
-def _settings(d: dict) -> str:
-    return f"{d['backend']}/{d['algorithm']}/{d['channels']}ch"
+    wanted = backend_settings({"backend": backend_spec.backend, "algorithm": backend_spec.algorithm,
+                               "channels": backend_spec.channels})
+    if backend_settings(profile.backend) != wanted:
+        raise InputError(path, "field 'backend'", f"fitted for {backend_settings(profile.backend)}, not {wanted}; "
+                                                  f"pass the matching --backend/--algorithm/--channels or another "
+                                                  f"profile (artist list profiles)")
 
 
 def writable_dir(path: str | Path, option: str = "--out") -> Path:
