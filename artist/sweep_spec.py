@@ -349,7 +349,7 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
         backends = [backend_override]
     for i, b in enumerate(backends):
         if b not in BACKENDS:
-            where = "--comm (command line)" if backend_override else f"comm.backend[{i}]"
+            where = "--backend (command line)" if backend_override else f"comm.backend[{i}]"
             raise InputError(f.source, f"field '{where}'", f"unknown backend {b!r}; known: {', '.join(BACKENDS)}")
         if b == "ns3":
             _check_ns3_available(f)

@@ -16,6 +16,10 @@ from artist.network.collectives import ALGORITHMS
 from artist.network.factory import BACKENDS
 
 
+CACHE_DIR_HELP = (f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR, else $XDG_CACHE_HOME/artist, "
+                  f"else ~/.cache/artist)")
+
+
 def add_topology_arguments(p) -> None:
     p.add_argument("--topology", default=str(shipped.DEFAULT_TOPOLOGY),
                    help="topology YAML, or the name of a shipped one (artist list topologies); "
@@ -50,8 +54,7 @@ def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) ->
                             "applied to the backend's answers")
     if cache:
         p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
-        p.add_argument("--cache-dir", default=None,
-                       help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR, else ~/.cache/artist)")
+        p.add_argument("--cache-dir", default=None, help=CACHE_DIR_HELP)
 
 
 def calibration_path(text: str | None) -> str | None:

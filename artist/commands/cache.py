@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from artist.commands._common import CACHE_DIR_HELP
 from artist.errors import InputError
 from artist.network.cache import (ENTRY_COLUMNS, CACHE_FILE_NAME, NS3_BACKEND, CacheUnusable, LatencyStore,
                                   cache_files, created_before, default_cache_path, inspect_cache,
@@ -32,7 +33,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("cache", help="inspect, verify, export or clear the latency cache",
                        description="The persistent latency cache (one SQLite file; $ARTIST_CACHE_DIR, "
                                    "else ~/.cache/artist).")
-    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
+    p.add_argument("--cache-dir", default=None, help=CACHE_DIR_HELP)
     actions = p.add_subparsers(dest="cache_action", required=True)
     actions.add_parser("stats", help="entries, hits, misses, simulated seconds saved")
     actions.add_parser("verify", help="check the file: SQLite's integrity check and that every entry reads back "

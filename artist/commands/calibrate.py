@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 from artist.commands._args import integer
+from artist.commands._common import CACHE_DIR_HELP
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
-from artist.network.cache import CACHE_FILE_NAME
 from artist.network.collectives import ALGORITHMS
 from artist.network.factory import BACKENDS, make_comm_model
 from artist.topology import load_topology
@@ -55,8 +55,7 @@ def add_parser(sub) -> None:
     # answer; it saves re-running ns-3 when re-fitting, and an interrupted fit continues from it.
     p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
-                   help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR, else "
-                        f"$XDG_CACHE_HOME/artist, else ~/.cache/artist)")
+                   help=CACHE_DIR_HELP)
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)

@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 from artist.commands._args import integer
-from artist.commands._common import calibration_path, writable_dir
+from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_dir
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
-from artist.network.cache import CACHE_FILE_NAME
 from artist.network.factory import BACKENDS
 from artist.sweep import EXECUTORS, default_out_dir, describe_runs, load_sweep_spec, run_sweep
 from artist.sweep_store import ResultStore
@@ -41,7 +40,7 @@ def add_arguments(p) -> None:
     p.add_argument("--calibration", default=None, metavar="PROFILE|none",
                    help="replace the spec's calibration axis with one profile (path or shipped name), or none")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
-    p.add_argument("--cache-dir", default=None, help=f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR)")
+    p.add_argument("--cache-dir", default=None, help=CACHE_DIR_HELP)
     p.add_argument("--no-plots", action="store_true", help="write the table only")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
