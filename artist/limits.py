@@ -23,7 +23,8 @@ MAX_ITERATIONS = 1_000_000_000
 MIN_ROUND_INTERVAL_S = 1.0
 # Checkpoint-restore cost: at most a day.
 MAX_RESTORE_S = 86_400.0
-# NCCL channels (rings): NCCL's MAXCHANNELS is 32 (src/include/device.h, NCCL 2.x); 64 leaves room.
+# NCCL channels (rings): MAXCHANNELS is 32 in NCCL 2.x's src/include/device.h as read here; 64 leaves
+# room for a release that raises it.
 MAX_CHANNELS = 64
 # Parallel worker processes of one command.
 MAX_WORKERS = 1024
