@@ -45,7 +45,7 @@ from artist.network.factory import BACKENDS
 from artist.simulator import SimulatorConfig
 from artist.topology import Topology
 from artist.workload import DEFAULT_MODELS_DIR, Job, ModelProfile, load_models
-from artist.workload_spec import GENERATORS, jobs_from_spec
+from artist.workload_spec import GENERATORS, job_too_large, jobs_from_spec
 from artist.yamlio import Fields, load_yaml_mapping
 
 IDENTITY_FORMAT = 1  # bump when the meaning of the identity material changes
@@ -541,8 +541,8 @@ def expand(spec: SweepSpec) -> list[Run]:
                 for wi, workload in enumerate(spec.workloads):
                     for seed in spec.seeds:
                         jobs = jobs_of(wi, seed)
-                        biggest = max(jobs, key=lambda j: j.gpus)
-                        if biggest.gpus > topology.gpus:
+                        biggest = job_too_large(jobs, topology.gpus)
+                        if biggest is not None:
                             raise InputError(spec.source, f"field 'workloads[{wi}]'",
                                              f"{workload.spec} (seed {seed}): job {biggest.job_id} asks for {biggest.gpus} GPUs, "
                                              f"but {t.topology.name} with {racks} rack(s) has {topology.gpus}")

@@ -41,6 +41,12 @@ def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int) -> 
     return read_jobs_csv(path, models)
 
 
+def job_too_large(jobs, gpus: int) -> Job | None:
+    """The largest job if it asks for more than `gpus` GPUs (it could never start), else None."""
+    biggest = max(jobs, key=lambda j: j.gpus)
+    return biggest if biggest.gpus > gpus else None
+
+
 class _Params:
     """key=value parameters of a generator, each read once with its bounds; errors name it."""
 

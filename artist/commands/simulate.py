@@ -19,7 +19,7 @@ from artist.metrics import summary, write_tables
 from artist.policies.registry import make_policy_checked, policy_names
 from artist.simulator import SimulatorConfig, simulate
 from artist.workload import load_models
-from artist.workload_spec import jobs_from_spec
+from artist.workload_spec import job_too_large, jobs_from_spec
 
 
 def add_parser(sub) -> None:
@@ -61,13 +61,6 @@ def parse_params(items: list[str]) -> dict:
     return params
 
 
-def check_jobs_fit(jobs, topology, workload: str) -> None:
-    biggest = max(jobs, key=lambda j: j.gpus)
-    if biggest.gpus > topology.gpus:
-        raise InputError(workload, f"job {biggest.job_id}", f"asks for {biggest.gpus} GPUs, but {topology.name} with "
-                                                            f"{topology.racks} rack(s) has {topology.gpus}")
-
-
 def _cache_line(comm, spec: BackendSpec) -> str:
     if spec.cache_path is None:
         return "cache: off"
@@ -86,7 +79,10 @@ def run(args) -> int:
     jobs = jobs_from_spec(args.workload, models, args.seed)
     if not jobs:
         raise InputError(args.workload, None, "no jobs")
-    check_jobs_fit(jobs, topology, args.workload)
+    biggest = job_too_large(jobs, topology.gpus)
+    if biggest is not None:
+        raise InputError(args.workload, f"job {biggest.job_id}", f"asks for {biggest.gpus} GPUs, but {topology.name} "
+                                                                 f"with {topology.racks} rack(s) has {topology.gpus}")
     topology.check_reference_gpu({models[j.model].reference_gpu for j in jobs})
     out = writable_dir(args.out) if args.out else None
     spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path_from_args(args),
@@ -111,7 +107,6 @@ def run(args) -> int:
     try:
         result = simulate(topology, jobs, models, policy, comm, config, on_finish)
     except KeyboardInterrupt:
-        bar.close()
         saved = "" if spec.cache_path is None else f"; the network answers computed so far are in {spec.cache_path}"
         raise Interrupted(f"no tables written{saved}: run the same command again (cached answers are reused)") from None
     finally:
