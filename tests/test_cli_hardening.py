@@ -413,3 +413,17 @@ def test_helios_trace_with_a_repeated_job_id_is_refused_by_line(tmp_path):
                   + row.format(id="b") + "\n" + row.format(id="a") + "\n")
     with pytest.raises(InputError, match=r"cluster_log\.csv: line 4: job_id 'a' appears twice \(first on line 2\)"):
         read_helios_csv(trace, ["resnet50"], 0)
+
+
+def test_a_profile_for_other_backend_latencies_is_one_line(capsys, tmp_path):
+    """Same backend/algorithm/channels, but fitted with another NCCL base latency: the Calibrated
+    wrapper refuses it, and simulate and comm say so in one line naming the profile."""
+    text = (REPO / "calibration" / "profiles" / "h100-analytical.yaml").read_text()
+    text = text.replace("    base_s: 8.4e-06\n", "    base_s: 9.9e-06\n")
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("id:")) + "\n"
+    profile = write(tmp_path, "other.yaml", text)
+    common = ["--topology", "h100-dgx", "--channels", "8", "--calibration", str(profile)]
+    line = one_line_error(capsys, ["simulate", *common, "--workload", "batch:n=3,gpus=8"])
+    assert line.startswith(f"artist: error: {profile}: ") and "9.9e-06" in line
+    line = one_line_error(capsys, ["comm", *common, "--model", "resnet50", "--shape", "[[8]]"])
+    assert line.startswith(f"artist: error: {profile}: ")

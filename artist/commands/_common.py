@@ -83,6 +83,19 @@ def check_calibration(path: str | None, topology, backend_spec) -> None:
                                                   f"profile (artist list profiles)")
 
 
+def build_stack(spec, topology):
+    """The command's network stack (Calibrated(Cached(backend))), its calibration checked first;
+    a profile the backend still refuses (an identity differing beyond the settings) is one line."""
+    check_calibration(spec.calibration, topology, spec)
+    try:
+        return spec.build(topology)
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(spec.calibration or "command line", None if spec.calibration else "--backend",
+                         str(exc)) from None
+
+
 def writable_dir(path: str | Path, option: str = "--out") -> Path:
     """Create the output directory now and prove it takes a file, so a long run cannot fail at
     its very end for want of a place to write."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
-                                     check_calibration, load_topology_from)
+from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
+                                     calibration_path, load_topology_from)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError
 from artist.latency_table import BackendSpec
@@ -55,8 +55,7 @@ def run(args) -> int:
         options = (("accelerate", args.accelerate), ("transport", args.transport))
     spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path_from_args(args),
                        calibration_path(args.calibration), options).resolved()
-    check_calibration(spec.calibration, topology, spec)
-    comm = spec.build(topology)
+    comm = build_stack(spec, topology)
     result = comm.iteration_comm_time(model, placement)  # an Ns3SimulationError is one line (artist.cli)
     print(f"model {model.name} on {shape_to_text(placement.canonical_shape)} ({placement.size} GPUs, "
           f"{placement.tier} tier), backend {args.backend}, {args.algorithm} x{args.channels}"

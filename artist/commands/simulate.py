@@ -9,8 +9,8 @@ import pandas as pd
 
 from artist import shipped
 from artist.commands._args import integer, number
-from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
-                                     check_calibration, load_topology_from, progress_enabled, writable_dir)
+from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
+                                     calibration_path, load_topology_from, progress_enabled, writable_dir)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.latency_table import BackendSpec
@@ -87,8 +87,7 @@ def run(args) -> int:
     out = writable_dir(args.out) if args.out else None
     spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path_from_args(args),
                        calibration_path(args.calibration)).resolved()
-    check_calibration(spec.calibration, topology, spec)
-    comm = spec.build(topology)
+    comm = build_stack(spec, topology)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds)
     if args.backend == "ns3":
         print("note: the ns3 backend answers each new placement shape with a packet-level run (seconds to minutes "
