@@ -1,6 +1,8 @@
 // ArtISt collective engine: executes all-reduce schedules (dependency graphs of
-// point-to-point messages) packet by packet inside ns-3. Compiled at run time by
-// cppyy.cppdef (see worker.py); no Python runs per packet or per message.
+// point-to-point messages) packet by packet inside ns-3. Compiled once per
+// installation into a shared library (engine_build.py), or at run time by
+// cppyy.cppdef where no C++ compiler is found (see worker.py); no Python runs per
+// packet or per message. Its interface (Spec, Result, run_spec) is in engine.h.
 //
 // Input (Spec): a point-to-point graph (nodes, links with rate and delay), routes
 // (sequences of directed links), messages (src/dst node, bytes, route, start-up
@@ -28,6 +30,8 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
+
+#include "engine.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -90,45 +94,6 @@ class MsgHeader : public Header
     {
         os << "flow=" << flow << " type=" << type << " value=" << value;
     }
-};
-
-// ---------------------------------------------------------------- input / output
-struct Spec
-{
-    uint32_t nodes = 0;
-    std::vector<uint32_t> link_a, link_b;
-    std::vector<double> link_bps, link_delay_s;
-    std::vector<uint32_t> route_off, route_link, route_dir; // CSR; dir 0: a->b, 1: b->a
-    std::vector<uint32_t> m_src, m_dst, m_route, m_coll, m_conn;
-    std::vector<uint64_t> m_bytes;
-    std::vector<double> m_alpha_s;
-    std::vector<uint32_t> dep_off, dep_idx; // CSR over messages
-    std::vector<double> c_ready_s, c_base_s;
-    std::vector<uint32_t> c_first; // messages of collective c: [c_first[c], c_first[c+1])
-    int transport = 0; // 0 window, 1 tcp
-    uint32_t mtu = 9000;
-    uint64_t window_bytes = 1 << 20;
-    uint32_t ack_every = 8;
-    uint32_t queue_packets = 100000;
-    uint32_t tcp_red_k_packets = 20;
-    uint32_t tcp_buffer_bytes = 8 << 20;
-    double tcp_min_rto_s = 0.001;
-    bool debug_hang = false;
-    bool debug_crash = false;
-};
-
-struct Result
-{
-    std::vector<double> c_start_s, c_end_s;
-    std::vector<double> m_done_s;
-    std::vector<uint64_t> node_rx_bytes, node_tx_bytes;
-    uint64_t data_packets = 0;
-    uint64_t ack_packets = 0;
-    uint64_t device_transmissions = 0;
-    uint64_t drops = 0;
-    uint64_t events = 0;
-    double t0_s = 0; // when collectives could start (TCP: after connection set-up)
-    std::string error;
 };
 
 void fill_u32(std::vector<uint32_t>& v, const uint32_t* p, size_t n)
@@ -916,6 +881,13 @@ void Engine::TcpRecv(Ptr<Socket> sock)
 
 Result run_spec(const Spec& spec)
 {
+    // Picosecond resolution, before the first simulation of this process. The cppyy path
+    // (worker.py) sets it right after importing ns-3; the compiled engine has no Python
+    // ns-3 import, so it is set here. Only once: a second SetResolution aborts in ns-3.
+    if (Time::GetResolution() != Time::PS)
+    {
+        Time::SetResolution(Time::PS);
+    }
     Engine e(spec);
     return e.Run();
 }

@@ -1,9 +1,10 @@
 """Persistent ns-3 worker processes with a wall-clock watchdog per run.
 
-A worker imports ns-3 once (seconds) and serves many runs. A run that does not
-answer within its timeout, or a worker that dies, is killed (only that worker,
-by its own process handle) and reported as Ns3SimulationError naming the
-placement shape; the next run starts a fresh worker.
+A worker loads the ns-3 engine once (worker.py: ~0.3 s with the compiled engine,
+15-35 s on the cppyy fallback) and serves many runs. A run that does not answer
+within its timeout, or a worker that dies, is killed (only that worker, by its
+own process handle) and reported as Ns3SimulationError naming the placement
+shape; the next run starts a fresh worker.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ import atexit
 import multiprocessing as mp
 import threading
 
-from artist.network.ns3.worker import worker_main
+from artist.network.ns3.worker import ENGINE_MODES, worker_main
 
-# Importing ns-3 and compiling the engine takes ~15-35 s on this 2-core machine.
+# A start normally takes well under a second (compiled engine, measured ~0.3 s on the 2-core
+# development machine), but the first start of an installation compiles the engine (9-18 s there,
+# up to engine_build.COMPILE_TIMEOUT_S = 240 s before it gives up with the compiler's message),
+# and the cppyy fallback imports ns-3 and compiles at every start (~15-35 s there). The limit
+# covers the slowest of these with margin (choice).
 STARTUP_TIMEOUT_S = 300.0
 
 
@@ -33,8 +38,14 @@ class Ns3SimulationError(RuntimeError):
 
 
 class Ns3Worker:
-    def __init__(self, startup_timeout_s: float = STARTUP_TIMEOUT_S):
+    """engine: "auto" (the compiled engine where a C++ compiler is found, else the cppyy fallback),
+    "compiled" or "jit" (see worker.py); info, once started, says which one loaded."""
+
+    def __init__(self, startup_timeout_s: float = STARTUP_TIMEOUT_S, engine: str = "auto"):
+        if engine not in ENGINE_MODES:
+            raise ValueError(f"unknown ns-3 engine {engine!r}; known: {', '.join(ENGINE_MODES)}")
         self.startup_timeout_s = startup_timeout_s
+        self.engine = engine
         self._proc = None
         self._conn = None
         self._lock = threading.Lock()
@@ -60,7 +71,7 @@ class Ns3Worker:
         # daemon=True ends the worker at a clean exit of this process; if this process is killed,
         # the worker's lifeline ends it (worker_main arms artist/lifeline.py; spawn gives it a
         # multiprocessing parent_process, which is what the lifeline arms on).
-        proc = ctx.Process(target=worker_main, args=(child,), daemon=True, name="artist-ns3-worker")
+        proc = ctx.Process(target=worker_main, args=(child, self.engine), daemon=True, name="artist-ns3-worker")
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
