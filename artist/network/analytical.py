@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
-from artist.network.base import CommResult, result_from_buckets
-from artist.network.collectives import Schedule, allreduce_schedule
+from artist.network.base import CommResult, GraphTiming, time_node_by_node
+from artist.network.collectives import Schedule, collective_schedule
 from artist.network.links import NVLINK, link_bandwidth_bps, path
 from artist.placement import Placement, placement_from_shape
+from artist.parallel.graph import StepGraph
 from artist.topology import Topology
-from artist.workload import ModelProfile
 
-ANALYTICAL_VERSION = "2"
+ANALYTICAL_VERSION = "2"  # bump when an answer changes (calibration profiles record it)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class LinearCollective:
 
 
 class AnalyticalModel:
-    """CommModel backed by the α-β timing of collectives.py's schedules."""
+    """FabricModel backed by the α-β timing of collectives.py's schedules; every job
+    is timed alone (no contention between graphs: identity says so)."""
 
     name = "analytical"
 
@@ -132,23 +134,26 @@ class AnalyticalModel:
 
     def identity(self) -> dict:
         return {"backend": self.name, "version": ANALYTICAL_VERSION, "algorithm": self.algorithm,
-                "channels": self.channels, "latency": asdict(self.latency)}
+                "channels": self.channels, "latency": asdict(self.latency), "contention": False}
 
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        """One all-reduce of nbytes on this placement. By symmetry of the
-        topology the answer depends only on the placement's canonical shape."""
-        shape = placement.canonical_shape
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        """One collective of nbytes on this group. By symmetry of the topology the answer
+        depends only on the group's canonical shape (send_recv: its direction does not matter)."""
+        shape = group.canonical_shape
         # settings in the key too: the memo must not outlive a change of algorithm or channels
-        key = (shape, self.algorithm, self.channels, self.latency)
+        key = (kind, shape, self.algorithm, self.channels, self.latency)
         linear = self._memo.get(key)
         if linear is None:
-            canonical = placement_from_shape(placement.topology, shape)
-            schedule = allreduce_schedule(self.algorithm, canonical, _reference_bytes(canonical, self.channels), self.channels,
-                                          dependencies=False)
-            linear = self._memo[key] = LinearCollective.of(schedule, placement.topology, self.latency)
+            canonical = placement_from_shape(group.topology, shape)
+            schedule = collective_schedule(kind, self.algorithm, canonical, _reference_bytes(canonical, self.channels),
+                                           self.channels, dependencies=False)
+            linear = self._memo[key] = LinearCollective.of(schedule, group.topology, self.latency)
         return linear.seconds(nbytes)
 
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
-        seconds = [self.collective_seconds(placement, b) for b, _ in model.buckets]
-        return result_from_buckets(model, placement, seconds, self.name)
-
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        out = {}
+        for job, graph in graphs.items():
+            out[job] = time_node_by_node(
+                graph, lambda n: self.collective_seconds(Placement(self.topology, n.group), n.nbytes, n.kind),
+                CommResult(self.name))
+        return out
