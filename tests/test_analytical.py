@@ -164,3 +164,17 @@ def test_iteration_exposes_a_bucket_ready_at_the_end(topo_8gpu_machines):
     assert estimate.exposed_comm_seconds == pytest.approx(am.collective_seconds(placement, S))
     assert estimate.comm_seconds == pytest.approx(estimate.exposed_comm_seconds)
     assert estimate.step_seconds == pytest.approx(0.2 + estimate.exposed_comm_seconds)
+
+
+@pytest.mark.parametrize("channels", [1, 3, 8])
+def test_ring_fast_path_is_bit_identical_to_the_schedule(channels):
+    """The schedule-free ring all-reduce (the loop's hot path) against the generic path that
+    builds every transfer: equal to the last bit on shapes of every tier."""
+    from artist.network.analytical import LinearCollective, _reference_bytes, ring_allreduce_linear
+    from conftest import make_topology
+
+    topology = make_topology(racks=3, machines_per_rack=3, gpus_per_machine=4)
+    for shape in ([[2]], [[4]], [[1, 1]], [[4, 3]], [[4, 4, 1]], [[2], [2]], [[4, 4], [3], [1, 1, 1]]):
+        p = placement_from_shape(topology, shape)
+        schedule = allreduce_schedule("ring", p, _reference_bytes(p, channels), channels, dependencies=False)
+        assert ring_allreduce_linear(p, channels, NCCL) == LinearCollective.of(schedule, topology, NCCL), shape

@@ -135,7 +135,7 @@ def _with_dependencies(raw: list[tuple[int, int, int, int, int]], dependencies: 
     return tuple(out)
 
 
-def _channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
+def channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
     """Ranks of channel c's ring: racks, machines in order; each machine's GPUs rotated by c
     so that another GPU (and NIC) carries each channel's inter-machine hop, as NCCL's channels do."""
     ring_gpus = []
@@ -155,7 +155,7 @@ def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, depende
     if n > 1:
         per_channel = split_bytes(nbytes, channels)
         for c in range(channels):
-            ring = _channel_ring(placement, rank_of, c)
+            ring = channel_ring(placement, rank_of, c)
             raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c))
     return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
 
@@ -167,7 +167,7 @@ def ring_pass(kind: str, placement: Placement, nbytes: int, channels: int = 1, d
     raw = []
     if len(order) > 1:
         for c, channel_bytes in enumerate(split_bytes(nbytes, channels)):
-            ring = _channel_ring(placement, rank_of, c)
+            ring = channel_ring(placement, rank_of, c)
             raw.extend(_ring_transfers(ring, split_bytes(channel_bytes, len(order)), 0, c, "rs"))
     return Schedule(kind, tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
 
