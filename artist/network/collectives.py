@@ -55,10 +55,16 @@ class Schedule:
     nbytes: int  # payload per rank (nccl-tests' "size")
     channels: int
     transfers: tuple[Transfer, ...]
+    total_steps: int = 0  # > steps when this is only the first steps of the collective (a prefix)
 
     @property
     def steps(self) -> int:
+        """Steps built (of a prefix: only those)."""
         return 1 + max((t.step for t in self.transfers), default=-1)
+
+    @property
+    def is_prefix(self) -> bool:
+        return self.total_steps > self.steps
 
     def by_step(self) -> list[list[Transfer]]:
         out: list[list[Transfer]] = [[] for _ in range(self.steps)]
@@ -86,8 +92,9 @@ def split_bytes(nbytes: int, parts: int) -> list[int]:
 
 
 def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step: int, channel: int,
-                    phases: str = "rs+ag") -> list[tuple[int, int, int, int, int]]:
-    """(src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather.
+                    phases: str = "rs+ag", max_steps: int | None = None) -> list[tuple[int, int, int, int, int]]:
+    """(src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather, only the
+    steps before max_steps when given.
 
     At reduce-scatter step k, ring position p sends chunk (p - k) mod n; at
     all-gather step k it sends chunk (p + 1 - k) mod n (the chunk it finished)."""
@@ -96,13 +103,18 @@ def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step:
     if n < 2:
         return out
     step = first_step
+    stop = float("inf") if max_steps is None else max_steps
     if "rs" in phases:
         for k in range(n - 1):
+            if step >= stop:
+                return out
             for p in range(n):
                 out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p - k) % n], step, channel))
             step += 1
     if "ag" in phases:
         for k in range(n - 1):
+            if step >= stop:
+                return out
             for p in range(n):
                 out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p + 1 - k) % n], step, channel))
             step += 1
@@ -147,7 +159,9 @@ def channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) ->
     return [rank_of[g] for g in ring_gpus]
 
 
-def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
+def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True,
+                   max_steps: int | None = None) -> Schedule:
+    """max_steps: build only the first steps (steady-state skipping simulates no more)."""
     order = placement.ranks_in_ring_order()
     rank_of = {g: i for i, g in enumerate(order)}
     n = len(order)
@@ -156,8 +170,9 @@ def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, depende
         per_channel = split_bytes(nbytes, channels)
         for c in range(channels):
             ring = channel_ring(placement, rank_of, c)
-            raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c))
-    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
+            raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c, max_steps=max_steps))
+    total = 2 * (n - 1) if n > 1 else 0
+    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies), total)
 
 
 def ring_pass(kind: str, placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:

@@ -41,7 +41,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
-from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule
+from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
 from artist.network.links import path
 from artist.network.ns3.builder import EngineCollective, build_engine_input
 from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
@@ -174,6 +174,13 @@ class Ns3Model:
 
     def _schedule(self, group: Placement, nbytes: int, kind: str = "all_reduce",
                   src_dst: tuple[int, int] | None = None) -> Schedule:
+        """The schedule to simulate: with acceleration a ring all-reduce is built only for the
+        steps that are simulated (a prefix; the rest is extrapolated), never in full."""
+        if self.accelerate and kind == "all_reduce" and self.algorithm == "ring" and group.size > 1:
+            probe = ring_allreduce(group, int(nbytes), self.channels, max_steps=1)
+            keep = max(self.steady_steps, 2 * self._ring_period(probe) + 2)
+            if keep < probe.total_steps:
+                return ring_allreduce(group, int(nbytes), self.channels, max_steps=keep)
         return collective_schedule(kind, self.algorithm, group, int(nbytes), self.channels, src_dst=src_dst)
 
     def _ring_period(self, schedule: Schedule) -> int:
@@ -186,39 +193,27 @@ class Ns3Model:
         n = len(sig)
         return next(q for q in range(1, n + 1) if n % q == 0 and all(sig[i] == sig[(i + q) % n] for i in range(n)))
 
-    def _simulated_steps(self, schedule: Schedule) -> int:
-        if not (self.accelerate and schedule.algorithm == "ring" and schedule.transfers):
-            return schedule.steps
-        return min(schedule.steps, max(self.steady_steps, 2 * self._ring_period(schedule) + 2))
-
     def _accelerated(self, schedule: Schedule) -> bool:
-        return self._simulated_steps(schedule) < schedule.steps
+        return schedule.is_prefix
 
-    def _truncate(self, schedule: Schedule) -> Schedule:
-        # Transfers are sorted by step and deps point backwards, so a step prefix is closed.
-        k = self._simulated_steps(schedule)
-        keep = sum(1 for t in schedule.transfers if t.step < k)
-        return dataclasses.replace(schedule, transfers=schedule.transfers[:keep])
-
-    def _extrapolate(self, schedule: Schedule, truncated: Schedule, res: dict, coll: int, first_msg: int) -> float:
-        """Collective time from a truncated run: step ends continued by repeating the last P increments."""
+    def _extrapolate(self, prefix: Schedule, res: dict, coll: int, first_msg: int) -> float:
+        """Collective time from a run of its first steps: step ends continued by repeating the last P increments."""
         start = res["c_start_s"][coll]
-        end = [0.0] * truncated.steps
-        for i, t in enumerate(truncated.transfers):
+        end = [0.0] * prefix.steps
+        for i, t in enumerate(prefix.transfers):
             end[t.step] = max(end[t.step], res["m_done_s"][first_msg + i] - start)
-        period = self._ring_period(schedule)
-        for s in range(truncated.steps, schedule.steps):
+        period = self._ring_period(prefix)
+        for s in range(prefix.steps, prefix.total_steps):
             end.append(end[s - 1] + end[s - period] - end[s - period - 1])
         return end[-1]
 
     def _accelerated_run(self, schedules: list[Schedule], label: str) -> tuple[list[float], dict]:
-        """Truncated collectives back to back (ready 0), the cut steps extrapolated."""
-        truncated = [self._truncate(s) if self._accelerated(s) else s for s in schedules]
-        res = self.run_schedules(truncated, [0.0] * len(truncated), label)
+        """Collectives (prefixes among them) back to back (ready 0), the prefixes extrapolated."""
+        res = self.run_schedules(schedules, [0.0] * len(schedules), label)
         seconds = []
-        for c, (s, t) in enumerate(zip(schedules, truncated)):
+        for c, s in enumerate(schedules):
             first = res["collective_messages"][c][0]
-            seconds.append(self._extrapolate(s, t, res, c, first) if t is not s else res["collective_seconds"][c])
+            seconds.append(self._extrapolate(s, res, c, first) if s.is_prefix else res["collective_seconds"][c])
         return seconds, res
 
     # ---- FabricModel ------------------------------------------------------------
