@@ -79,7 +79,7 @@ class _NetworkBuilder:
         self.link_bps: list[float] = []
         self.link_delay: list[float] = []
         self.link_names: list[str] = []
-        self.routes: dict[tuple[int, int], int] = {}
+        self.routes: dict[tuple[int, int], tuple[int, str]] = {}  # (src, dst) -> (route id, link kind)
         self.route_steps: list[list[tuple[int, int]]] = []
 
     def _switch(self, key: tuple) -> int:
@@ -113,15 +113,16 @@ class _NetworkBuilder:
     def route(self, src_rank: int, dst_rank: int) -> tuple[int, str]:
         """Route id and link kind (nvlink / net) between two GPU nodes."""
         key = (src_rank, dst_rank)
-        p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank])
-        if key not in self.routes:
+        found = self.routes.get(key)
+        if found is None:  # a ring reuses a handful of routes for every step: compute each once
+            p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank])
             steps = []
             for link_id in p.links:
                 kind, direction = _LINK_OF[link_id[0]]
                 steps.append((self._link(kind, link_id[1], link_id), direction))
-            self.routes[key] = len(self.route_steps)
+            found = self.routes[key] = (len(self.route_steps), p.kind)
             self.route_steps.append(steps)
-        return self.routes[key], p.kind
+        return found
 
 
 def _gpu_nodes(collectives: Sequence[EngineCollective]) -> list[int]:
