@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from artist.network.base import CommResult
+from artist.perf.model import StepEstimate
 from artist.placement import Placement
 from artist.workload import Job, ModelProfile
 
@@ -33,7 +33,7 @@ class JobState:
     model: ModelProfile
     status: str = WAITING
     placement: Placement | None = None
-    comm: CommResult | None = None
+    estimate: StepEstimate | None = None  # the performance model's step on the current placement
     iteration_seconds: float = 0.0  # compute + exposed communication on the current placement
     # progress anchor: iterations done at anchor_time; progress resumes at resume_at
     anchor_time: float = 0.0

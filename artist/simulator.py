@@ -1,7 +1,8 @@
 """The event loop: arrivals, scheduling moments, progress, completions.
 
 Exact, not time-stepped. Between events a running job advances analytically
-at 1 / (compute + exposed communication) iterations per second; its
+at 1 / step seconds iterations per second, the rate the performance model
+(artist/perf) gives for its placement; its
 completion is predicted when it (re)starts and the prediction is invalidated
 (by a version number) whenever its placement changes. Events at one instant
 are all applied before the policy is asked once: completions, then arrivals,
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from artist.cluster import AllocationError, ClusterState
+from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
-from artist.network.base import CommModel, compute_seconds_on
+from artist.perf.model import PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Policy, SchedulerView
 from artist.topology import Topology
@@ -58,12 +60,12 @@ class SimulationResult:
 
 class Simulator:
     def __init__(self, topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile],
-                 policy: Policy, comm_model: CommModel, config: SimulatorConfig = SimulatorConfig(),
+                 policy: Policy, perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
                  on_finish: Callable[[int, int, float], None] | None = None):
         self.on_finish = on_finish  # (finished, total, now) after every completion: progress output
         self.topology = topology
         self.policy = policy
-        self.comm_model = comm_model
+        self.perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
         self.config = config
         self.cluster = ClusterState(topology)
         self.states: dict[str, JobState] = {}
@@ -155,7 +157,7 @@ class Simulator:
     # ---- scheduling --------------------------------------------------------
     def _schedule(self) -> None:
         view = SchedulerView(self.now, self.topology, list(self.waiting.values()), list(self.running.values()),
-                             self.cluster.free, self.comm_model, self.config.restore_seconds)
+                             self.cluster.free, self.perf, self.config.restore_seconds)
         self.scheduling_calls += 1
         decision = self.policy.schedule(view)
         if not isinstance(decision, Decision):
@@ -214,10 +216,10 @@ class Simulator:
     def _start(self, state: JobState, placement: Placement) -> None:
         now = self.now
         self.cluster.allocate(state.job_id, placement)
-        comm = self.comm_model.iteration_comm_time(state.model, placement)
+        estimate = self.perf.rates({state.job_id: (state.model, placement)})[state.job_id]
         state.placement = placement
-        state.comm = comm
-        state.iteration_seconds = compute_seconds_on(state.model, placement) + comm.exposed_seconds
+        state.estimate = estimate
+        state.iteration_seconds = estimate.step_seconds
         restore = self.config.restore_seconds if state.has_run else 0.0
         state.anchor_time = now
         state.resume_at = now + restore
@@ -231,7 +233,7 @@ class Simulator:
         self.waiting.pop(state.job_id, None)
         self.running[state.job_id] = state
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
-                                             placement.gpus, state.iteration_seconds, comm.exposed_seconds, restore))
+                                             placement.gpus, state.iteration_seconds, estimate.exposed_comm_seconds, restore))
         remaining = state.job.iterations - state.anchor_iterations
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
 
@@ -244,9 +246,9 @@ class Simulator:
         """Fold progress since the anchor into the job's totals."""
         done = float(state.job.iterations) if completed else state.iterations_done(self.now)
         advanced = done - state.anchor_iterations
-        if advanced > 0 and state.comm is not None:
-            state.exposed_comm_total += advanced * state.comm.exposed_seconds
-            state.collective_total += advanced * state.comm.collective_seconds
+        if advanced > 0 and state.estimate is not None:
+            state.exposed_comm_total += advanced * state.estimate.exposed_comm_seconds
+            state.collective_total += advanced * state.estimate.comm_seconds
         state.anchor_iterations = done
         state.anchor_time = self.now
 
@@ -260,7 +262,7 @@ class Simulator:
 
 
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,
-             comm_model: CommModel, config: SimulatorConfig = SimulatorConfig(),
+             perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
              on_finish: Callable[[int, int, float], None] | None = None) -> SimulationResult:
-    return Simulator(topology, jobs, models, policy, comm_model, config, on_finish).run()
+    return Simulator(topology, jobs, models, policy, perf, config, on_finish).run()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from artist.cluster import FreeMap
 from artist.jobstate import RUNNING, WAITING, JobState
 from artist.network.analytical import AnalyticalModel
+from artist.perf.model import as_perf_model
 from artist.placement import Placement
 from artist.policies.base import SchedulerView
 from artist.workload import Job, ModelProfile
@@ -48,12 +49,12 @@ def running(job_id: str, gpus: tuple[int, ...], topology, started_at: float, ite
 
 
 def view(topology, now: float, waiting_jobs=(), running_jobs=(), restore_seconds: float = 30.0,
-         comm_model=None) -> SchedulerView:
+         fabric=None) -> SchedulerView:
     free = FreeMap(topology)
     for s in running_jobs:
         free.take(s.placement.gpus)
     return SchedulerView(now, topology, list(waiting_jobs), list(running_jobs), free,
-                         comm_model or AnalyticalModel(topology), restore_seconds)
+                         as_perf_model(fabric or AnalyticalModel(topology), topology), restore_seconds)
 
 
 def fill(topology, gpus: tuple[int, ...], job_id: str = "filler", started_at: float = 0.0,

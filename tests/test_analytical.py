@@ -3,9 +3,11 @@
 import pytest
 
 from artist.network.analytical import AnalyticalModel, StartupLatency, schedule_seconds
-from artist.network.base import overlap_with_backward
 from artist.network.collectives import allreduce_schedule
 from artist.placement import placement_from_shape
+from artist.parallel.ddp import ddp_step
+from artist.parallel.graph import Node, StepGraph, schedule_graph
+from artist.perf.model import as_perf_model
 from artist.workload import ModelProfile
 
 from conftest import (MACHINE_LINK_US, MACHINE_SWITCH_US, NIC_GBPS, NVSWITCH_GBPS, RACK_LINK_US, RACK_SWITCH_US,
@@ -113,25 +115,66 @@ def test_linearised_model_equals_exact_schedule_timing(topo_2x2x4):
 
 def test_one_gpu_has_no_communication(topo_2x2x4):
     model = ModelProfile("m", (1000, 2000), 0.5, "A100")
-    result = AnalyticalModel(topo_2x2x4).iteration_comm_time(model, placement_from_shape(topo_2x2x4, [[1]]))
-    assert result.collective_seconds == 0 and result.exposed_seconds == 0
+    estimate = as_perf_model(AnalyticalModel(topo_2x2x4), topo_2x2x4).estimate(
+        model, placement_from_shape(topo_2x2x4, [[1]]))
+    assert estimate.comm_seconds == 0 and estimate.exposed_comm_seconds == 0 and estimate.step_seconds == 0.5
+
+
+def _overlap(bucket_seconds, ready_fractions, compute):
+    """Exposed time of DDP buckets by the step graph: compute, a ready timer per bucket, buckets in a chain."""
+    nodes = [Node(0, "compute", seconds=compute)]
+    durations = [compute]
+    previous = ()
+    for seconds, ready in zip(bucket_seconds, ready_fractions):
+        nodes.append(Node(len(nodes), "compute", seconds=ready * compute))
+        durations.append(ready * compute)
+        nodes.append(Node(len(nodes), "all_reduce", deps=(len(nodes) - 1,) + previous, group=(0, 1), nbytes=1))
+        durations.append(seconds)
+        previous = (len(nodes) - 1,)
+    return schedule_graph(StepGraph(tuple(nodes)), durations).makespan - compute
 
 
 def test_overlap_hand_computed():
     # compute 1.0 s; bucket A ready at 0.5 takes 0.3 (ends 0.8); bucket B ready at 0.7
     # waits for A, runs 0.8..1.2; exposed = 0.2.
-    assert overlap_with_backward([0.3, 0.4], [0.5, 0.7], 1.0) == pytest.approx(0.2)
+    assert _overlap([0.3, 0.4], [0.5, 0.7], 1.0) == pytest.approx(0.2)
     # everything hidden
-    assert overlap_with_backward([0.1, 0.1], [0.5, 0.7], 1.0) == 0.0
+    assert _overlap([0.1, 0.1], [0.5, 0.7], 1.0) == 0.0
     # last bucket ready at the end: fully exposed
-    assert overlap_with_backward([0.25], [1.0], 2.0) == pytest.approx(0.25)
+    assert _overlap([0.25], [1.0], 2.0) == pytest.approx(0.25)
 
 
-def test_iteration_comm_time_uses_bucket_overlap(topo_8gpu_machines):
+def test_ddp_graph_is_compute_plus_ready_timers_and_a_bucket_chain(topo_8gpu_machines):
+    model = ModelProfile("two", (S, S), 0.3, "A100", bucket_cap_bytes=S)
+    placement = placement_from_shape(topo_8gpu_machines, [[8]])
+    graph = ddp_step(model, placement, 0.3)
+    kinds = [(n.kind, n.deps, n.nbytes) for n in graph.nodes]
+    assert kinds == [("compute", (), 0), ("compute", (), 0), ("all_reduce", (1,), S),
+                     ("compute", (), 0), ("all_reduce", (3, 2), S)]
+    assert [n.seconds for n in graph.nodes if n.kind == "compute"] == [0.3, pytest.approx(0.2), 0.3]
+    assert graph.samples == 0  # the profile states no batch size
+
+
+def test_iteration_exposes_a_bucket_ready_at_the_end(topo_8gpu_machines):
     # One 100 MB tensor is one bucket ready at the end of backward: all of it is exposed.
     model = ModelProfile("one", (S,), 0.2, "A100", bucket_cap_bytes=S)
     placement = placement_from_shape(topo_8gpu_machines, [[8]])
     am = AnalyticalModel(topo_8gpu_machines)
-    result = am.iteration_comm_time(model, placement)
-    assert result.exposed_seconds == pytest.approx(am.collective_seconds(placement, S))
-    assert result.collective_seconds == pytest.approx(result.exposed_seconds)
+    estimate = as_perf_model(am, topo_8gpu_machines).estimate(model, placement)
+    assert estimate.exposed_comm_seconds == pytest.approx(am.collective_seconds(placement, S))
+    assert estimate.comm_seconds == pytest.approx(estimate.exposed_comm_seconds)
+    assert estimate.step_seconds == pytest.approx(0.2 + estimate.exposed_comm_seconds)
+
+
+@pytest.mark.parametrize("channels", [1, 3, 8])
+def test_ring_fast_path_is_bit_identical_to_the_schedule(channels):
+    """The schedule-free ring all-reduce (the loop's hot path) against the generic path that
+    builds every transfer: equal to the last bit on shapes of every tier."""
+    from artist.network.analytical import LinearCollective, _reference_bytes, ring_allreduce_linear
+    from conftest import make_topology
+
+    topology = make_topology(racks=3, machines_per_rack=3, gpus_per_machine=4)
+    for shape in ([[2]], [[4]], [[1, 1]], [[4, 3]], [[4, 4, 1]], [[2], [2]], [[4, 4], [3], [1, 1, 1]]):
+        p = placement_from_shape(topology, shape)
+        schedule = allreduce_schedule("ring", p, _reference_bytes(p, channels), channels, dependencies=False)
+        assert ring_allreduce_linear(p, channels, NCCL) == LinearCollective.of(schedule, topology, NCCL), shape

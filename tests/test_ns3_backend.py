@@ -12,8 +12,9 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from artist.network.analytical import StartupLatency, schedule_seconds
-from artist.network.base import CommModel
+from artist.network.base import FabricModel
 from artist.network.collectives import Schedule, Transfer, allreduce_schedule
+from artist.perf.model import as_perf_model
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
@@ -106,20 +107,25 @@ def test_buckets_in_one_run_match_separate_collectives_and_overlap_rule(worker):
     model = toy_model()
     placement = placement_from_shape(DALLY, [[4, 4]])
     comm = Ns3Model(DALLY, worker=worker)
-    result = comm.iteration_comm_time(model, placement)
-    assert len(result.bucket_seconds) == len(model.buckets) >= 2
+    perf = as_perf_model(comm, DALLY)
+    graph, compute = perf.graph(model, placement)
+    timing = comm.time({"j": graph})["j"]
+    buckets = [s for n, s in zip(graph.nodes, timing.node_seconds) if n.kind == "all_reduce"]
+    assert len(buckets) == len(model.buckets) >= 2
     separate = [comm.collective_seconds(placement, b) for b, _ in model.buckets]
-    assert result.bucket_seconds == pytest.approx(separate, rel=1e-3)
-    assert result.details["simulated_exposed_seconds"] == pytest.approx(result.exposed_seconds, abs=1e-9)
-    assert result.packets > 0 and result.wall_seconds > 0
+    assert buckets == pytest.approx(separate, rel=1e-3)
+    # the critical path of the measured durations is the simulated timeline
+    assert timing.result.details["simulated_end_seconds"] == pytest.approx(timing.step_seconds, abs=1e-9)
+    assert timing.result.packets > 0 and timing.result.wall_seconds > 0
 
 
 def test_repeated_runs_give_identical_results(worker):
     model = toy_model()
     placement = placement_from_shape(DALLY, [[2], [2]])
-    a = Ns3Model(DALLY, worker=worker).iteration_comm_time(model, placement)
-    b = Ns3Model(DALLY, worker=worker).iteration_comm_time(model, placement)
-    assert (a.bucket_seconds, a.exposed_seconds, a.packets) == (b.bucket_seconds, b.exposed_seconds, b.packets)
+    a = as_perf_model(Ns3Model(DALLY, worker=worker), DALLY).estimate(model, placement)
+    b = as_perf_model(Ns3Model(DALLY, worker=worker), DALLY).estimate(model, placement)
+    assert (a.comm_seconds, a.exposed_comm_seconds, a.comm.packets) == (b.comm_seconds, b.exposed_comm_seconds,
+                                                                         b.comm.packets)
 
 
 @pytest.mark.parametrize("nbytes", [20_000_000, 400_000])  # NIC-bound and latency-bound
@@ -128,20 +134,20 @@ def test_steady_state_skipping_agrees_with_full_run(worker, nbytes):
     placement = placement_from_shape(topo, [[2, 2], [2, 2]])  # ring hop pattern repeats every 4 positions
     fast_model = Ns3Model(topo, worker=worker, accelerate=True, steady_steps=4)
     schedule = allreduce_schedule("ring", placement, nbytes)
-    assert fast_model._ring_period(schedule) == 4 and fast_model._simulated_steps(schedule) == 10 < schedule.steps
+    prefix = fast_model._schedule(placement, nbytes)
+    assert fast_model._ring_period(schedule) == 4 and prefix.steps == 10 < prefix.total_steps == schedule.steps
+    assert prefix.transfers == schedule.transfers[:len(prefix.transfers)]  # the full schedule's first steps
     full = Ns3Model(topo, worker=worker).collective_seconds(placement, nbytes)
     assert fast_model.collective_seconds(placement, nbytes) == pytest.approx(full, rel=0.01)
 
 
-def test_ns3_answers_through_the_comm_model_interface(worker):
-    from artist.network.factory import make_comm_model
-
-    comm = make_comm_model("ns3", DALLY, worker=worker)
-    assert isinstance(comm, Ns3Model) and isinstance(comm, CommModel)
+def test_ns3_answers_through_the_fabric_model_interface(worker):
+    comm = Ns3Model(DALLY, worker=worker)
+    assert isinstance(comm, FabricModel)
     ident = comm.identity()
     assert ident["backend"] == "ns3" and ident["ns3_version"].startswith("3.44")
-    single = comm.iteration_comm_time(toy_model(), placement_from_shape(DALLY, [[1]]))
-    assert single.exposed_seconds == 0.0 and single.packets == 0
+    single = as_perf_model(comm, DALLY).estimate(toy_model(), placement_from_shape(DALLY, [[1]]))
+    assert single.exposed_comm_seconds == 0.0 and single.comm.packets == 0
 
 
 def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch):

@@ -42,17 +42,17 @@ def _spread_job(topo, done_before=0.0):
     # X on GPUs 2,3 (machine 0) and 4,5 (machine 1): rack tier. Machine 2 (GPUs 8-11) is free.
     comm = AnalyticalModel(topo)
     x = running("x", (2, 3, 4, 5), topo, 0.0, 1.0, model=EXPOSED, iterations=X_ITERATIONS, done_before=done_before)
-    x.iteration_seconds = view(topo, 0.0, comm_model=comm).iteration_seconds(x, x.placement)
+    x.iteration_seconds = view(topo, 0.0, fabric=comm).estimate(x, x.placement).step_seconds
     others = [fill(topo, (0, 1), "f1"), fill(topo, (6, 7), "f2"), fill(topo, (12, 13, 14, 15), "f3")]
     return x, others, comm
 
 
 def test_migrates_running_job_to_freed_machine(topo):
     x, others, comm = _spread_job(topo)
-    v = view(topo, 100.0, [], [x, *others], comm_model=comm)
+    v = view(topo, 100.0, [], [x, *others], fabric=comm)
     # The gain must be real for the test to mean anything: one machine is faster for this model,
     # by more than the restore over the remaining iterations.
-    saved = x.iteration_seconds - v.iteration_seconds(x, Placement(topo, (8, 9, 10, 11)))
+    saved = x.iteration_seconds - v.estimate(x, Placement(topo, (8, 9, 10, 11))).step_seconds
     assert saved * x.remaining_iterations(100.0) > 30.0
     decision = make_policy("gandiva").schedule(v)
     assert decision.allocations["x"].gpus == (8, 9, 10, 11)
@@ -62,15 +62,15 @@ def test_migrates_running_job_to_freed_machine(topo):
 def test_no_migration_when_gain_is_below_restore_cost(topo):
     # 0.1 iteration left: the few milliseconds it would save are far below the 30 s restore.
     x, others, comm = _spread_job(topo, done_before=X_ITERATIONS - 0.1)
-    v = view(topo, 0.0, [], [x, *others], comm_model=comm)
+    v = view(topo, 0.0, [], [x, *others], fabric=comm)
     assert make_policy("gandiva").schedule(v).allocations["x"] == x.placement
 
 
 def test_no_migration_without_a_better_tier_free(topo):
     x, others, comm = _spread_job(topo)
-    v = view(topo, 100.0, [], [x, *others, fill(topo, (8, 9, 10, 11), "f4")], comm_model=comm)
+    v = view(topo, 100.0, [], [x, *others, fill(topo, (8, 9, 10, 11), "f4")], fabric=comm)
     assert make_policy("gandiva").schedule(v).allocations["x"] == x.placement
-    assert make_policy("gandiva", migrate=False).schedule(view(topo, 100.0, [], [x, *others], comm_model=comm)) \
+    assert make_policy("gandiva", migrate=False).schedule(view(topo, 100.0, [], [x, *others], fabric=comm)) \
         .allocations["x"] == x.placement
 
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
-from artist.network.base import CommResult, result_from_buckets
-from artist.network.collectives import Schedule, allreduce_schedule
+from artist.network.base import CommResult, GraphTiming, time_node_by_node
+from artist.network.collectives import Schedule, channel_ring, collective_schedule
 from artist.network.links import NVLINK, link_bandwidth_bps, path
 from artist.placement import Placement, placement_from_shape
+from artist.parallel.graph import StepGraph
 from artist.topology import Topology
-from artist.workload import ModelProfile
 
-ANALYTICAL_VERSION = "2"
+ANALYTICAL_VERSION = "2"  # bump when an answer changes (calibration profiles record it)
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,53 @@ class LinearCollective:
         return self.fixed + nbytes * self.per_byte if self.per_byte else 0.0
 
 
+def ring_allreduce_linear(placement: Placement, channels: int, latency: StartupLatency) -> LinearCollective:
+    """LinearCollective.of(ring all-reduce schedule at _reference_bytes) without building the
+    schedule: at that payload every one of the 2(N-1) steps moves one 1 MiB chunk along each
+    channel's ring, so one step's link loads and the ring's hop weights are all it takes. The
+    float operations are the generic path's, in the same order (bit-identical; a test checks),
+    and the cost is O(steps x ranks) float additions instead of O(steps x ranks) objects."""
+    topology = placement.topology
+    order = placement.ranks_in_ring_order()
+    n = len(order)
+    if n < 2:
+        return LinearCollective(0.0, 0.0)
+    rank_of = {g: i for i, g in enumerate(order)}
+    rings = [channel_ring(placement, rank_of, c) for c in range(channels)]
+    chunk = 1 << 20
+    weight: dict[tuple[int, int], float] = {}
+    load: dict = defaultdict(float)
+    hops = []  # per channel: [(src rank, dst rank, weight)] around the ring
+    for ring in rings:
+        channel_hops = []
+        for p in range(n):
+            src, dst = ring[p], ring[(p + 1) % n]
+            route = path(topology, order[src], order[dst])
+            w = weight.get((src, dst))
+            if w is None:
+                w = weight[(src, dst)] = latency.per_step(route.kind) + route.latency_s
+            channel_hops.append((src, dst, w))
+            for link in route.links:
+                load[link] += chunk
+        hops.append(channel_hops)
+    steps = 2 * (n - 1)
+    ready: dict[tuple[int, int], float] = {}
+    for _ in range(steps):
+        arrivals = {}
+        for c, channel_hops in enumerate(hops):
+            for src, dst, w in channel_hops:
+                arrivals[(dst, c)] = max(0.0, ready.get((src, c), 0.0) + w)
+        ready.update(arrivals)
+    per_step = max(8.0 * b / link_bandwidth_bps(topology, link) for link, b in load.items())
+    total = 0.0
+    for _ in range(steps):
+        total += per_step
+    return LinearCollective(latency.base_s + max(ready.values()), total / _reference_bytes(placement, channels))
+
+
 class AnalyticalModel:
-    """CommModel backed by the α-β timing of collectives.py's schedules."""
+    """FabricModel backed by the α-β timing of collectives.py's schedules; every job
+    is timed alone (no contention between graphs: identity says so)."""
 
     name = "analytical"
 
@@ -132,23 +178,31 @@ class AnalyticalModel:
 
     def identity(self) -> dict:
         return {"backend": self.name, "version": ANALYTICAL_VERSION, "algorithm": self.algorithm,
-                "channels": self.channels, "latency": asdict(self.latency)}
+                "channels": self.channels, "latency": asdict(self.latency), "contention": False}
 
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        """One all-reduce of nbytes on this placement. By symmetry of the
-        topology the answer depends only on the placement's canonical shape."""
-        shape = placement.canonical_shape
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        """One collective of nbytes on this group. By symmetry of the topology the answer
+        depends only on the group's canonical shape (send_recv: its direction does not matter)."""
+        shape = group.canonical_shape
         # settings in the key too: the memo must not outlive a change of algorithm or channels
-        key = (shape, self.algorithm, self.channels, self.latency)
+        key = (kind, shape, self.algorithm, self.channels, self.latency)
         linear = self._memo.get(key)
         if linear is None:
-            canonical = placement_from_shape(placement.topology, shape)
-            schedule = allreduce_schedule(self.algorithm, canonical, _reference_bytes(canonical, self.channels), self.channels,
-                                          dependencies=False)
-            linear = self._memo[key] = LinearCollective.of(schedule, placement.topology, self.latency)
+            canonical = placement_from_shape(group.topology, shape)
+            if kind == "all_reduce" and self.algorithm == "ring":  # the simulator's hot path: no schedule
+                linear = ring_allreduce_linear(canonical, self.channels, self.latency)
+            else:
+                schedule = collective_schedule(kind, self.algorithm, canonical,
+                                               _reference_bytes(canonical, self.channels), self.channels,
+                                               dependencies=False)
+                linear = LinearCollective.of(schedule, group.topology, self.latency)
+            self._memo[key] = linear
         return linear.seconds(nbytes)
 
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
-        seconds = [self.collective_seconds(placement, b) for b, _ in model.buckets]
-        return result_from_buckets(model, placement, seconds, self.name)
-
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        out = {}
+        for job, graph in graphs.items():
+            out[job] = time_node_by_node(
+                graph, lambda n: self.collective_seconds(Placement(self.topology, n.group), n.nbytes, n.kind),
+                CommResult(self.name))
+        return out

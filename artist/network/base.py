@@ -1,29 +1,32 @@
-"""The one interface the simulator and the policies use to ask about the network.
+"""The question every network backend answers, and the shape of its answers.
 
-    CommModel.iteration_comm_time(model, placement) -> CommResult
+    FabricModel.time({job_id: StepGraph}) -> {job_id: GraphTiming}
 
-Every backend (analytical, ns-3, cached, calibrated) answers through it, so the
-simulator never knows which one answered.
+A step graph (artist/parallel/graph.py) says what one training step does:
+compute nodes, collectives over GPU groups, sends. A backend gives every
+communication node a duration; the graph's critical path then gives the step's
+timeline. Several graphs in one call are steps of jobs running at once (one
+entry: the job alone). Every backend (analytical, ns-3) and wrapper (Cached,
+Calibrated) answers through this protocol, so callers never know which one did.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
+from artist.parallel.graph import StepGraph, schedule_graph
 from artist.placement import Placement
-from artist.workload import ModelProfile
 
 
 @dataclass(frozen=True)
 class CommResult:
-    exposed_seconds: float  # communication left after overlap with compute, per iteration
-    collective_seconds: float  # sum of the buckets' all-reduce times, per iteration
+    """Where an answer came from (provenance; the numbers are in GraphTiming)."""
+
     backend: str
     calibrated: bool = False
     cache_hit: bool = False
-    bucket_seconds: tuple[float, ...] = ()
     packets: int = 0  # packets simulated (0 for non-packet backends or cache hits)
     wall_seconds: float = 0.0  # wall time spent producing this answer
     details: dict = field(default_factory=dict, compare=False, hash=False)
@@ -32,41 +35,55 @@ class CommResult:
         return dataclasses.replace(self, **changes)
 
 
-@runtime_checkable
-class CommModel(Protocol):
-    name: str
+@dataclass(frozen=True)
+class GraphTiming:
+    """One graph's timeline: every node's duration and end, measured from the step's start."""
 
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult: ...
+    node_seconds: tuple[float, ...]
+    node_end: tuple[float, ...]
+    comm_seconds: float  # sum of the communication nodes' own durations, in node order
+    result: CommResult
+
+    @property
+    def step_seconds(self) -> float:
+        """Makespan of the graph: compute + exposed communication."""
+        return max(self.node_end, default=0.0)
+
+    @classmethod
+    def of(cls, graph: StepGraph, node_seconds: Sequence[float], result: CommResult) -> "GraphTiming":
+        schedule = schedule_graph(graph, node_seconds)
+        comm = sum(s for n, s in zip(graph.nodes, schedule.node_seconds) if n.is_communication)
+        return cls(schedule.node_seconds, schedule.node_end, float(comm), result)
+
+    def replace(self, **changes) -> "GraphTiming":
+        return dataclasses.replace(self, **changes)
+
+
+@runtime_checkable
+class FabricModel(Protocol):
+    name: str
 
     def identity(self) -> dict:
         """JSON-serialisable description of every setting that can change an answer
         (backend name and version, algorithm, channels, transport...): cache-key material."""
         ...
 
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        """Steps of jobs running at once on the fabric; one entry = a job alone."""
+        ...
 
-def compute_seconds_on(model: ModelProfile, placement: Placement) -> float:
-    """Iteration compute time on a placement: synchronous data parallelism waits for the slowest GPU."""
-    return model.compute_seconds / placement.slowest_gpu_speed()
-
-
-def overlap_with_backward(bucket_seconds: Sequence[float], ready_fractions: Sequence[float],
-                          compute_seconds: float) -> float:
-    """Exposed communication per iteration.
-
-    Bucket i's all-reduce starts at max(its ready time in the backward pass,
-    the end of bucket i-1) and takes bucket_seconds[i]; whatever runs past the
-    end of compute is exposed."""
-    end = 0.0
-    for seconds, ready in zip(bucket_seconds, ready_fractions, strict=True):
-        end = max(end, ready * compute_seconds) + seconds
-    return max(0.0, end - compute_seconds)
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        """One collective alone on `group` (send_recv: lowest GPU id to the other one)."""
+        ...
 
 
-def result_from_buckets(model: ModelProfile, placement: Placement, bucket_seconds: Sequence[float],
-                        backend: str, **extra) -> CommResult:
-    if placement.size == 1:
-        bucket_seconds = [0.0] * len(model.buckets)
-    compute = compute_seconds_on(model, placement)
-    exposed = overlap_with_backward(bucket_seconds, [r for _, r in model.buckets], compute)
-    return CommResult(exposed_seconds=exposed, collective_seconds=float(sum(bucket_seconds)), backend=backend,
-                      bucket_seconds=tuple(float(s) for s in bucket_seconds), **extra)
+def node_group(graph_node, topology) -> Placement:
+    """A communication node's GPUs as a Placement (send_recv keeps its direction in node.group)."""
+    return Placement(topology, tuple(graph_node.group))
+
+
+def time_node_by_node(graph: StepGraph, seconds_of: Callable, result: CommResult) -> GraphTiming:
+    """Time a graph whose communication nodes a backend can time one by one, in isolation:
+    seconds_of(node) for every communication node, compute nodes their own seconds."""
+    durations = [seconds_of(n) if n.is_communication else n.seconds for n in graph.nodes]
+    return GraphTiming.of(graph, durations, result)

@@ -1,4 +1,4 @@
-"""All-reduce algorithms as dependency graphs of point-to-point transfers.
+"""Collectives as dependency graphs of point-to-point transfers.
 
 A Schedule is a list of Transfers between ranks (rank i is GPU ranks[i]).
 Transfers are grouped in lock-step steps; a transfer's ``deps`` are the
@@ -16,6 +16,15 @@ Algorithms:
 - ``hierarchical``: reduce-scatter inside each machine, a ring all-reduce among
   the GPUs with the same local index across machines, all-gather inside each
   machine (needs the same GPU count on every machine).
+
+The other collectives (payload conventions as nccl-tests' "size", see
+artist/parallel/graph.py) use the all-reduce's ring of rings and channels:
+- ``all_gather`` / ``reduce_scatter``: one ring pass, n-1 steps of nbytes / n
+  (NCCL runs both as rings whatever the all-reduce algorithm);
+- ``all_to_all``: every rank sends nbytes / n to every other rank at once, one
+  step (NCCL's grouped send/recv to all peers);
+- ``send_recv``: nbytes from the group's first GPU to its second, one step.
+Each channel carries an equal share of the payload.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Sequence
 from artist.placement import Placement
 
 ALGORITHMS = ("ring", "hierarchical")
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 
 
 @dataclass(frozen=True)
@@ -42,13 +52,19 @@ class Transfer:
 class Schedule:
     algorithm: str
     ranks: tuple[int, ...]  # global GPU id of each rank
-    nbytes: int  # all-reduce payload per rank
+    nbytes: int  # payload per rank (nccl-tests' "size")
     channels: int
     transfers: tuple[Transfer, ...]
+    total_steps: int = 0  # > steps when this is only the first steps of the collective (a prefix)
 
     @property
     def steps(self) -> int:
+        """Steps built (of a prefix: only those)."""
         return 1 + max((t.step for t in self.transfers), default=-1)
+
+    @property
+    def is_prefix(self) -> bool:
+        return self.total_steps > self.steps
 
     def by_step(self) -> list[list[Transfer]]:
         out: list[list[Transfer]] = [[] for _ in range(self.steps)]
@@ -76,8 +92,9 @@ def split_bytes(nbytes: int, parts: int) -> list[int]:
 
 
 def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step: int, channel: int,
-                    phases: str = "rs+ag") -> list[tuple[int, int, int, int, int]]:
-    """(src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather.
+                    phases: str = "rs+ag", max_steps: int | None = None) -> list[tuple[int, int, int, int, int]]:
+    """(src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather, only the
+    steps before max_steps when given.
 
     At reduce-scatter step k, ring position p sends chunk (p - k) mod n; at
     all-gather step k it sends chunk (p + 1 - k) mod n (the chunk it finished)."""
@@ -86,13 +103,18 @@ def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step:
     if n < 2:
         return out
     step = first_step
+    stop = float("inf") if max_steps is None else max_steps
     if "rs" in phases:
         for k in range(n - 1):
+            if step >= stop:
+                return out
             for p in range(n):
                 out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p - k) % n], step, channel))
             step += 1
     if "ag" in phases:
         for k in range(n - 1):
+            if step >= stop:
+                return out
             for p in range(n):
                 out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p + 1 - k) % n], step, channel))
             step += 1
@@ -125,7 +147,21 @@ def _with_dependencies(raw: list[tuple[int, int, int, int, int]], dependencies: 
     return tuple(out)
 
 
-def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
+def channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
+    """Ranks of channel c's ring: racks, machines in order; each machine's GPUs rotated by c
+    so that another GPU (and NIC) carries each channel's inter-machine hop, as NCCL's channels do."""
+    ring_gpus = []
+    for machines in placement.machines_by_rack.values():
+        for m in machines:
+            local = list(placement.gpus_by_machine[m])
+            shift = channel % len(local)
+            ring_gpus.extend(local[shift:] + local[:shift])
+    return [rank_of[g] for g in ring_gpus]
+
+
+def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True,
+                   max_steps: int | None = None) -> Schedule:
+    """max_steps: build only the first steps (steady-state skipping simulates no more)."""
     order = placement.ranks_in_ring_order()
     rank_of = {g: i for i, g in enumerate(order)}
     n = len(order)
@@ -133,15 +169,43 @@ def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, depende
     if n > 1:
         per_channel = split_bytes(nbytes, channels)
         for c in range(channels):
-            ring_gpus = []
-            for machines in placement.machines_by_rack.values():
-                for m in machines:
-                    local = list(placement.gpus_by_machine[m])
-                    shift = c % len(local)
-                    ring_gpus.extend(local[shift:] + local[:shift])
-            ring = [rank_of[g] for g in ring_gpus]
-            raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c))
-    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
+            ring = channel_ring(placement, rank_of, c)
+            raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c, max_steps=max_steps))
+    total = 2 * (n - 1) if n > 1 else 0
+    return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies), total)
+
+
+def ring_pass(kind: str, placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
+    """All-gather or reduce-scatter: one pass round the ring, n-1 steps of a chunk of nbytes / n."""
+    order = placement.ranks_in_ring_order()
+    rank_of = {g: i for i, g in enumerate(order)}
+    raw = []
+    if len(order) > 1:
+        for c, channel_bytes in enumerate(split_bytes(nbytes, channels)):
+            ring = channel_ring(placement, rank_of, c)
+            raw.extend(_ring_transfers(ring, split_bytes(channel_bytes, len(order)), 0, c, "rs"))
+    return Schedule(kind, tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
+
+
+def all_to_all(placement: Placement, nbytes: int, channels: int = 1) -> Schedule:
+    """Every rank sends nbytes / n to every other rank, all at once (no dependencies)."""
+    order = placement.ranks_in_ring_order()
+    n = len(order)
+    raw = []
+    if n > 1:
+        for c, channel_bytes in enumerate(split_bytes(nbytes, channels)):
+            per_peer = split_bytes(channel_bytes, n)
+            for src in range(n):
+                for dst in range(n):
+                    if src != dst:
+                        raw.append((src, dst, per_peer[dst], 0, c))
+    return Schedule("all_to_all", tuple(order), int(nbytes), channels, _with_dependencies(raw, False))
+
+
+def send_recv(src: int, dst: int, nbytes: int, channels: int = 1) -> Schedule:
+    """nbytes from GPU src to GPU dst, split over the channels (rank 0 = src, rank 1 = dst)."""
+    raw = [(0, 1, b, 0, c) for c, b in enumerate(split_bytes(nbytes, channels))]
+    return Schedule("send_recv", (src, dst), int(nbytes), channels, _with_dependencies(raw, False))
 
 
 def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
@@ -173,6 +237,26 @@ def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1,
                 ring = [rank_of[x] for x in gs]
                 raw.extend(_ring_transfers(ring, shards, intra_steps + inter_steps, c, "ag"))
     return Schedule("hierarchical", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
+
+
+def collective_schedule(kind: str, algorithm: str, group: Placement, nbytes: int, channels: int = 1,
+                        dependencies: bool = True, src_dst: tuple[int, int] | None = None) -> Schedule:
+    """The schedule of one collective of `kind` over `group` (send_recv: from src_dst[0] to src_dst[1])."""
+    if channels < 1:
+        raise ValueError(f"channels must be >= 1, got {channels}")
+    if kind == "all_reduce":
+        return allreduce_schedule(algorithm, group, nbytes, channels, dependencies)
+    if kind in ("all_gather", "reduce_scatter"):
+        return ring_pass(kind, group, nbytes, channels, dependencies)
+    if kind == "all_to_all":
+        return all_to_all(group, nbytes, channels)
+    if kind == "send_recv":
+        if src_dst is None:
+            src_dst = tuple(group.gpus)
+        if len(src_dst) != 2 or src_dst[0] == src_dst[1]:
+            raise ValueError(f"send_recv needs two different GPUs, got {src_dst}")
+        return send_recv(src_dst[0], src_dst[1], nbytes, channels)
+    raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
 
 
 def allreduce_schedule(algorithm: str, placement: Placement, nbytes: int, channels: int = 1,

@@ -3,7 +3,8 @@
 A policy is asked for a Decision at every scheduling moment (arrival,
 completion, periodic round, a wake-up it asked for). It sees a SchedulerView:
 the time, the jobs (waiting and running), a copy of the free-GPU map to plan
-on, and the CommModel, the only way it may learn communication costs. It
+on, and estimate(), the only way it may learn what a placement costs (the
+performance model's step time for the job alone; never the network itself). It
 returns the placement every job should hold from now on; running jobs left
 out are preempted, jobs given another placement are migrated. The simulator
 applies the difference and charges checkpoint-restore costs.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from artist.cluster import FreeMap
 from artist.jobstate import JobState
-from artist.network.base import CommModel, CommResult, compute_seconds_on
+from artist.perf.model import PerfModel, StepEstimate
 from artist.placement import Placement
 from artist.topology import Topology
 
@@ -36,7 +37,7 @@ class SchedulerView:
     waiting: list[JobState]  # in arrival order (ties by job id)
     running: list[JobState]  # in start order
     free: FreeMap  # the simulator's map: call plan() for a copy to modify
-    comm_model: CommModel
+    perf: PerfModel  # ask through estimate(); a policy must not reach the fabric behind it
     restore_seconds: float
 
     def plan(self) -> FreeMap:
@@ -46,12 +47,9 @@ class SchedulerView:
     def current_allocations(self) -> dict[str, Placement]:
         return {s.job_id: s.placement for s in self.running}
 
-    def comm(self, state: JobState, placement: Placement) -> CommResult:
-        return self.comm_model.iteration_comm_time(state.model, placement)
-
-    def iteration_seconds(self, state: JobState, placement: Placement) -> float:
-        """Compute + exposed communication of one iteration of this job on that placement."""
-        return compute_seconds_on(state.model, placement) + self.comm(state, placement).exposed_seconds
+    def estimate(self, state: JobState, placement: Placement) -> StepEstimate:
+        """One step of this job alone on that placement: compute, exposed communication, rate."""
+        return self.perf.estimate(state.model, placement)
 
 
 def start_strictly_in_order(jobs, free: FreeMap, allocations: dict[str, Placement], place) -> None:

@@ -16,7 +16,7 @@ Decision rule, at every scheduling moment:
    when that placement is of a strictly better tier and the time it saves
    over the rest of the job exceeds the checkpoint-restore it costs:
        (t_now - t_new) x remaining iterations > restore seconds,
-   with t the iteration time read through the CommModel. Free GPUs only
+   with t the step time read through view.estimate(). Free GPUs only
    appear when jobs finish, so checking at every scheduling moment is
    checking "when better-consolidated GPUs free up".
 
@@ -59,7 +59,7 @@ class Gandiva(Policy):
             target = trial.find(state.gpus)
             if TIER_ORDER[target.tier] >= TIER_ORDER[current.tier]:
                 continue
-            saved = view.iteration_seconds(state, current) - view.iteration_seconds(state, target)
+            saved = view.estimate(state, current).step_seconds - view.estimate(state, target).step_seconds
             if saved * state.remaining_iterations(view.now) <= view.restore_seconds:
                 continue
             trial.take(target.gpus)

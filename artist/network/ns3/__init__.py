@@ -1,18 +1,21 @@
-"""Packet-accurate CommModel: a job's collectives simulated packet by packet in ns-3.
+"""Packet-accurate FabricModel: step graphs' communication simulated packet by packet in ns-3.
 
-    Ns3Model(topology, algorithm="ring", channels=1, **options)
+    Ns3Model(topology, algorithm="ring", channels=1, **options).time({job: StepGraph})
 
-Per call, only the part of the cluster the placement touches is built (see
+Per call, only the part of the cluster the graphs touch is built (see
 builder.py), the schedules of collectives.py are executed by the C++ engine
-(engine.cc) in a persistent worker process (runner.py), and the answer comes
-back as a CommResult.
+(engine.cc) in a persistent worker process (runner.py), and every
+communication node gets the duration it took in the simulation.
 
-Exposed time: all gradient buckets of one iteration run in ONE ns-3 run; bucket
-b's all-reduce starts at max(its ready time in the backward pass, end of bucket
-b-1) inside the simulator, so transport state (TCP windows) carries from one
-bucket to the next as in a real iteration. The bucket durations then go through
-base.result_from_buckets, whose timeline is the same rule; the simulated end of
-the last bucket is kept in details["simulated_exposed_seconds"] as a cross-check.
+All graphs of one call run in ONE ns-3 run (several jobs at once), each node
+starting when its dependencies have finished: a compute node without
+dependencies is a ready time for the nodes that wait for it (a DDP bucket
+starts at max(its ready time in the backward pass, end of the previous
+bucket), so transport state carries from one bucket to the next as in a real
+iteration); a compute node with dependencies is a timer in the engine. The
+nodes' durations then go through the graph's critical path
+(GraphTiming.of); the simulated end of each graph is kept in
+details["simulated_end_seconds"] as a cross-check.
 
 Acceleration (accelerate=True, ring only, off by default): steady-state skipping.
 The ring's hop pattern repeats every P positions (P = GPUs per rack for a regular
@@ -33,18 +36,19 @@ import functools
 import re
 import time
 from dataclasses import asdict
+from typing import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version as package_version
 
 from artist.network.analytical import StartupLatency
-from artist.network.base import CommResult, compute_seconds_on, result_from_buckets
-from artist.network.collectives import ALGORITHMS, Schedule, allreduce_schedule
+from artist.network.base import CommResult, GraphTiming
+from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
 from artist.network.links import path
-from artist.network.ns3.builder import build_engine_input
+from artist.network.ns3.builder import EngineCollective, build_engine_input
 from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
 from artist.network.ns3.worker import ENGINE_SOURCE, TRANSPORTS
+from artist.parallel.graph import StepGraph
 from artist.placement import Placement, placement_from_shape, shape_to_text
 from artist.topology import Topology
-from artist.workload import ModelProfile
 
 __all__ = ["Ns3Model", "Ns3SimulationError", "Ns3Worker", "NS3_BACKEND_VERSION", "TransportOptions"]
 
@@ -95,7 +99,7 @@ class TransportOptions:
 
 
 class Ns3Model:
-    """CommModel backed by packet-level ns-3 simulation of collectives.py's schedules."""
+    """FabricModel backed by packet-level ns-3 simulation of collectives.py's schedules."""
 
     name = "ns3"
 
@@ -135,36 +139,49 @@ class Ns3Model:
     def _canonical(self, placement: Placement) -> Placement:
         return placement_from_shape(placement.topology, placement.canonical_shape)
 
-    def run_schedules(self, schedules: list[Schedule], ready_seconds: list[float], shape: str) -> dict:
-        """Run collectives back to back (each at max(ready, previous end)) in one ns-3 run.
+    def run(self, collectives: Sequence[EngineCollective], label: str) -> dict:
+        """Run collectives and timers in one ns-3 run (label names the question in errors).
 
         Returns the worker's result plus per-collective seconds, after checking that every
-        rank received and sent exactly the bytes its schedules say."""
-        ei = build_engine_input(self.topology, schedules, ready_seconds, self.latency)
+        GPU received and sent exactly the bytes its schedules say (one pass over the transfers)."""
+        ei = build_engine_input(self.topology, collectives, self.latency)
         request = {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
                    **asdict(self.transport)}
         started = time.perf_counter()
-        res = self.worker.run(request, self.timeout_s, shape)
+        res = self.worker.run(request, self.timeout_s, label)
         res["wall_seconds"] = time.perf_counter() - started
         reported = {k: self.worker.info.get(k) for k in ("ns3_version", "engine_version")}
         if reported != expected_worker_versions():
-            raise Ns3SimulationError(shape, f"the ns-3 worker reports {reported}, but identity() (cache keys) "
+            raise Ns3SimulationError(label, f"the ns-3 worker reports {reported}, but identity() (cache keys) "
                                             f"says {expected_worker_versions()}")
-        n = len(ei.rank_gpus)
-        want_rx = [sum(s.bytes_received_per_rank()[i] for s in schedules) for i in range(n)]
-        want_tx = [sum(s.bytes_sent_per_rank()[i] for s in schedules) for i in range(n)]
-        if res["node_rx_bytes"][:n] != want_rx or res["node_tx_bytes"][:n] != want_tx:
-            raise Ns3SimulationError(shape, f"byte conservation violated: received {res['node_rx_bytes'][:n]}, "
-                                            f"expected {want_rx}; sent {res['node_tx_bytes'][:n]}, expected {want_tx}")
+        n = len(ei.gpus)
+        if res["node_rx_bytes"][:n] != ei.expected_rx or res["node_tx_bytes"][:n] != ei.expected_tx:
+            raise Ns3SimulationError(label, f"byte conservation violated: received {res['node_rx_bytes'][:n]}, "
+                                            f"expected {ei.expected_rx}; sent {res['node_tx_bytes'][:n]}, "
+                                            f"expected {ei.expected_tx}")
         if any(res["node_rx_bytes"][n:]) or any(res["node_tx_bytes"][n:]):
-            raise Ns3SimulationError(shape, "a switch node was credited with payload bytes")
+            raise Ns3SimulationError(label, "a switch node was credited with payload bytes")
         res["collective_seconds"] = [e - s for s, e in zip(res["c_start_s"], res["c_end_s"])]
         res["packets"] = res["data_packets"] + res["ack_packets"]
         res["nodes"], res["links"] = len(ei.node_names), len(ei.link_names)
+        res["collective_messages"] = ei.collective_messages
         return res
 
-    def _schedule(self, placement: Placement, nbytes: int) -> Schedule:
-        return allreduce_schedule(self.algorithm, placement, int(nbytes), self.channels)
+    def run_schedules(self, schedules: list[Schedule], ready_seconds: list[float], label: str) -> dict:
+        """Collectives back to back, each at max(its ready time, the previous one's end)."""
+        return self.run([EngineCollective(s, r, (i - 1,) if i else ()) for i, (s, r) in
+                         enumerate(zip(schedules, ready_seconds))], label)
+
+    def _schedule(self, group: Placement, nbytes: int, kind: str = "all_reduce",
+                  src_dst: tuple[int, int] | None = None) -> Schedule:
+        """The schedule to simulate: with acceleration a ring all-reduce is built only for the
+        steps that are simulated (a prefix; the rest is extrapolated), never in full."""
+        if self.accelerate and kind == "all_reduce" and self.algorithm == "ring" and group.size > 1:
+            probe = ring_allreduce(group, int(nbytes), self.channels, max_steps=1)
+            keep = max(self.steady_steps, 2 * self._ring_period(probe) + 2)
+            if keep < probe.total_steps:
+                return ring_allreduce(group, int(nbytes), self.channels, max_steps=keep)
+        return collective_schedule(kind, self.algorithm, group, int(nbytes), self.channels, src_dst=src_dst)
 
     def _ring_period(self, schedule: Schedule) -> int:
         """Smallest P such that the ring's hops (links crossed, latency) repeat every P positions."""
@@ -176,72 +193,108 @@ class Ns3Model:
         n = len(sig)
         return next(q for q in range(1, n + 1) if n % q == 0 and all(sig[i] == sig[(i + q) % n] for i in range(n)))
 
-    def _simulated_steps(self, schedule: Schedule) -> int:
-        if not (self.accelerate and self.algorithm == "ring" and schedule.transfers):
-            return schedule.steps
-        return min(schedule.steps, max(self.steady_steps, 2 * self._ring_period(schedule) + 2))
-
     def _accelerated(self, schedule: Schedule) -> bool:
-        return self._simulated_steps(schedule) < schedule.steps
+        return schedule.is_prefix
 
-    def _truncate(self, schedule: Schedule) -> Schedule:
-        # Transfers are sorted by step and deps point backwards, so a step prefix is closed.
-        k = self._simulated_steps(schedule)
-        keep = sum(1 for t in schedule.transfers if t.step < k)
-        return dataclasses.replace(schedule, transfers=schedule.transfers[:keep])
-
-    def _extrapolate(self, schedule: Schedule, truncated: Schedule, res: dict, coll: int, first_msg: int) -> float:
-        """Collective time from a truncated run: step ends continued by repeating the last P increments."""
+    def _extrapolate(self, prefix: Schedule, res: dict, coll: int, first_msg: int) -> float:
+        """Collective time from a run of its first steps: step ends continued by repeating the last P increments."""
         start = res["c_start_s"][coll]
-        end = [0.0] * truncated.steps
-        for i, t in enumerate(truncated.transfers):
+        end = [0.0] * prefix.steps
+        for i, t in enumerate(prefix.transfers):
             end[t.step] = max(end[t.step], res["m_done_s"][first_msg + i] - start)
-        period = self._ring_period(schedule)
-        for s in range(truncated.steps, schedule.steps):
+        period = self._ring_period(prefix)
+        for s in range(prefix.steps, prefix.total_steps):
             end.append(end[s - 1] + end[s - period] - end[s - period - 1])
         return end[-1]
 
-    def _timed_collectives(self, schedules: list[Schedule], ready: list[float], shape: str) -> tuple[list[float], dict]:
-        if not any(self._accelerated(s) for s in schedules):
-            res = self.run_schedules(schedules, ready, shape)
-            return res["collective_seconds"], res
-        # Accelerated: truncated collectives back to back (ready 0), then extrapolated.
-        truncated = [self._truncate(s) if self._accelerated(s) else s for s in schedules]
-        res = self.run_schedules(truncated, [0.0] * len(truncated), shape)
-        seconds, first = [], 0
-        for c, (s, t) in enumerate(zip(schedules, truncated)):
-            seconds.append(self._extrapolate(s, t, res, c, first) if t is not s else res["collective_seconds"][c])
-            first += len(t.transfers)
+    def _accelerated_run(self, schedules: list[Schedule], label: str) -> tuple[list[float], dict]:
+        """Collectives (prefixes among them) back to back (ready 0), the prefixes extrapolated."""
+        res = self.run_schedules(schedules, [0.0] * len(schedules), label)
+        seconds = []
+        for c, s in enumerate(schedules):
+            first = res["collective_messages"][c][0]
+            seconds.append(self._extrapolate(s, res, c, first) if s.is_prefix else res["collective_seconds"][c])
         return seconds, res
 
-    # ---- CommModel ------------------------------------------------------------
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        """One all-reduce of nbytes; by the topology's symmetry it depends only on the canonical shape."""
-        key = (placement.canonical_shape, int(nbytes))
+    # ---- FabricModel ------------------------------------------------------------
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        """One collective of nbytes; by the topology's symmetry it depends only on the canonical shape."""
+        key = (kind, group.canonical_shape, int(nbytes))
         if key not in self._memo:
-            canonical = self._canonical(placement)
-            schedule = self._schedule(canonical, nbytes)
+            schedule = self._schedule(self._canonical(group), nbytes, kind)
             if not schedule.transfers:
                 self._memo[key] = 0.0
+            elif self._accelerated(schedule):
+                self._memo[key] = self._accelerated_run([schedule], shape_to_text(group.canonical_shape))[0][0]
             else:
-                seconds, _ = self._timed_collectives([schedule], [0.0], shape_to_text(placement.canonical_shape))
-                self._memo[key] = seconds[0]
+                self._memo[key] = self.run_schedules([schedule], [0.0], shape_to_text(group.canonical_shape))[
+                    "collective_seconds"][0]
         return self._memo[key]
 
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
+    def _node_schedule(self, node) -> Schedule:
+        if node.kind == "send_recv":
+            return self._schedule(Placement(self.topology, node.group), node.nbytes, "send_recv", tuple(node.group))
+        return self._schedule(Placement(self.topology, node.group), node.nbytes, node.kind)
+
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        """Every graph's communication in one ns-3 run (jobs at once), each node's duration
+        measured from its start (after its dependencies) to its last byte."""
         started = time.perf_counter()
-        if placement.size == 1:
-            return result_from_buckets(model, placement, [0.0] * len(model.buckets), self.name,
-                                       wall_seconds=time.perf_counter() - started)
-        canonical = self._canonical(placement)
-        compute = compute_seconds_on(model, placement)
-        schedules = [self._schedule(canonical, b) for b, _ in model.buckets]
-        ready = [r * compute for _, r in model.buckets]
-        seconds, res = self._timed_collectives(schedules, ready, shape_to_text(placement.canonical_shape))
-        details = {"transport": self.transport.transport, "nodes": res["nodes"], "links": res["links"],
-                   "frames_on_wires": res["device_transmissions"], "events": res["events"],
-                   "simulated_wall_seconds": res["sim_wall_seconds"], "accelerated": self.accelerate}
-        if not self.accelerate:
-            details["simulated_exposed_seconds"] = max(0.0, res["c_end_s"][-1] - res["t0_s"] - compute)
-        return result_from_buckets(model, placement, seconds, self.name, packets=res["packets"],
-                                   wall_seconds=time.perf_counter() - started, details=details)
+        jobs = list(graphs)
+        label = "+".join(_graph_label(self.topology, graphs[j]) for j in jobs)
+        collectives: list[EngineCollective] = []
+        index: dict[tuple[int, int], int] = {}  # (job, node) -> collective
+        schedules: dict[tuple[int, int], Schedule] = {}
+        for j, job in enumerate(jobs):
+            graph = graphs[job]
+            for node in graph.nodes:
+                if node.is_communication:
+                    schedules[(j, node.id)] = self._node_schedule(node)
+        accelerated = self.accelerate and any(self._accelerated(s) for s in schedules.values())
+        if not any(s.transfers for s in schedules.values()):
+            res = None  # nothing crosses a link (one GPU): every communication node takes 0 s
+        elif accelerated:
+            order = list(schedules)  # each job's communication back to back, alone (steady-state skipping)
+            seconds, res = self._accelerated_run([schedules[k] for k in order], label)
+            durations = dict(zip(order, seconds))
+        else:
+            for j, job in enumerate(jobs):
+                graph = graphs[job]
+                for node in graph.nodes:
+                    ready, preds = 0.0, []
+                    for d in node.deps:
+                        dep = graph.nodes[d]
+                        if dep.kind == "compute" and not dep.deps:
+                            ready = max(ready, dep.seconds)  # a root compute node ends at t0 + seconds
+                        else:
+                            preds.append(index[(j, d)])
+                    if node.kind == "compute" and not node.deps:
+                        continue  # folded into its dependants' ready times
+                    index[(j, node.id)] = len(collectives)
+                    collectives.append(EngineCollective(schedules.get((j, node.id)), ready, tuple(preds),
+                                                        0.0 if node.is_communication else node.seconds, j))
+            res = self.run(collectives, label)
+            durations = {k: res["collective_seconds"][index[k]] for k in schedules}
+        wall = time.perf_counter() - started
+        out = {}
+        for j, job in enumerate(jobs):
+            graph = graphs[job]
+            node_seconds = [durations[(j, n.id)] if n.is_communication and res is not None
+                            else 0.0 if n.is_communication else n.seconds for n in graph.nodes]
+            details = {"transport": self.transport.transport, "accelerated": bool(accelerated), "jobs": len(jobs)}
+            if res is not None:
+                details.update(nodes=res["nodes"], links=res["links"], frames_on_wires=res["device_transmissions"],
+                               events=res["events"], simulated_wall_seconds=res["sim_wall_seconds"])
+                if not accelerated:
+                    ends = [res["c_end_s"][index[(j, n.id)]] for n in graph.nodes if (j, n.id) in index]
+                    details["simulated_end_seconds"] = max(ends, default=0.0) - res["t0_s"]
+            result = CommResult(self.name, packets=res["packets"] if res is not None and j == 0 else 0,
+                                wall_seconds=wall, details=details)
+            out[job] = GraphTiming.of(graph, node_seconds, result)
+        return out
+
+
+def _graph_label(topology: Topology, graph: StepGraph) -> str:
+    """The shape of a graph's GPUs, for error messages."""
+    gpus = graph.gpus
+    return shape_to_text(Placement(topology, gpus).canonical_shape) if gpus else "[]"

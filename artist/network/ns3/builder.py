@@ -1,4 +1,4 @@
-"""Turn a placement and its collective schedules into the engine's input arrays.
+"""Turn collective schedules (one or several jobs') into the engine's input arrays.
 
 The network realises exactly the links of artist/network/links.py, and only the
 ones the job's transfers cross:
@@ -35,6 +35,20 @@ _LINK_OF = {
 }
 
 
+@dataclass(frozen=True)
+class EngineCollective:
+    """One collective of a run, or a timer (a compute node: schedule None, timer_s seconds).
+
+    It starts at max(t0 + ready_s, the end of its last predecessor), pays the base latency
+    (timers: timer_s instead), then its messages run by their own dependencies."""
+
+    schedule: Schedule | None
+    ready_s: float = 0.0
+    preds: tuple[int, ...] = ()  # indices of earlier collectives that must end first
+    timer_s: float = 0.0
+    job: int = 0  # messages of different jobs never share a connection
+
+
 @dataclass
 class EngineInput:
     """Flat arrays for the C++ Spec (see engine.cc) plus what they describe."""
@@ -42,8 +56,10 @@ class EngineInput:
     node_names: list[str] = field(default_factory=list)
     link_names: list[str] = field(default_factory=list)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    rank_gpus: tuple[int, ...] = ()
+    gpus: tuple[int, ...] = ()  # GPU of node i, for the first len(gpus) nodes (the rest are switches)
     collective_messages: list[tuple[int, int]] = field(default_factory=list)  # [first, end) per collective
+    expected_rx: list[int] = field(default_factory=list)  # payload bytes each GPU node must receive
+    expected_tx: list[int] = field(default_factory=list)  # ... and send
 
     @property
     def messages(self) -> int:
@@ -51,11 +67,11 @@ class EngineInput:
 
 
 class _NetworkBuilder:
-    def __init__(self, topology: Topology, rank_gpus: Sequence[int]):
+    def __init__(self, topology: Topology, gpus: Sequence[int]):
         self.t = topology
-        self.rank_gpus = tuple(rank_gpus)
+        self.rank_gpus = tuple(gpus)  # node i is GPU rank_gpus[i]
         self.rank_of = {g: i for i, g in enumerate(self.rank_gpus)}
-        self.node_names = [f"gpu{g}" for g in self.rank_gpus]  # node i = rank i
+        self.node_names = [f"gpu{g}" for g in self.rank_gpus]
         self.node_of: dict[tuple, int] = {}
         self.links: dict[tuple, int] = {}
         self.link_a: list[int] = []
@@ -63,7 +79,7 @@ class _NetworkBuilder:
         self.link_bps: list[float] = []
         self.link_delay: list[float] = []
         self.link_names: list[str] = []
-        self.routes: dict[tuple[int, int], int] = {}
+        self.routes: dict[tuple[int, int], tuple[int, str]] = {}  # (src, dst) -> (route id, link kind)
         self.route_steps: list[list[tuple[int, int]]] = []
 
     def _switch(self, key: tuple) -> int:
@@ -95,47 +111,67 @@ class _NetworkBuilder:
         return self.links[key]
 
     def route(self, src_rank: int, dst_rank: int) -> tuple[int, str]:
-        """Route id and link kind (nvlink / net) between two ranks."""
+        """Route id and link kind (nvlink / net) between two GPU nodes."""
         key = (src_rank, dst_rank)
-        p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank])
-        if key not in self.routes:
+        found = self.routes.get(key)
+        if found is None:  # a ring reuses a handful of routes for every step: compute each once
+            p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank])
             steps = []
             for link_id in p.links:
                 kind, direction = _LINK_OF[link_id[0]]
                 steps.append((self._link(kind, link_id[1], link_id), direction))
-            self.routes[key] = len(self.route_steps)
+            found = self.routes[key] = (len(self.route_steps), p.kind)
             self.route_steps.append(steps)
-        return self.routes[key], p.kind
+        return found
 
 
-def build_engine_input(topology: Topology, schedules: Sequence[Schedule], ready_seconds: Sequence[float],
+def _gpu_nodes(collectives: Sequence[EngineCollective]) -> list[int]:
+    """GPUs in order of first appearance in the schedules' rank lists (a single collective's
+    nodes are then its ranks in order, as every run of the engine has always numbered them)."""
+    seen: dict[int, None] = {}
+    for c in collectives:
+        if c.schedule is not None:
+            seen.update(dict.fromkeys(c.schedule.ranks))
+    return list(seen)
+
+
+def build_engine_input(topology: Topology, collectives: Sequence[EngineCollective],
                        latency: StartupLatency) -> EngineInput:
-    """Collective i runs schedules[i], ready at ready_seconds[i] (all on the same ranks)."""
-    if not schedules:
-        raise ValueError("at least one schedule is needed")
-    ranks = schedules[0].ranks
-    if any(s.ranks != ranks for s in schedules):
-        raise ValueError("all collectives of one run must use the same ranks")
-    nb = _NetworkBuilder(topology, ranks)
+    """The engine's arrays for these collectives and timers, on the links their transfers cross."""
+    if not collectives:
+        raise ValueError("at least one collective is needed")
+    for i, c in enumerate(collectives):
+        if any(not 0 <= p < i for p in c.preds):
+            raise ValueError(f"collective {i}: predecessors {c.preds} must be earlier collectives")
+    nb = _NetworkBuilder(topology, _gpu_nodes(collectives))
     m_src, m_dst, m_route, m_coll, m_conn, m_bytes, m_alpha = [], [], [], [], [], [], []
     dep_off, dep_idx = [0], []
-    c_first = [0]
-    conns: dict[tuple[int, int, int], int] = {}
+    c_first, c_pred_off, c_pred_idx = [0], [0], []
+    conns: dict[tuple[int, int, int, int], int] = {}
     collective_messages = []
-    for c, schedule in enumerate(schedules):
+    rx = [0] * len(nb.rank_gpus)
+    tx = [0] * len(nb.rank_gpus)
+    for c, coll in enumerate(collectives):
         first = len(m_src)
-        for t in schedule.transfers:
-            route, kind = nb.route(t.src, t.dst)
-            m_src.append(t.src)
-            m_dst.append(t.dst)
+        transfers = coll.schedule.transfers if coll.schedule is not None else ()
+        node = [nb.rank_of[g] for g in coll.schedule.ranks] if coll.schedule is not None else []
+        for t in transfers:
+            src, dst = node[t.src], node[t.dst]
+            route, kind = nb.route(src, dst)
+            m_src.append(src)
+            m_dst.append(dst)
             m_route.append(route)
             m_coll.append(c)
-            m_conn.append(conns.setdefault((t.src, t.dst, t.channel), len(conns)))
+            m_conn.append(conns.setdefault((coll.job, src, dst, t.channel), len(conns)))
             m_bytes.append(t.nbytes)
             m_alpha.append(latency.per_step(kind))
             dep_idx.extend(first + d for d in t.deps)
             dep_off.append(len(dep_idx))
+            tx[src] += t.nbytes
+            rx[dst] += t.nbytes
         c_first.append(len(m_src))
+        c_pred_idx.extend(coll.preds)
+        c_pred_off.append(len(c_pred_idx))
         collective_messages.append((first, len(m_src)))
     route_off, route_link, route_dir = [0], [], []
     for steps in nb.route_steps:
@@ -153,8 +189,9 @@ def build_engine_input(topology: Topology, schedules: Sequence[Schedule], ready_
         "m_conn": u32(m_conn), "m_bytes": np.asarray(m_bytes, dtype=np.uint64),
         "m_alpha_s": np.asarray(m_alpha, dtype=np.float64),
         "dep_off": u32(dep_off), "dep_idx": u32(dep_idx),
-        "c_ready_s": np.asarray(ready_seconds, dtype=np.float64),
-        "c_base_s": np.asarray([latency.base_s if s.transfers else 0.0 for s in schedules], dtype=np.float64),
-        "c_first": u32(c_first),
+        "c_ready_s": np.asarray([c.ready_s for c in collectives], dtype=np.float64),
+        "c_base_s": np.asarray([c.timer_s if c.schedule is None else latency.base_s if c.schedule.transfers else 0.0
+                                for c in collectives], dtype=np.float64),
+        "c_first": u32(c_first), "c_pred_off": u32(c_pred_off), "c_pred_idx": u32(c_pred_idx),
     }
-    return EngineInput(nb.node_names, nb.link_names, arrays, tuple(ranks), collective_messages)
+    return EngineInput(nb.node_names, nb.link_names, arrays, tuple(nb.rank_gpus), collective_messages, rx, tx)

@@ -1,4 +1,4 @@
-// ArtISt collective engine: executes all-reduce schedules (dependency graphs of
+// ArtISt collective engine: executes collective schedules (dependency graphs of
 // point-to-point messages) packet by packet inside ns-3. Compiled once per
 // installation into a shared library (engine_build.py), or at run time by
 // cppyy.cppdef where no C++ compiler is found (see worker.py); no Python runs per
@@ -6,10 +6,12 @@
 //
 // Input (Spec): a point-to-point graph (nodes, links with rate and delay), routes
 // (sequences of directed links), messages (src/dst node, bytes, route, start-up
-// latency, dependencies) grouped in collectives (one per gradient bucket) that run
-// one after another: collective b starts at max(ready_b, end of b-1), pays its base
-// latency, then every message starts alpha after the last message it depends on
-// has been fully received by its sender.
+// latency, dependencies) grouped in collectives (the communication nodes of one or
+// several jobs' step graphs). Collective c starts at max(t0 + ready_c, the end of its
+// last predecessor (c_pred_off/c_pred_idx, CSR)), pays its base latency, then every
+// message starts alpha after the last message it depends on has been fully received
+// by its sender. A collective without messages is a timer of its base time (a compute
+// node of a step graph).
 //
 // Two transports:
 //  * WINDOW (default): message-level reliable transport written here. Raw frames on
@@ -183,6 +185,8 @@ class Engine
     std::vector<Port> ports;
     std::vector<WConn> wconns;
     std::vector<uint32_t> coll_left;
+    std::vector<uint32_t> preds_left;             // per collective: predecessors not yet ended
+    std::vector<std::vector<uint32_t>> successors; // per collective: who waits for it
     uint32_t payload = 0;
     // tcp
     std::vector<Conn> conns;
@@ -193,6 +197,8 @@ class Engine
     void BuildNetwork();
     void StartCollective(uint32_t c);
     void StartRoots(uint32_t c);
+    void StartFirstCollectives();
+    void CollectiveDone(uint32_t c);
     void MessageReady(uint32_t m);
     void MessageDone(uint32_t m);
     void Hang();
@@ -309,6 +315,21 @@ Result Engine::Run()
     {
         coll_left[c] = s.c_first[c + 1] - s.c_first[c];
     }
+    if (s.c_pred_off.size() != nc + 1)
+    {
+        r.error = "c_pred_off must have one entry per collective plus one";
+        return r;
+    }
+    preds_left.assign(nc, 0);
+    successors.assign(nc, {});
+    for (uint32_t c = 0; c < nc; ++c)
+    {
+        for (uint32_t k = s.c_pred_off[c]; k < s.c_pred_off[c + 1]; ++k)
+        {
+            successors[s.c_pred_idx[k]].push_back(c);
+            preds_left[c]++;
+        }
+    }
 
     BuildNetwork();
     if (s.transport == 0)
@@ -340,13 +361,7 @@ Result Engine::Run()
                 d->SetReceiveCallback(MakeCallback(&Engine::OnReceive, this));
             }
         }
-        for (uint32_t c = 0; c < nc; ++c)
-        {
-            if (c == 0)
-            {
-                Simulator::Schedule(Seconds(s.c_ready_s[0]), &Engine::StartCollective, this, 0u);
-            }
-        }
+        StartFirstCollectives();
     }
     else
     {
@@ -410,6 +425,32 @@ void Engine::Hang()
     Simulator::Schedule(NanoSeconds(1), &Engine::Hang, this);
 }
 
+// Collectives without predecessors start at t0 + their ready time (in index order, so that
+// simultaneous starts are scheduled deterministically).
+void Engine::StartFirstCollectives()
+{
+    for (uint32_t c = 0; c < s.c_ready_s.size(); ++c)
+    {
+        if (preds_left[c] == 0)
+        {
+            Simulator::Schedule(Seconds(s.c_ready_s[c]), &Engine::StartCollective, this, c);
+        }
+    }
+}
+
+void Engine::CollectiveDone(uint32_t c)
+{
+    r.c_end_s[c] = Simulator::Now().GetSeconds();
+    for (uint32_t d : successors[c])
+    {
+        if (--preds_left[d] == 0)
+        {
+            double next = std::max(s.c_ready_s[d] + r.t0_s, r.c_end_s[c]);
+            Simulator::Schedule(Seconds(next) - Simulator::Now(), &Engine::StartCollective, this, d);
+        }
+    }
+}
+
 void Engine::StartCollective(uint32_t c)
 {
     r.c_start_s[c] = Simulator::Now().GetSeconds();
@@ -420,12 +461,7 @@ void Engine::StartRoots(uint32_t c)
 {
     if (coll_left[c] == 0)
     {
-        r.c_end_s[c] = Simulator::Now().GetSeconds();
-        if (c + 1 < s.c_ready_s.size())
-        {
-            double next = std::max(s.c_ready_s[c + 1] + r.t0_s, Simulator::Now().GetSeconds());
-            Simulator::Schedule(Seconds(next) - Simulator::Now(), &Engine::StartCollective, this, c + 1);
-        }
+        CollectiveDone(c); // a timer, or a collective with nothing to send
         return;
     }
     for (uint32_t m = s.c_first[c]; m < s.c_first[c + 1]; ++m)
@@ -467,12 +503,7 @@ void Engine::MessageDone(uint32_t m)
     uint32_t c = s.m_coll[m];
     if (--coll_left[c] == 0)
     {
-        r.c_end_s[c] = Simulator::Now().GetSeconds();
-        if (c + 1 < s.c_ready_s.size())
-        {
-            double next = std::max(s.c_ready_s[c + 1] + r.t0_s, r.c_end_s[c]);
-            Simulator::Schedule(Seconds(next) - Simulator::Now(), &Engine::StartCollective, this, c + 1);
-        }
+        CollectiveDone(c);
     }
 }
 
@@ -764,7 +795,7 @@ void Engine::TcpOpen()
     }
     if (nconn == 0)
     {
-        Simulator::Schedule(Seconds(s.c_ready_s[0]), &Engine::StartCollective, this, 0u);
+        StartFirstCollectives();
     }
 }
 
@@ -775,7 +806,7 @@ void Engine::TcpConnected(Ptr<Socket> sock)
     {
         // Every connection is up: collective times are measured from here.
         r.t0_s = Simulator::Now().GetSeconds();
-        Simulator::Schedule(Seconds(s.c_ready_s[0]), &Engine::StartCollective, this, 0u);
+        StartFirstCollectives();
     }
 }
 

@@ -28,6 +28,7 @@ struct Spec
     std::vector<uint32_t> dep_off, dep_idx; // CSR over messages
     std::vector<double> c_ready_s, c_base_s;
     std::vector<uint32_t> c_first; // messages of collective c: [c_first[c], c_first[c+1])
+    std::vector<uint32_t> c_pred_off, c_pred_idx; // CSR: collectives that must end before c starts
     int transport = 0; // 0 window, 1 tcp
     uint32_t mtu = 9000;
     uint64_t window_bytes = 1 << 20;

@@ -46,7 +46,7 @@ ENGINE_MODES = ("auto", "compiled", "jit")  # auto: compiled where a compiler is
 
 # Spec fields filled from numpy arrays, by C++ element type.
 _U32 = ("link_a", "link_b", "route_off", "route_link", "route_dir", "m_src", "m_dst", "m_route", "m_coll",
-        "m_conn", "dep_off", "dep_idx", "c_first")
+        "m_conn", "dep_off", "dep_idx", "c_first", "c_pred_off", "c_pred_idx")
 _U64 = ("m_bytes",)
 _F64 = ("link_bps", "link_delay_s", "m_alpha_s", "c_ready_s", "c_base_s")
 _VECTORS = (("u32", _U32, "uint32"), ("u64", _U64, "uint64"), ("f64", _F64, "float64"))

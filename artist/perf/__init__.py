@@ -1,0 +1,1 @@
+"""Where compute and communication meet: compute model, performance model (estimate / rates)."""

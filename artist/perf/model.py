@@ -1,0 +1,93 @@
+"""The performance model: the one place compute and communication meet.
+
+    perf.estimate(model, placement) -> StepEstimate   what a policy asks (a job alone)
+    perf.rates({job_id: (model, placement)})           what the simulator asks (every running job)
+
+A step is a graph (artist/parallel): compute nodes timed by the ComputeModel,
+communication nodes timed by the FabricModel; the step takes compute + exposed
+communication. Policies never see the fabric; they see StepEstimates.
+
+Contention: "isolated" (the only mode so far) times every job alone, so
+rates() is estimate() per job. A shared mode (jobs on common links timed
+together) comes with the fabric that can show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from artist.network.base import CommResult, FabricModel, GraphTiming
+from artist.parallel.ddp import ddp_step
+from artist.parallel.graph import StepGraph
+from artist.perf.compute import ComputeModel
+from artist.placement import Placement, placement_from_shape
+from artist.workload import ModelProfile
+
+CONTENTION_MODES = ("isolated",)
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    step_seconds: float  # compute + exposed communication
+    compute_seconds: float
+    exposed_comm_seconds: float  # communication not hidden behind compute
+    comm_seconds: float  # the communication nodes' own durations, summed
+    samples_per_second: float  # 0 when the profile states no batch size
+    comm: CommResult  # which backend answered, cache hit, packets, wall time
+    efficiency: float = 1.0  # statistical efficiency (1: rigid jobs)
+
+    @property
+    def goodput(self) -> float:
+        return self.samples_per_second * self.efficiency
+
+
+def estimate_from_timing(graph: StepGraph, timing: GraphTiming, compute_seconds: float) -> StepEstimate:
+    # exposed = makespan - compute, then step = compute + exposed: the same float operations as
+    # wave 1's overlap rule and iteration time, so results stay bit-identical.
+    exposed = max(0.0, timing.step_seconds - compute_seconds)
+    step = compute_seconds + exposed
+    return StepEstimate(step, compute_seconds, exposed, timing.comm_seconds,
+                        graph.samples / step if graph.samples else 0.0, timing.result)
+
+
+class PerfModel:
+    def __init__(self, fabric: FabricModel, compute: ComputeModel, contention: str = "isolated"):
+        if contention not in CONTENTION_MODES:
+            raise ValueError(f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
+        self.fabric = fabric
+        self.compute = compute
+        self.contention = contention
+        self._memo: dict = {}
+
+    def graph(self, model: ModelProfile, placement: Placement) -> tuple[StepGraph, float]:
+        """The step graph of a data-parallel job, laid on the canonical placement of its shape
+        (the fabric's answer depends only on the shape), and its compute seconds on the real GPUs."""
+        compute = self.compute.step_seconds(model, placement)
+        canonical = placement_from_shape(placement.topology, placement.canonical_shape)
+        return ddp_step(model, canonical, compute), compute
+
+    def estimate(self, model: ModelProfile, placement: Placement) -> StepEstimate:
+        """One step of `model` alone on `placement`, memoised per (model, shape, GPU types):
+        by the topology's symmetry placements of one shape and GPU mix take the same time."""
+        key = (model, placement.topology, placement.canonical_shape, placement.gpu_type_counts)
+        found = self._memo.get(key)
+        if found is None:
+            graph, compute = self.graph(model, placement)
+            timing = self.fabric.time({"job": graph})["job"]
+            found = self._memo[key] = estimate_from_timing(graph, timing, compute)
+        return found
+
+    def rates(self, running: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
+        """Every running job's step; isolated mode: each alone."""
+        return {job_id: self.estimate(model, placement) for job_id, (model, placement) in running.items()}
+
+
+def as_perf_model(perf_or_fabric, topology) -> PerfModel:
+    """A PerfModel as given, or a FabricModel wrapped with the default compute model
+    (reference time / GPU speed), for callers that only choose the network."""
+    if isinstance(perf_or_fabric, PerfModel):
+        return perf_or_fabric
+    if not callable(getattr(perf_or_fabric, "time", None)):
+        raise TypeError(f"expected a PerfModel or a FabricModel, got {type(perf_or_fabric).__name__}")
+    return PerfModel(perf_or_fabric, ComputeModel(topology))
