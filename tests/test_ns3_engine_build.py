@@ -27,7 +27,7 @@ pytestmark = pytest.mark.ns3
 
 pytest.importorskip("artist.network.ns3")
 from artist.network.ns3 import Ns3Worker, TransportOptions, engine_build, worker  # noqa: E402
-from artist.network.ns3.builder import build_engine_input  # noqa: E402
+from artist.network.ns3.builder import EngineCollective, build_engine_input  # noqa: E402
 
 needs_compiler = pytest.mark.skipif(engine_build.find_compiler() is None, reason="no C++ compiler ($CXX or g++)")
 DALLY = load_topology(REPO / "topologies" / "dally-3tier.yaml")
@@ -39,7 +39,7 @@ def ring_requests() -> list[dict]:
     """A 4-GPU ring all-reduce over two machines (NVLink and NIC hops), on both transports."""
     placement = placement_from_shape(DALLY, [[2, 2]])
     schedule = allreduce_schedule("ring", placement, 4_000_000)
-    ei = build_engine_input(DALLY, [schedule], [0.0], StartupLatency())
+    ei = build_engine_input(DALLY, [EngineCollective(schedule)], StartupLatency())
     return [{"arrays": ei.arrays, "nodes": len(ei.node_names), **asdict(TransportOptions(transport=t))}
             for t in ("window", "tcp")]
 
@@ -100,9 +100,9 @@ def test_the_cache_key_follows_every_source_text():
 def test_the_generated_entry_points_follow_the_field_lists(monkeypatch):
     """A field added to worker.py's lists gets its entry point (and so a new cache key)."""
     before = worker.c_api_source()
-    monkeypatch.setattr(worker, "_U32", worker._U32 + ("c_pred_off",))
+    monkeypatch.setattr(worker, "_U32", worker._U32 + ("some_new_field",))
     after = worker.c_api_source()
-    assert '"c_pred_off"' in after and '"c_pred_off"' not in before
+    assert '"some_new_field"' in after and '"some_new_field"' not in before
 
 
 @needs_compiler
