@@ -402,7 +402,8 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
     if values == [None]:
         return [NO_CALIBRATION]
     try:
-        from artist.calibration import Calibrated, load_profile
+        from artist.calibration import load_profile
+        from artist.network.calibrated import Calibrated
     except ImportError as exc:
         raise InputError(f.source, "field 'calibration'",
                          f"calibration profiles are not available in this installation ({exc}); remove the field") from None

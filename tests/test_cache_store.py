@@ -312,7 +312,8 @@ def test_single_collectives_are_cached_apart_from_iterations(topo, store_path):
 
 
 def test_calibrated_over_cached_answers_collectives(store_path):
-    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
 
     h100 = load_topology(REPO / "topologies" / "h100-dgx.yaml")
     profile = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from artist.calibration import Calibrated, CalibrationProfile, TierCorrection, load_profile
+from artist.calibration import CalibrationProfile, TierCorrection, load_profile
 from artist.calibration.correction import SizeRegime, SizeRegimes
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import CommResult
+from artist.network.calibrated import Calibrated
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile

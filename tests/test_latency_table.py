@@ -293,7 +293,8 @@ H100_PROFILE = REPO / "calibration" / "profiles" / "h100-analytical.yaml"
 
 
 def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_path):
-    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
     from artist.network.analytical import AnalyticalModel
     from artist.placement import placement_from_shape
 

@@ -158,7 +158,8 @@ def run(args) -> int:
 def _run(args, models: list) -> int:
     from artist.calibration.build import check_points, fit_profile
     from artist.calibration.fit import parse_layout
-    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
     from artist.calibration.report import plot_busbw, points_table, summary_table
 
     try:

@@ -33,7 +33,7 @@ def build_comm_stack(backend: str, topology: Topology, *, algorithm: str = "ring
 
         model = cached = Cached(model, store)
     if profile is not None:
-        from artist.calibration.profile import Calibrated
+        from artist.network.calibrated import Calibrated
 
         model = Calibrated(model, profile)
     return model, cached
