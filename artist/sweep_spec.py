@@ -14,7 +14,7 @@
       backend: ns3                               # ns3 | analytical, or a list (axis)
       algorithm: ring                            # or a list (axis)
       channels: 1                                # or a list (axis)
-      options: {ns3: {transport: tcp}}           # optional; per backend, passed to make_comm_model
+      options: {ns3: {transport: tcp}}           # optional; per backend, the backend's own options (CommSpec)
     calibration: null                            # optional; a profile path, or a list with null = none (axis)
     simulator: {round_interval_s: 300, restore_seconds: 30}
     models: ../workloads/models                  # optional; default: the shipped profiles
@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 from artist.errors import InputError
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
-from artist.network.factory import BACKENDS
+from artist.network.stack import BACKENDS, CommSpec
 from artist.simulator import SimulatorConfig
 from artist.topology import Topology
 from artist.workload import DEFAULT_MODELS_DIR, Job, ModelProfile, load_models
@@ -106,11 +106,8 @@ class Run:
     jobs: tuple[Job, ...] = field(hash=False, compare=False)
     policy: PolicyChoice = field(hash=False, compare=False)
     workload: WorkloadChoice = field(hash=False, compare=False, default=None)
-    backend: str = "analytical"
-    algorithm: str = "ring"
-    channels: int = 1
-    comm_options: dict = field(hash=False, compare=False, default_factory=dict)
-    calibration: CalibrationChoice = NO_CALIBRATION
+    comm: CommSpec = CommSpec()  # the network stack; its calibration is the path of calibration.profile
+    calibration: CalibrationChoice = NO_CALIBRATION  # the profile itself, shipped to workers loaded
     simulator: SimulatorConfig = SimulatorConfig()
 
     def describe(self) -> str:
@@ -136,7 +133,7 @@ class SweepSpec:
     simulator: SimulatorConfig
     models: dict[str, ModelProfile]
     models_sha256: str
-    comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> options of make_comm_model
+    comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> its CommSpec options
     runs: list[Run] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # said before running (e.g. extrapolated calibration)
 
@@ -377,13 +374,11 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
 
 def _check_comm_options(f: Fields, topology: Topology, backends, algorithms, channels, options) -> None:
     """Build each backend once with its options (cheap: the ns-3 model starts its worker only when asked)."""
-    from artist.network.factory import make_comm_model
-
     for backend in backends:
         if not options[backend]:
             continue
         try:
-            make_comm_model(backend, topology, algorithm=algorithms[0], channels=channels[0], **options[backend])
+            CommSpec(backend, algorithms[0], channels[0], options[backend]).build(topology)
         except (TypeError, ValueError) as exc:
             raise InputError(f.source, f"field 'comm.options.{backend}'", f"rejected by the {backend} backend: {exc}") from None
 
@@ -403,7 +398,6 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
         return [NO_CALIBRATION]
     try:
         from artist.calibration import load_profile
-        from artist.network.calibrated import Calibrated
     except ImportError as exc:
         raise InputError(f.source, "field 'calibration'",
                          f"calibration profiles are not available in this installation ({exc}); remove the field") from None
@@ -425,7 +419,7 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
             except ValueError as exc:
                 raise InputError(f.source, f"field '{key}'", str(exc)) from None
         settings = list(itertools.product(backends, algorithms, channels))
-        problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
+        problems = [_calibration_mismatch(profile, topologies[0].topology, *s) for s in settings]
         if any(problems) and swap_notes is not None:
             sibling = _sibling_profile(p, profile, settings, load_profile)
             if sibling is not None:
@@ -435,7 +429,7 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
                                   f"{sibling.name}.yaml beside it, fitted on the same topology for "
                                   f"{backend_settings(sibling.backend)}")
                 profile, text = sibling, str(Path(sibling.path))
-                problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
+                problems = [_calibration_mismatch(profile, topologies[0].topology, *s) for s in settings]
         problem = next((x for x in problems if x), None)
         if problem:
             hint = "; pass --calibration PROFILE or --calibration none" if swap_notes is not None else ""
@@ -466,7 +460,7 @@ def _sibling_profile(path: Path, profile, settings, load_profile):
     return found[0] if len(found) == 1 else None
 
 
-def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm, channels) -> str | None:
+def _calibration_mismatch(profile, topology, backend, algorithm, channels) -> str | None:
     """Why the profile cannot be applied to this backend, or None."""
     from artist.calibration.profile import backend_settings
 
@@ -474,11 +468,9 @@ def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm,
     if backend_settings(profile.backend) != backend_settings(wanted):
         return (f"calibration profile {profile.name!r} was fitted for {backend_settings(profile.backend)}, not "
                 f"{backend_settings(wanted)}")
-    if backend == "analytical":  # cheap to build: let the wrapper check the whole identity
-        from artist.network.analytical import AnalyticalModel
-
+    if backend == "analytical":  # cheap to build: let the calibration layer check the whole identity
         try:
-            calibrated_cls(AnalyticalModel(topology, algorithm=algorithm, channels=channels), profile)
+            CommSpec(backend, algorithm, channels).build(topology, profile)
         except ValueError as exc:
             return str(exc)
         return None
@@ -563,8 +555,10 @@ def expand(spec: SweepSpec) -> list[Run]:
                             axes = {"topology": t.topology.name, "racks": racks, "policy": policy.label,
                                     "workload": workload.label, "seed": seed, "backend": backend,
                                     "algorithm": algorithm, "channels": channels, "calibration": cal.label}
+                            comm = CommSpec(backend, algorithm, channels, spec.comm_options[backend],
+                                            cal.profile.path if cal.profile is not None else None)
                             runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology, jobs, policy,
-                                            workload, backend, algorithm, channels, spec.comm_options[backend], cal, sim))
+                                            workload, comm, cal, sim))
     ids = {}
     for r in runs:
         if r.run_id in ids:  # two points with equal resolved parameters (e.g. two copies of one file)

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from artist.latency_table import BackendSpec, build_latency_table, standard_shapes
+from artist.latency_table import build_latency_table, standard_shapes
 from artist.network.analytical import AnalyticalModel
 from artist.network.cache import CACHE_FILE_NAME, Cached, LatencyStore, cache_key, key_material
+from artist.network.stack import CommSpec, forget_stacks
 from artist.placement import Placement, placement_from_shape
 from artist.topology import load_topology
 from artist.workload import load_models
@@ -71,14 +72,12 @@ def main() -> None:
 
     print(f"\nrepeated small sweep: {len(models)} models x {len(standard_shapes())} standard shapes, {args.runs} runs,"
           " each run a fresh process-like Cached (no memo carried over):")
-    spec = BackendSpec(cache_path=str(path.with_name("table-" + CACHE_FILE_NAME)))
+    spec = CommSpec(cache=str(path.with_name("table-" + CACHE_FILE_NAME)))
     hits = lookups = 0
     for run in range(args.runs):
         t = time.perf_counter()
         result = build_latency_table(topo, models, standard_shapes(), spec)
-        from artist import latency_table
-
-        latency_table._WORKER_MODELS.clear()  # the next run starts with an empty memo, like a new process
+        forget_stacks()  # the next run starts with an empty memo, like a new process
         hits += result.hits
         lookups += result.hits + result.simulations
         print(f"  run {run + 1}: {result.hits:3d} hits, {result.simulations:3d} simulations, "

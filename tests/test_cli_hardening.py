@@ -287,9 +287,9 @@ class _Crashing:
     ["comm", "--shape", "[[8]]", "--model", "resnet50"],
 ])
 def test_a_killed_ns3_worker_is_one_line_in_every_command(capsys, monkeypatch, argv):
-    from artist.latency_table import BackendSpec
+    from artist.network.stack import CommSpec
 
-    monkeypatch.setattr(BackendSpec, "build", lambda self, topology: _Crashing())
+    monkeypatch.setattr(CommSpec, "build", lambda self, topology, profile=None: _Crashing())
     line = one_line_error(capsys, argv, code=3)
     assert line == "artist: error: ns-3 simulation of placement [[8]] failed: ns-3 worker crashed (exit code -9)"
 

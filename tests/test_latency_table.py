@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from artist.errors import InputError
-from artist.latency_table import (COLUMNS, STANDARD_SHAPES, BackendSpec, build_latency_table, compare_tables,
+from artist.latency_table import (COLUMNS, STANDARD_SHAPES, build_latency_table, compare_tables,
                                   read_table_csv, standard_shapes, table_to_csv, write_table_csv)
 from artist.network.cache import CACHE_FILE_NAME, LatencyStore
+from artist.network.stack import CommSpec
 from artist.testing import assert_latency_table
 from artist.topology import load_topology
 from artist.workload import load_models
@@ -275,13 +276,13 @@ def test_cli_bad_input_exits_2_naming_it(tmp_path, capsys):
 def test_parallel_rows_through_a_shared_cache_match_the_serial_table(topo, toys, tmp_path):
     shapes = standard_shapes()[:5]
     serial = build_latency_table(topo, list(toys.values()), shapes).table  # no cache
-    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME))
+    spec = CommSpec(cache=str(tmp_path / CACHE_FILE_NAME))
     first = build_latency_table(topo, list(toys.values()), shapes, spec, n_jobs=2)
     second = build_latency_table(topo, list(toys.values()), shapes, spec, n_jobs=2)
     assert table_to_csv(first.table) == table_to_csv(serial) == table_to_csv(second.table)
     assert (first.hits, first.simulations) == (0, 10)
     assert (second.hits, second.simulations) == (10, 0)
-    stats = LatencyStore(spec.cache_path).stats()
+    stats = LatencyStore(spec.cache).stats()
     assert (stats["entries"], stats["misses"], stats["hits"], stats["inflight_claims"]) == (10, 10, 10, 0)
 
 
@@ -299,8 +300,8 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
     from artist.placement import placement_from_shape
 
     topo = load_topology(H100)
-    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE),
-                       channels=8)  # the profile was fitted with one ring per NIC (8)
+    spec = CommSpec(cache=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE),
+                    channels=8)  # the profile was fitted with one ring per NIC (8)
     shapes = [[[8]], [[4], [4]]]
     first = build_latency_table(topo, list(toys.values()), shapes, spec)
     second = build_latency_table(topo, list(toys.values()), shapes, spec)
@@ -315,7 +316,7 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
         # The calibration moved the numbers: the column is not a label only.
         assert row.collective_seconds != raw.iteration_comm_time(toys[row.model], p).collective_seconds
     # The cache holds the raw backend answers (a re-fitted profile re-uses them).
-    rows = LatencyStore(spec.cache_path).export_rows()
+    rows = LatencyStore(spec.cache).export_rows()
     raw_values = {raw.iteration_comm_time(toys[m], placement_from_shape(topo, s)).exposed_seconds
                   for m in toys for s in shapes}
     # ... and the correction's t0: one raw all-reduce of 1 byte per rank per shape (artist.calibration.correction).
@@ -329,7 +330,7 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
 def test_calibration_for_another_topology_is_refused_before_any_work(toys):
     topo = load_topology(TOPOLOGY)
     with pytest.raises(InputError, match="fitted on topology 'h100-dgx'"):
-        build_latency_table(topo, list(toys.values()), [[[8]]], BackendSpec(calibration=str(H100_PROFILE), channels=8))
+        build_latency_table(topo, list(toys.values()), [[[8]]], CommSpec(calibration=str(H100_PROFILE), channels=8))
 
 
 def test_calibrated_table_says_when_its_bucket_sizes_are_extrapolated(capsys):

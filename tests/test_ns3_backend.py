@@ -134,9 +134,9 @@ def test_steady_state_skipping_agrees_with_full_run(worker, nbytes):
 
 
 def test_ns3_answers_through_the_comm_model_interface(worker):
-    from artist.network.factory import make_comm_model
+    from artist.network.stack import CommSpec
 
-    comm = make_comm_model("ns3", DALLY, worker=worker)
+    comm = CommSpec("ns3", options={"worker": worker}).build(DALLY)
     assert isinstance(comm, Ns3Model) and isinstance(comm, CommModel)
     ident = comm.identity()
     assert ident["backend"] == "ns3" and ident["ns3_version"].startswith("3.44")

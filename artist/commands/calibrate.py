@@ -11,7 +11,7 @@ from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
 from artist.network.collectives import ALGORITHMS
-from artist.network.factory import BACKENDS, make_comm_model
+from artist.network.stack import BACKENDS, CommSpec
 from artist.topology import load_topology
 
 
@@ -61,17 +61,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _model(backend: str, topology, algorithm: str, channels: int, cache_path: str | None = None):
-    """The backend, inside the latency cache at cache_path (None: no cache)."""
+def _model(spec: CommSpec, topology):
+    """The backend, inside the latency cache at spec.cache (None: no cache), never calibrated:
+    fits and checks correct its raw answers themselves. A cache changes no answer (same identity)."""
     try:
-        model = make_comm_model(backend, topology, algorithm=algorithm, channels=channels)
+        return spec.build(topology)
     except ImportError as exc:
-        raise SystemExit(f"artist calibrate: backend {backend!r} is not available: {exc}") from None
-    if cache_path is None:
-        return model
-    from artist.network.cache import Cached
-
-    return Cached(model, cache_path)  # same identity as the backend: a cache changes no answer
+        raise SystemExit(f"artist calibrate: backend {spec.backend!r} is not available: {exc}") from None
 
 
 def _simulate(model, cache_path: str | None, *args, **kwargs):
@@ -182,7 +178,8 @@ def _run(args, models: list) -> int:
         topology = load_topology(topo_path)
         profile.check_topology(topology)
         b = profile.backend
-        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1), cache_path)
+        model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1), cache=cache_path),
+                       topology)
         models.append(model)
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
         logs = _simulate(model, cache_path, topology, args.logs, **options)
@@ -194,7 +191,7 @@ def _run(args, models: list) -> int:
         if not args.topology:
             raise SystemExit("artist calibrate: --topology is required when fitting")
         topology = load_topology(args.topology)
-        model = _model(args.backend, topology, args.algorithm, args.channels, cache_path)
+        model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
         models.append(model)
         logs = _simulate(model, cache_path, topology, args.logs, **options)
         name = args.name or Path(args.out).stem

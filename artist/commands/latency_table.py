@@ -11,8 +11,8 @@ from artist.commands._common import (add_network_arguments, add_topology_argumen
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_WORKERS
-from artist.latency_table import (BackendSpec, STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv,
-                                  table_to_csv)
+from artist.network.stack import CommSpec
+from artist.latency_table import STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv, table_to_csv
 from artist.placement import parse_shape
 from artist.workload import load_models
 
@@ -75,7 +75,8 @@ def run(args) -> int:
     if out is not None:
         writable_dir(out.parent if str(out.parent) else ".", "--out")
     cache_path = cache_path_from_args(args)
-    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, calibration_path(args.calibration))
+    spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
+                    cache=cache_path)
     check_calibration(spec.calibration, topology, spec)
     if spec.calibration:
         from artist.calibration import load_profile

@@ -10,7 +10,7 @@ from artist.commands._args import integer
 from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_dir
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
-from artist.network.factory import BACKENDS
+from artist.network.stack import BACKENDS
 from artist.sweep import EXECUTORS, default_out_dir, describe_runs, load_sweep_spec, run_sweep
 from artist.sweep_store import ResultStore
 

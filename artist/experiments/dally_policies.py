@@ -46,7 +46,7 @@ from pathlib import Path
 import pandas as pd
 
 from artist.metrics import job_table, summary
-from artist.network.factory import BACKENDS, make_comm_model
+from artist.network.stack import BACKENDS, CommSpec
 from artist.policies.registry import make_policy
 from artist.simulator import SimulatorConfig, simulate
 from artist.topology import load_topology
@@ -91,7 +91,7 @@ def run_one(workload: str, racks: int, policy: str, jobs, models, out: Path, com
         return pd.read_csv(done).iloc[0].to_dict()
     topology = load_topology(TOPOLOGY, racks)
     started = time.perf_counter()
-    result = simulate(topology, jobs, models, make_policy(policy), make_comm_model(comm, topology), SimulatorConfig())
+    result = simulate(topology, jobs, models, make_policy(policy), CommSpec(comm).build(topology), SimulatorConfig())
     wall = time.perf_counter() - started
     table = job_table(result)
     row = {"comm": comm, "workload": workload, "racks": racks, "gpus_total": topology.gpus, **summary(result, table),
