@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from artist.errors import InputError
+from artist.jsonkey import canonical_json, digest
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
@@ -145,14 +146,8 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def canonical_json(value) -> str:
-    from artist.network.cache import canonical_json as cj
-
-    return cj(value)
-
-
 def run_id_of(identity: dict) -> str:
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:RUN_ID_HEX]
+    return digest(identity)[:RUN_ID_HEX]
 
 
 def _listed(f: Fields, key: str, default=...) -> list:

@@ -34,7 +34,8 @@ from typing import Sequence
 import pandas as pd
 
 from artist.errors import InputError
-from artist.sweep_spec import AXIS_COLUMNS, Run, canonical_json
+from artist.jsonkey import canonical_json
+from artist.sweep_spec import AXIS_COLUMNS, Run
 
 RUN_FILES = ("params.json", "summary.json", "jobs.csv", "jobs.parquet", "utilisation.csv", "utilisation.parquet",
              "run.json")

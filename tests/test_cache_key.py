@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from artist.network.analytical import AnalyticalModel, StartupLatency
-from artist.network.cache import cache_key, canonical_json, key_material
+from artist.jsonkey import canonical_json
+from artist.network.cache import cache_key, key_material
 from artist.placement import Placement, placement_from_shape
 from artist.topology import GpuType, load_topology
 from artist.workload import ModelProfile

@@ -72,11 +72,11 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from hashlib import sha256
 from pathlib import Path
 from urllib.parse import quote
 
 from artist.errors import InputError
+from artist.jsonkey import canonical_json, digest
 from artist.network.base import CommResult
 from artist.placement import MACHINE, NETWORK, RACK, Placement, shape_to_text
 from artist.workload import ModelProfile
@@ -148,19 +148,6 @@ def default_cache_path() -> Path:
     return default_cache_dir() / CACHE_FILE_NAME
 
 
-def _jsonable(value):
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return value.item()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
-def canonical_json(value) -> str:
-    """Sorted keys, no whitespace, NaN refused: the same value gives the same text in any process."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_jsonable)
-
-
 def touched_link_parameters(placement: Placement) -> dict:
     """The topology's link parameters of the tiers this placement's traffic can cross."""
     tiers = {MACHINE: ("machine.",), RACK: ("machine.", "rack."), NETWORK: ("machine.", "rack.", "spine.")}
@@ -200,7 +187,7 @@ def collective_key_material(inner, placement: Placement, nbytes: int) -> dict:
 
 
 def cache_key(material: dict) -> str:
-    return sha256(canonical_json(material).encode()).hexdigest()
+    return digest(material)
 
 
 # --------------------------------------------------------------------------- process liveness
