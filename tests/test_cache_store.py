@@ -20,8 +20,9 @@ from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import CommResult
 from artist.network.cache import (CACHE_FILE_NAME, CacheUnusable, Cached, Claim, LatencyStore, UnreadableEntry, WAIT,
-                                  _process_start, check_cache_usable, created_before, default_cache_path, inspect_cache,
+                                  check_cache_usable, created_before, default_cache_path, inspect_cache,
                                   result_from_json, result_to_json)
+from artist.network.cache.store import _process_start
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
