@@ -46,7 +46,7 @@ from artist.network.stack import BACKENDS, CommSpec
 from artist.simulator import SimulatorConfig
 from artist.topology import Topology
 from artist.workload import DEFAULT_MODELS_DIR, Job, ModelProfile, load_models
-from artist.workload_spec import GENERATORS, job_too_large, jobs_from_spec
+from artist.workload.spec import GENERATORS, job_too_large, jobs_from_spec
 from artist.yamlio import Fields, load_yaml_mapping
 
 IDENTITY_FORMAT = 1  # bump when the meaning of the identity material changes

@@ -8,7 +8,7 @@ from artist.errors import InputError
 from artist.policies.registry import make_policy
 from artist.topology import load_topology
 from artist.workload import ModelProfile, read_helios_csv, read_jobs_csv
-from artist.workload_spec import jobs_from_spec
+from artist.workload.spec import jobs_from_spec
 
 from conftest import REPO
 

@@ -229,7 +229,7 @@ def test_helios_trace_example_loads(tmp_path):
     from datetime import datetime, timezone
 
     from artist.workload import read_helios_csv
-    from artist.workload_spec import jobs_from_spec
+    from artist.workload.spec import jobs_from_spec
 
     path = write_example(tmp_path, "csv helios-trace", "cluster_log.csv")
     rows = list(csv.DictReader(path.read_text().splitlines()))
@@ -309,7 +309,7 @@ def _load_example(kind: str, tmp_path: Path):
         from artist.workload import ModelProfile
 
         ModelProfile.from_yaml(write_example(tmp_path, "yaml model-profile", "model.yaml"))
-        import artist.workload as module
+        import artist.workload.model as module
     else:
         from artist.sweep_spec import load_sweep_spec
 

@@ -19,7 +19,7 @@ from artist.network.stack import CommSpec, cached_layer
 from artist.policies.registry import make_policy_checked, policy_names
 from artist.simulator import SimulatorConfig, simulate
 from artist.workload import load_models
-from artist.workload_spec import job_too_large, jobs_from_spec
+from artist.workload.spec import job_too_large, jobs_from_spec
 
 
 def add_parser(sub) -> None:

@@ -19,8 +19,10 @@ from typing import Mapping
 
 from artist.errors import InputError, read_input_file
 from artist.limits import MAX_ARRIVAL_S, MAX_GENERATED_JOBS, MAX_GPUS, MAX_ITERATIONS
-from artist.workload import (HELIOS_COLUMNS, Job, JobMix, ModelProfile, batch_jobs, poisson_jobs,
-                             read_helios_csv, read_jobs_csv)
+from artist.workload.generators import JobMix, batch_jobs, poisson_jobs
+from artist.workload.job import Job
+from artist.workload.model import ModelProfile
+from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
 
 GENERATORS = ("batch", "poisson")
 
