@@ -101,7 +101,8 @@ def test_calibration_for_another_backend_or_topology_is_one_line(capsys):
 def test_simulate_calibrated_reproduces_one_run_of_the_calibrated_sweep(capsys, tmp_path):
     """--calibration applies the profile: the calibrated comm latency differs from the raw one, and
     equals what the sweep's own run of the same point reports."""
-    from artist.sweep import load_sweep_spec, run_sweep
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
 
     spec = write(tmp_path, "s.yaml", f"""\
         topology: {REPO}/topologies/h100-dgx.yaml

@@ -182,7 +182,8 @@ def test_not_armed_in_the_main_process():
 
 
 def test_sweep_with_one_job_runs_in_the_main_process_unarmed(tmp_path):
-    from artist.sweep import load_sweep_spec, run_sweep
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
     from sweep_helpers import tiny_spec
 
     report = run_sweep(load_sweep_spec(tiny_spec(tmp_path)), tmp_path / "out", n_jobs=1, progress=False,

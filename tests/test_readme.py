@@ -252,7 +252,7 @@ def test_helios_trace_example_loads(tmp_path):
 
 
 def test_sweep_spec_example_loads_and_expands(tmp_path):
-    from artist.sweep_spec import load_sweep_spec
+    from artist.sweep.spec import load_sweep_spec
 
     path = sweep_spec_in_repo_layout(tmp_path)
     text = path.read_text()
@@ -311,10 +311,10 @@ def _load_example(kind: str, tmp_path: Path):
         ModelProfile.from_yaml(write_example(tmp_path, "yaml model-profile", "model.yaml"))
         import artist.workload.model as module
     else:
-        from artist.sweep_spec import load_sweep_spec
+        from artist.sweep.spec import load_sweep_spec
 
         load_sweep_spec(sweep_spec_in_repo_layout(tmp_path))
-        import artist.sweep_spec as module
+        import artist.sweep.spec as module
     return Path(module.__file__).resolve()
 
 
@@ -412,8 +412,8 @@ def test_units_tables_cover_every_column_the_code_writes(tmp_path):
 
     from artist.latency_table import COLUMNS as LATENCY_COLUMNS
     from artist.metrics import write_tables
-    from artist.sweep import run_sweep
-    from artist.sweep_spec import load_sweep_spec
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
 
     written = write_tables(_tiny_simulation(tmp_path), tmp_path / "sim", formats=("csv",))
     for name in ("jobs", "summary", "utilisation"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import write_spec, write_topology
 
 pytestmark = pytest.mark.ns3

@@ -16,8 +16,9 @@ import pytest
 
 from artist.policies.fifo import Fifo
 from artist.policies.registry import policy_names, register
-from artist.sweep import load_sweep_spec, run_sweep
-from artist.sweep_store import RUN_FILES, ResultStore
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
+from artist.sweep.store import RUN_FILES, ResultStore
 from artist.workload import load_models
 from conftest import REPO
 from sweep_helpers import generated_spec, tiny_spec

@@ -7,7 +7,8 @@ import pytest
 from artist.errors import InputError
 from artist.policies.fifo import Fifo
 from artist.policies.registry import policy_names, register
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import generated_spec, tiny_spec, write_spec, write_topology
 
 

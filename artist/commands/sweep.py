@@ -11,8 +11,9 @@ from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_d
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
 from artist.network.stack import BACKENDS
-from artist.sweep import EXECUTORS, default_out_dir, describe_runs, load_sweep_spec, run_sweep
-from artist.sweep_store import ResultStore
+from artist.sweep.run import EXECUTORS, default_out_dir, describe_runs, run_sweep
+from artist.sweep.spec import load_sweep_spec
+from artist.sweep.store import ResultStore
 
 
 def add_parser(sub) -> None:

@@ -23,99 +23,34 @@ Input paths are relative to the spec file's directory. Everything is checked,
 and every input loaded, before a single run starts: a bad spec is an
 InputError naming the spec file and the field.
 
-A run's identity is the sha256 of its fully resolved parameters (file
-contents, not paths; labels are names only and not part of it); the run's
-results live under OUT/runs/<run id>/ (see sweep_store.py), so a restarted
-sweep finds the runs it has already done.
+The axes' values are sweep/axes.py's types; the runs, their cross product, are
+expanded by sweep/runs.py, each with its identity (sweep/identity.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from artist.errors import InputError
-from artist.jsonkey import canonical_json, digest
+from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
 from artist.simulator import SimulatorConfig
+from artist.sweep.axes import NO_CALIBRATION, CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
+from artist.sweep.identity import models_sha256, sha256_file
+from artist.sweep.runs import Run, expand
 from artist.topology import Topology
-from artist.workload import DEFAULT_MODELS_DIR, Job, ModelProfile, load_models
-from artist.workload.spec import GENERATORS, job_too_large, jobs_from_spec
+from artist.workload import DEFAULT_MODELS_DIR, ModelProfile, load_models
+from artist.workload.spec import GENERATORS
 from artist.yamlio import Fields, load_yaml_mapping
-
-IDENTITY_FORMAT = 1  # bump when the meaning of the identity material changes
-RUN_ID_HEX = 16  # 64 bits of sha256: collisions are not a concern for sweeps of any size we can run
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
                     "simulator", "models", "notes"}
-
-# Columns of the results table that name a run's axes, in sort order.
-AXIS_COLUMNS = ("topology", "racks", "policy", "workload", "seed", "backend", "algorithm", "channels", "calibration")
-
-
-# --------------------------------------------------------------------------- axis values
-
-
-@dataclass(frozen=True)
-class TopologyChoice:
-    path: str  # as written in the spec
-    topology: Topology  # loaded, with the file's own rack count
-    sha256: str  # of the file's bytes
-
-
-@dataclass(frozen=True)
-class PolicyChoice:
-    label: str
-    name: str
-    params: dict = field(hash=False)
-    params_json: str = ""
-
-
-@dataclass(frozen=True)
-class WorkloadChoice:
-    label: str
-    spec: str  # as written in the spec
-    resolved: str  # the generator text, or the trace's absolute path
-    identity: dict = field(hash=False)  # {"generator": text} or {"trace_sha256": ...}
-
-
-@dataclass(frozen=True)
-class CalibrationChoice:
-    label: str  # "" for none
-    path: str  # as written
-    profile: Any = None  # artist.calibration.CalibrationProfile
-
-
-NO_CALIBRATION = CalibrationChoice("", "", None)
-
-
-@dataclass(frozen=True)
-class Run:
-    """One point of the cross product, with everything loaded that a worker needs."""
-
-    index: int  # position in the expansion (the results table's row order)
-    run_id: str
-    identity: dict = field(hash=False, compare=False)
-    axes: dict = field(hash=False, compare=False)  # column -> value, AXIS_COLUMNS order
-    topology: Topology = field(hash=False, compare=False)  # with the run's rack count
-    jobs: tuple[Job, ...] = field(hash=False, compare=False)
-    policy: PolicyChoice = field(hash=False, compare=False)
-    workload: WorkloadChoice = field(hash=False, compare=False, default=None)
-    comm: CommSpec = CommSpec()  # the network stack; its calibration is the path of calibration.profile
-    calibration: CalibrationChoice = NO_CALIBRATION  # the profile itself, shipped to workers loaded
-    simulator: SimulatorConfig = SimulatorConfig()
-
-    def describe(self) -> str:
-        a = self.axes
-        cal = f" calibration={a['calibration']}" if a["calibration"] else ""
-        return (f"{a['topology']} racks={a['racks']} policy={a['policy']} workload={a['workload']} seed={a['seed']} "
-                f"comm={a['backend']}/{a['algorithm']}/{a['channels']}ch{cal}")
 
 
 @dataclass
@@ -139,15 +74,8 @@ class SweepSpec:
     notes: list[str] = field(default_factory=list)  # said before running (e.g. extrapolated calibration)
 
 
+
 # --------------------------------------------------------------------------- helpers
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run_id_of(identity: dict) -> str:
-    return digest(identity)[:RUN_ID_HEX]
 
 
 def _listed(f: Fields, key: str, default=...) -> list:
@@ -245,11 +173,7 @@ def _models(f: Fields, base: Path) -> tuple[dict[str, ModelProfile], str]:
     directory = _resolve(base, f.string("models")) if f.has("models") else DEFAULT_MODELS_DIR
     if not directory.is_dir():
         raise f.error("models", f"no such directory: {directory}")
-    models = load_models(directory)
-    digest = hashlib.sha256()
-    for p in sorted(directory.glob("*.yaml")):
-        digest.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    return models, digest.hexdigest()
+    return load_models(directory), models_sha256(directory)
 
 
 def _topologies(f: Fields, base: Path) -> list[TopologyChoice]:
@@ -491,74 +415,3 @@ def _simulator(f: Fields) -> SimulatorConfig:
                                                            maximum=MAX_ARRIVAL_S)
     restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0, maximum=MAX_RESTORE_S)
     return SimulatorConfig(round_interval_s=interval, restore_seconds=restore)
-
-
-# --------------------------------------------------------------------------- expansion
-
-
-def expand(spec: SweepSpec) -> list[Run]:
-    """The cross product, in AXIS_COLUMNS order; loads every (workload, seed)'s jobs once and checks
-    that every job fits every cluster before any run starts."""
-    f = Fields({}, spec.source)
-    jobs_cache: dict[tuple[int, int], tuple[Job, ...]] = {}
-
-    def jobs_of(wi: int, seed: int) -> tuple[Job, ...]:
-        if (wi, seed) not in jobs_cache:
-            w = spec.workloads[wi]
-            try:
-                jobs = jobs_from_spec(w.resolved, spec.models, seed)
-            except InputError as exc:
-                raise InputError(spec.source, f"field 'workloads[{wi}]'", str(exc)) from None
-            except ValueError as exc:
-                raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: {exc}") from None
-            if not jobs:
-                raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: no jobs")
-            jobs_cache[(wi, seed)] = tuple(jobs)
-        return jobs_cache[(wi, seed)]
-
-    sim = spec.simulator
-    sim_identity = {"round_interval_s": sim.round_interval_s, "restore_seconds": sim.restore_seconds}
-    runs: list[Run] = []
-    for t in spec.topologies:
-        for racks in (spec.racks or [t.topology.racks]):
-            try:
-                topology = t.topology.with_racks(racks)
-            except ValueError as exc:
-                raise InputError(spec.source, "field 'racks'", f"{t.topology.name}: {exc}") from None
-            for pi, policy in enumerate(spec.policies):
-                for wi, workload in enumerate(spec.workloads):
-                    for seed in spec.seeds:
-                        jobs = jobs_of(wi, seed)
-                        biggest = job_too_large(jobs, topology.gpus)
-                        if biggest is not None:
-                            raise InputError(spec.source, f"field 'workloads[{wi}]'",
-                                             f"{workload.spec} (seed {seed}): job {biggest.job_id} asks for {biggest.gpus} GPUs, "
-                                             f"but {t.topology.name} with {racks} rack(s) has {topology.gpus}")
-                        for backend, algorithm, channels, cal in itertools.product(
-                                spec.backends, spec.algorithms, spec.channels, spec.calibrations):
-                            identity = {
-                                "format": IDENTITY_FORMAT,
-                                "topology": {"sha256": t.sha256, "racks": racks},
-                                "models_sha256": spec.models_sha256,
-                                "policy": {"name": policy.name, "params": policy.params},
-                                "workload": {**workload.identity, "seed": seed},
-                                "comm": {"backend": backend, "algorithm": algorithm, "channels": channels,
-                                         "options": spec.comm_options[backend]},
-                                "calibration": cal.profile.id if cal.profile is not None else None,
-                                "simulator": sim_identity,
-                            }
-                            axes = {"topology": t.topology.name, "racks": racks, "policy": policy.label,
-                                    "workload": workload.label, "seed": seed, "backend": backend,
-                                    "algorithm": algorithm, "channels": channels, "calibration": cal.label}
-                            comm = CommSpec(backend, algorithm, channels, spec.comm_options[backend],
-                                            cal.profile.path if cal.profile is not None else None)
-                            runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology, jobs, policy,
-                                            workload, comm, cal, sim))
-    ids = {}
-    for r in runs:
-        if r.run_id in ids:  # two points with equal resolved parameters (e.g. two copies of one file)
-            raise InputError(spec.source, None, f"runs {ids[r.run_id].describe()} and {r.describe()} have identical "
-                                                f"parameters; remove the duplicate axis value")
-        ids[r.run_id] = r
-    return runs
-

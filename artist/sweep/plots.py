@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from artist.errors import InputError
-from artist.sweep_store import ResultStore, missing_axes, read_results
+from artist.sweep.store import ResultStore, missing_axes, read_results
 
 FACET_AXES = ("topology", "workload", "backend", "algorithm", "channels", "calibration")
 HOUR = 3600.0

@@ -35,7 +35,8 @@ import pandas as pd
 
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
-from artist.sweep_spec import AXIS_COLUMNS, Run
+from artist.sweep.axes import AXIS_COLUMNS
+from artist.sweep.runs import Run
 
 RUN_FILES = ("params.json", "summary.json", "jobs.csv", "jobs.parquet", "utilisation.csv", "utilisation.parquet",
              "run.json")

@@ -3,7 +3,7 @@
 Workers receive everything loaded (topology, jobs, models, calibration
 profile) and touch no file but the latency cache, so the same task runs in a
 local joblib worker or on a Dask or Ray worker of another machine. They return
-tables; the driver writes them (sweep_store.py), so a result store on the
+tables; the driver writes them (store.py), so a result store on the
 driver's disk is all a cluster needs.
 """
 
@@ -24,7 +24,7 @@ from artist.metrics import job_table, summary, utilisation_table
 from artist.network.stack import cached_layer, fabric_for
 from artist.policies.registry import make_policy
 from artist.simulator import simulate
-from artist.sweep_spec import Run
+from artist.sweep.runs import Run
 from artist.workload import ModelProfile
 
 
