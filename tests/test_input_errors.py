@@ -1,5 +1,6 @@
 """Bad input gets an error naming the file and the line or field."""
 
+import re
 import textwrap
 
 import pytest
@@ -125,3 +126,31 @@ def test_generator_spec_errors():
         jobs_from_spec("poisson:nn=3", models, 0)
     with pytest.raises(InputError, match="no such trace file"):
         jobs_from_spec("nowhere.csv", models, 0)
+
+
+@pytest.mark.parametrize("spec, where, problem", [
+    ("batch:gpu_weights=1|2", "gpu_weights", "2 weights for 6 GPU counts"),
+    ("batch:gpus=1|2,gpu_weights=1|x", "gpu_weights", "expected numbers separated by '|'"),
+    ("batch:gpus=1|2,gpu_weights=1|-1", "gpu_weights", ">= 0 and not all 0"),
+    ("batch:gpus=1|2,gpu_weights=0|0", "gpu_weights", ">= 0 and not all 0"),
+    ("batch:gpus=1|2,gpu_weights=1|nan", "gpu_weights", "finite"),
+    ("batch:interarrival_gpus=256", "interarrival_gpus", "unknown"),  # a batch has no arrival rate
+    ("poisson:interarrival_gpus=0", "interarrival_gpus", "must be in [1,"),
+    ("poisson:interarrival_gpus=256", "interarrival_gpus", "cluster's size, which is not known here"),
+])
+def test_generator_weights_and_scaling_are_checked(spec, where, problem):
+    models = {"m": ModelProfile("m", (10,), 1.0, "A100")}
+    with pytest.raises(InputError, match=rf"parameter '{where}'.*{re.escape(problem)}"):
+        jobs_from_spec(spec, models, 0)
+
+
+def test_poisson_interarrival_scales_with_the_cluster_and_weights_shape_the_demand():
+    models = {"m": ModelProfile("m", (10,), 1.0, "A100")}
+    stated = jobs_from_spec("poisson:n=50,interarrival=60,interarrival_gpus=256", models, 3, 256)
+    half = jobs_from_spec("poisson:n=50,interarrival=60,interarrival_gpus=256", models, 3, 128)
+    plain = jobs_from_spec("poisson:n=50,interarrival=60", models, 3, 128)
+    assert [j.arrival for j in stated] == [j.arrival for j in plain]  # stated for 256 GPUs: 60 s there
+    assert [j.arrival for j in half] == pytest.approx([2 * j.arrival for j in stated])  # half the GPUs, half the rate
+    assert [(j.gpus, j.iterations) for j in half] == [(j.gpus, j.iterations) for j in stated]
+    only_8 = jobs_from_spec("batch:n=50,gpus=1|8,gpu_weights=0|1", models, 0)
+    assert {j.gpus for j in only_8} == {8}

@@ -43,23 +43,24 @@ class Run:
 
 
 def expand(spec: SweepSpec) -> list[Run]:
-    """The cross product, in AXIS_COLUMNS order; loads every (workload, seed)'s jobs once and checks
-    that every job fits every cluster before any run starts."""
-    jobs_cache: dict[tuple[int, int], tuple[Job, ...]] = {}
+    """The cross product, in AXIS_COLUMNS order; loads every (workload, seed, cluster size)'s jobs once
+    and checks that every job fits every cluster before any run starts."""
+    jobs_cache: dict[tuple[int, int, int], tuple[Job, ...]] = {}
 
-    def jobs_of(wi: int, seed: int) -> tuple[Job, ...]:
-        if (wi, seed) not in jobs_cache:
+    def jobs_of(wi: int, seed: int, gpus: int) -> tuple[Job, ...]:
+        # The cluster's size is part of the key: a Poisson generator may scale its rate to it.
+        if (wi, seed, gpus) not in jobs_cache:
             w = spec.workloads[wi]
             try:
-                jobs = jobs_from_spec(w.resolved, spec.models, seed)
+                jobs = jobs_from_spec(w.resolved, spec.models, seed, gpus)
             except InputError as exc:
                 raise InputError(spec.source, f"field 'workloads[{wi}]'", str(exc)) from None
             except ValueError as exc:
                 raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: {exc}") from None
             if not jobs:
                 raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: no jobs")
-            jobs_cache[(wi, seed)] = tuple(jobs)
-        return jobs_cache[(wi, seed)]
+            jobs_cache[(wi, seed, gpus)] = tuple(jobs)
+        return jobs_cache[(wi, seed, gpus)]
 
     sim = spec.simulator
     runs: list[Run] = []
@@ -72,7 +73,7 @@ def expand(spec: SweepSpec) -> list[Run]:
             for policy in spec.policies:
                 for wi, workload in enumerate(spec.workloads):
                     for seed in spec.seeds:
-                        jobs = jobs_of(wi, seed)
+                        jobs = jobs_of(wi, seed, topology.gpus)
                         biggest = job_too_large(jobs, topology.gpus)
                         if biggest is not None:
                             raise InputError(spec.source, f"field 'workloads[{wi}]'",
