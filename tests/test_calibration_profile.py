@@ -72,7 +72,9 @@ def _t0(inner, ranks):
 
 
 def _profile(topology, backend, machine=TierCorrection(2.0, 1e-6), rack=TierCorrection(0.5, 1e-5)):
-    as_regimes = lambda c: c if isinstance(c, SizeRegimes) else SizeRegimes.single(c)
+    def as_regimes(c):
+        return c if isinstance(c, SizeRegimes) else SizeRegimes.single(c)
+
     return CalibrationProfile(name="t", topology_name=topology.name, link_parameters=topology.link_parameters(),
                               backend=backend, corrections={"machine": as_regimes(machine), "rack": as_regimes(rack)},
                               inherited={"network": "rack"})
@@ -373,7 +375,7 @@ def test_h100_profiles_apply_to_both_h100_topologies(h100):
         profile.check_topology(load_topology(REPO / "topologies" / "dgx-h100.yaml"))
         # NCCL-matching settings: one ring per NIC (8 per DGX H100), fitted on both xxrjun logs.
         assert profile.backend["channels"] == 8 and profile.backend["algorithm"] == "ring"
-        assert {l["file"] for l in profile.logs} == {"xxrjun_1node_8xH100_allcoll.txt", "xxrjun_2node_2xH100_1gpn_smoke.txt"}
+        assert {log["file"] for log in profile.logs} == {"xxrjun_1node_8xH100_allcoll.txt", "xxrjun_2node_2xH100_1gpn_smoke.txt"}
         assert set(profile.corrections) == {"machine", "rack"}
 
 

@@ -347,7 +347,9 @@ def test_comm_answers_from_the_latency_cache_the_second_time(capsys, tmp_path):
     second = capsys.readouterr().out
     assert "answered from cache  no" in first and "answered from cache  yes" in second
     # The same numbers either way: a cache never changes an answer.
-    pick = lambda text: [line for line in text.splitlines() if line.startswith(("raw seconds", "exposed seconds"))]
+    def pick(text):
+        return [line for line in text.splitlines() if line.startswith(("raw seconds", "exposed seconds"))]
+
     assert pick(first) == pick(second)
     assert main(argv[:-2] + ["--no-cache"]) == 0
     assert "answered from cache  cache off" in capsys.readouterr().out

@@ -2,8 +2,6 @@
 
 import io
 import math
-import subprocess
-import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -165,11 +163,11 @@ def test_comparison_reports_missing_extra_and_mismatched_rows(table):
     golden = pd.concat([golden.iloc[[0, 2, 3]], pd.DataFrame([{**golden.iloc[0].to_dict(), "model": "ghost"}])])
     result = compare_tables(table, golden, rtol=0.02)
     lines = result.report_lines()
-    assert any(l.startswith("MISMATCH model=toy-one-bucket shape=[[8]]") and "tier measured machine golden rack" in l
-               for l in lines)
-    assert [l for l in lines if l.startswith("MISSING")] == [
+    assert any(line.startswith("MISMATCH model=toy-one-bucket shape=[[8]]")
+               and "tier measured machine golden rack" in line for line in lines)
+    assert [line for line in lines if line.startswith("MISSING")] == [
         "MISSING model=ghost shape=[[8]] backend=analytical calibrated=false: in the golden table, not measured"]
-    assert [l for l in lines if l.startswith("EXTRA")] == [
+    assert [line for line in lines if line.startswith("EXTRA")] == [
         "EXTRA model=toy-one-bucket shape=[[4],[4]] backend=analytical calibrated=false: measured, not in the golden table"]
     assert result.compared_rows == 3
 

@@ -85,7 +85,7 @@ def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Seq
         fname = Path(lp.log.source).name
         tests = sorted({(p.test_line, p.shape, p.tier, p.ranks) for p in lp.points})
         log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256,
-                            "all_reduce_tests": [_test_entry(lp, l, s, t, r) for l, s, t, r in tests]})
+                            "all_reduce_tests": [_test_entry(lp, line, s, t, r) for line, s, t, r in tests]})
         mine = [p for p in points if p.log == fname]
         log_errors[fname] = {k: _round(v) for k, v in error_summary(mine, min_bytes).items()}
         by_tier = [regime_summary([p for p in mine if p.tier == t], corrections[t], min_bytes)

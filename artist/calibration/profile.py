@@ -32,7 +32,6 @@ from pathlib import Path
 import yaml
 
 from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection
-from artist.errors import InputError
 from artist.topology import Topology
 from artist.yamlio import Fields, load_yaml_mapping
 
@@ -46,12 +45,12 @@ TIER_NAMES = ("machine", "rack", "network")  # Placement.tier values
 # relative (h100 machine hop latency), 10^6 below the 1e-9 that 9 digits resolve, while a
 # deliberate change of a parameter is far above 1e-9.
 ID_SIGNIFICANT_DIGITS = 9
-CORRECTION_TEXT = ("t' = t0 + (t - t0) / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and hop_latency_s"
-                   " of the tier's size regime containing the all-reduce size S (from_bytes <= S < to_bytes; S below the "
-                   "first regime uses the first, S beyond the last measured size the last); t = the backend's all-reduce "
-                   "time; t0 = the backend's time for the same placement at 1 byte per rank (its fixed start-up part); hops ="
-                   " hops of the placement's tier along one chunk's path: 2(N-1) NVLink hops on one machine, 2(m-1) NIC "
-                   "crossings over m machines (artist.calibration.correction)")
+CORRECTION_TEXT = ("t' = t0 + (t - t0) / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and "
+                   "hop_latency_s of the tier's size regime containing the all-reduce size S (from_bytes <= S < "
+                   "to_bytes; S below the first regime uses the first, S beyond the last measured size the last); t = "
+                   "the backend's all-reduce time; t0 = the backend's time for the same placement at 1 byte per rank "
+                   "(its fixed start-up part); hops = hops of the placement's tier along one chunk's path: 2(N-1) "
+                   "NVLink hops on one machine, 2(m-1) NIC crossings over m machines (artist.calibration.correction)")
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,8 @@ class CalibrationProfile:
     def __post_init__(self):
         for tier in TIER_NAMES:
             if tier not in self.corrections and self.inherited.get(tier) not in self.corrections:
-                raise ValueError(f"profile {self.name!r}: tier {tier!r} has neither a fitted correction nor a fitted tier to reuse")
+                raise ValueError(f"profile {self.name!r}: tier {tier!r} has neither a fitted correction nor a fitted "
+                                 f"tier to reuse")
 
     @property
     def id(self) -> str:
@@ -125,7 +125,8 @@ class CalibrationProfile:
     def check_topology(self, topology: Topology) -> None:
         if topology.link_parameters() != self.link_parameters:
             theirs = topology.link_parameters()
-            diff = sorted(k for k in set(theirs) | set(self.link_parameters) if theirs.get(k) != self.link_parameters.get(k))
+            diff = sorted(k for k in set(theirs) | set(self.link_parameters)
+                          if theirs.get(k) != self.link_parameters.get(k))
             raise ValueError(f"calibration profile {self.name!r} was fitted on topology {self.topology_name!r}; "
                              f"topology {topology.name!r} differs in {', '.join(diff)}")
 
@@ -138,7 +139,8 @@ class CalibrationProfile:
                 regime_stats = stats.pop("regimes", [])
                 regimes = self.corrections[t].regimes
                 tiers[t] = {"regimes": [
-                    {"from_bytes": g.from_bytes, "to_bytes": regimes[k + 1].from_bytes if k + 1 < len(regimes) else None,
+                    {"from_bytes": g.from_bytes,
+                     "to_bytes": regimes[k + 1].from_bytes if k + 1 < len(regimes) else None,
                      **_correction_dict(g.correction), **(regime_stats[k] if k < len(regime_stats) else {})}
                     for k, g in enumerate(regimes)], **stats}
             else:
@@ -152,13 +154,14 @@ class CalibrationProfile:
                          "link_parameters": dict(self.link_parameters)},
             "backend": dict(self.backend),
             "tiers": tiers,
-            "logs": [dict(l) for l in self.logs],
+            "logs": [dict(log) for log in self.logs],
             "errors": self.fit.get("logs", {}),
             "notes": list(self.notes),
         }
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
+        return yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=False, width=120,
+                              allow_unicode=True)
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -171,14 +174,15 @@ class CalibrationProfile:
     def load(cls, path: str | Path) -> "CalibrationProfile":
         path = Path(path)
         f = Fields(load_yaml_mapping(path), str(path))
-        f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors", "notes"})
+        f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors",
+                        "notes"})
         fmt = f.integer("profile_format")
         if fmt in WHOLE_TIME_FORMATS:
-            raise f.error("profile_format", f"profile format {fmt} is no longer read: its bandwidth_factor divided the "
-                                            f"backend's whole time (t / bandwidth_factor), while format {PROFILE_FORMAT} "
-                                            f"divides only the size-dependent part (t0 + (t - t0) / bandwidth_factor); "
-                                            f"the fitted numbers do not carry over: re-fit with `artist calibrate` "
-                                            f"(the command is in the profile's notes)")
+            raise f.error("profile_format", f"profile format {fmt} is no longer read: its bandwidth_factor divided "
+                                            f"the backend's whole time (t / bandwidth_factor), while format "
+                                            f"{PROFILE_FORMAT} divides only the size-dependent part (t0 + (t - t0) / "
+                                            f"bandwidth_factor); the fitted numbers do not carry over: re-fit with "
+                                            f"`artist calibrate` (the command is in the profile's notes)")
         if fmt not in READABLE_FORMATS:
             raise f.error("profile_format", f"unsupported profile format {fmt} (this version reads "
                                             f"{', '.join(map(str, READABLE_FORMATS))}); re-fit with `artist calibrate`")
@@ -207,7 +211,7 @@ class CalibrationProfile:
             corrections[t], regime_stats = _read_regimes(tf)
             stats[t] = {**{k: v for k, v in tf.data.items() if k != "regimes"}, "regimes": regime_stats}
         logs = f.raw("logs", [])
-        if not isinstance(logs, list) or not all(isinstance(l, dict) for l in logs):
+        if not isinstance(logs, list) or not all(isinstance(log, dict) for log in logs):
             raise f.error("logs", "expected a list of mappings")
         notes = f.raw("notes", [])
         profile = cls(
@@ -238,11 +242,13 @@ def _read_regimes(tf: Fields) -> tuple[SizeRegimes, list[dict]]:
         rf = Fields(item, tf.source, f"{tf.prefix}regimes[{k}].")
         start = rf.integer("from_bytes", minimum=0)
         if regimes and start <= regimes[-1].from_bytes:
-            raise rf.error("from_bytes", f"regimes must start at increasing sizes ({start} after {regimes[-1].from_bytes})")
+            raise rf.error("from_bytes",
+                           f"regimes must start at increasing sizes ({start} after {regimes[-1].from_bytes})")
         end = rf.raw("to_bytes", None)
         wanted = items[k + 1].get("from_bytes") if k + 1 < len(items) and isinstance(items[k + 1], dict) else None
         if end != wanted:
-            raise rf.error("to_bytes", f"must be the next regime's from_bytes ({wanted}; null for the last regime), got {end!r}")
+            raise rf.error("to_bytes",
+                           f"must be the next regime's from_bytes ({wanted}; null for the last regime), got {end!r}")
         regimes.append(SizeRegime(start, _read_correction(rf)))
         stats.append({key: v for key, v in rf.data.items() if key not in REGIME_KEYS})
     return SizeRegimes(tuple(regimes)), stats

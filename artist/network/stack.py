@@ -90,7 +90,9 @@ class CommSpec:
 
     def resolved(self) -> "CommSpec":
         """Absolute paths, so that workers with another working directory find the same files."""
-        absolute = lambda p: None if p is None else str(Path(p).resolve())  # noqa: E731
+        def absolute(p):
+            return None if p is None else str(Path(p).resolve())
+
         return CommSpec(self.backend, self.algorithm, self.channels, self.options, absolute(self.calibration),
                         absolute(self.cache))
 
