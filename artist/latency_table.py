@@ -112,7 +112,8 @@ def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) 
         try:
             canonical = placement_from_shape(topology, shape).canonical_shape
         except ValueError as exc:
-            raise InputError(topology.path or topology.name, f"shape {text}", f"does not fit the topology: {exc}") from None
+            raise InputError(topology.path or topology.name, f"shape {text}",
+                             f"does not fit the topology: {exc}") from None
         if canonical in seen:
             raise InputError(topology.path or topology.name, f"shape {text}",
                              f"same canonical shape {shape_to_text(canonical)} as {seen[canonical]}; listed twice")
@@ -294,7 +295,8 @@ class TableComparison:
             else:
                 rel = "inf" if math.isinf(d.relative_error) else f"{100 * d.relative_error:.3f}%"
                 lines.append(f"OUT OF TOLERANCE {_describe(d.key)}: {d.column} measured {d.measured!r} "
-                             f"golden {d.golden!r} relative error {rel} (rtol {100 * self.rtol:g}%, atol {self.atol:g})")
+                             f"golden {d.golden!r} relative error {rel} "
+                             f"(rtol {100 * self.rtol:g}%, atol {self.atol:g})")
         lines += [f"MISSING {_describe(k)}: in the golden table, not measured" for k in self.missing]
         lines += [f"EXTRA {_describe(k)}: measured, not in the golden table" for k in self.extra]
         return lines
@@ -311,7 +313,8 @@ def relative_error(measured: float, golden: float) -> float:
     return abs(measured - golden) / abs(golden) if golden != 0 else math.inf
 
 
-def compare_tables(measured: pd.DataFrame, golden: pd.DataFrame, rtol: float = 0.02, atol: float = 0.0) -> TableComparison:
+def compare_tables(measured: pd.DataFrame, golden: pd.DataFrame, rtol: float = 0.02,
+                   atol: float = 0.0) -> TableComparison:
     """Numeric columns pass when |measured - golden| <= atol + rtol * |golden|; tier and gpus must match."""
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")

@@ -39,7 +39,8 @@ def _timings(fn, n: int) -> list[float]:
 
 def _report(label: str, seconds: list[float]) -> None:
     us = np.array(seconds) * 1e6
-    print(f"  {label:<34} mean {us.mean():8.1f} us   median {np.median(us):8.1f} us   p99 {np.percentile(us, 99):8.1f} us")
+    print(f"  {label:<34} mean {us.mean():8.1f} us   median {np.median(us):8.1f} us   "
+          f"p99 {np.percentile(us, 99):8.1f} us")
 
 
 def main() -> None:
@@ -57,10 +58,12 @@ def main() -> None:
     model = max(models, key=lambda m: len(m.buckets))  # the costliest key material to hash
     placement = placement_from_shape(topo, [[8, 8], [8, 8]])
     print(f"cache file: {path}")
-    print(f"hit lookup latency ({args.lookups} lookups, model {model.name}, {len(model.buckets)} buckets, shape [[8,8],[8,8]]):")
+    print(f"hit lookup latency ({args.lookups} lookups, model {model.name}, {len(model.buckets)} buckets, "
+          f"shape [[8,8],[8,8]]):")
 
     inner = AnalyticalModel(topo)
-    _report("key only (material + sha256)", _timings(lambda: cache_key(key_material(inner, model, placement)), args.lookups))
+    _report("key only (material + sha256)",
+            _timings(lambda: cache_key(key_material(inner, model, placement)), args.lookups))
     warm = Cached(AnalyticalModel(topo), LatencyStore(path))
     first = warm.iteration_comm_time(model, placement)
     print(f"  first ask (miss, simulated)        {first.wall_seconds * 1e6:8.1f} us")

@@ -164,7 +164,8 @@ def test_claims_of_a_live_owner_are_respected_and_of_a_dead_one_taken_over(store
     dead_pid = int(dead.stdout)
     conn = sqlite3.connect(store_path)
     with conn:
-        conn.execute("INSERT INTO inflight VALUES ('k2', 'tok', ?, ?, '', ?)", (socket.gethostname(), dead_pid, time.time()))
+        conn.execute("INSERT INTO inflight VALUES ('k2', 'tok', ?, ?, '', ?)",
+                     (socket.gethostname(), dead_pid, time.time()))
     assert isinstance(store.get_or_claim("k2"), Claim)
     # A claim from another host cannot be checked: it is respected until the TTL runs out.
     with conn:
@@ -275,7 +276,8 @@ def test_in_process_shortcut_never_serves_a_stale_key(topo, store_path):
     a = cached.iteration_comm_time(model, placement_from_shape(slow, [[8, 8]]))
     b = cached.iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
     assert not a.cache_hit and not b.cache_hit
-    assert b.exposed_seconds == AnalyticalModel(fast).iteration_comm_time(model, placement_from_shape(fast, [[8, 8]])).exposed_seconds
+    alone = AnalyticalModel(fast).iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
+    assert b.exposed_seconds == alone.exposed_seconds
     assert a.exposed_seconds != b.exposed_seconds
 
     # A backend whose settings change after creation gets new keys (its identity is read every time).

@@ -34,7 +34,8 @@ def test_fit_writes_a_profile_and_is_deterministic(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "16 GiB" in out and "held-out" in out and "xxrjun_2node_2xH100_1gpn_smoke.txt" in out
     assert (tmp_path / "busbw.png").stat().st_size > 0
-    assert main(["calibrate", "--topology", TOPOLOGY, "--logs", *H100_LOGS, "--out", str(b), "--name", "p", "--quiet"]) == 0
+    assert main(["calibrate", "--topology", TOPOLOGY, "--logs", *H100_LOGS, "--out", str(b), "--name", "p",
+                 "--quiet"]) == 0
     assert a.read_bytes() == b.read_bytes()
     profile = load_profile(a)
     assert set(profile.corrections) == {"machine", "rack"} and profile.inherited == {"network": "rack"}

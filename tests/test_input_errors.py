@@ -52,7 +52,8 @@ def test_topology_missing_field_names_the_field(tmp_path):
 
 
 def test_topology_wrong_type_names_the_field(tmp_path):
-    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("gpus_per_machine: 8", "gpus_per_machine: eight")
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("gpus_per_machine: 8",
+                                                                          "gpus_per_machine: eight")
     path = write(tmp_path, "t.yaml", text)
     with pytest.raises(InputError, match="field 'gpus_per_machine': expected an integer"):
         load_topology(path)

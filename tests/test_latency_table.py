@@ -168,7 +168,8 @@ def test_comparison_reports_missing_extra_and_mismatched_rows(table):
     assert [line for line in lines if line.startswith("MISSING")] == [
         "MISSING model=ghost shape=[[8]] backend=analytical calibrated=false: in the golden table, not measured"]
     assert [line for line in lines if line.startswith("EXTRA")] == [
-        "EXTRA model=toy-one-bucket shape=[[4],[4]] backend=analytical calibrated=false: measured, not in the golden table"]
+        "EXTRA model=toy-one-bucket shape=[[4],[4]] backend=analytical calibrated=false: "
+        "measured, not in the golden table"]
     assert result.compared_rows == 3
 
 

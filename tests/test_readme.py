@@ -215,7 +215,8 @@ def test_trace_example_loads(tmp_path):
     jobs = read_jobs_csv(path, load_models())
     assert len(jobs) == len(rows)
     # sorted by (arrival, job_id), as documented
-    assert [j.job_id for j in jobs] == [r["job_id"] for r in sorted(rows, key=lambda r: (float(r["arrival"]), r["job_id"]))]
+    in_order = sorted(rows, key=lambda r: (float(r["arrival"]), r["job_id"]))
+    assert [j.job_id for j in jobs] == [r["job_id"] for r in in_order]
     by_id = {r["job_id"]: r for r in rows}
     for job in jobs:
         assert job.arrival == float(by_id[job.job_id]["arrival"])

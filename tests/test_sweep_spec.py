@@ -30,7 +30,8 @@ def test_expansion_is_the_cross_product_of_the_axes(tmp_path):
         "topology": ["a.yaml", "b.yaml"], "racks": [1, 2, 4],
         "policies": ["fifo", {"name": "test-fifo-param", "params": {"patience": 2.0}}],
         "workloads": ["batch:n=5,gpus=1|2", "poisson:n=5,interarrival=60,gpus=1|2"],
-        "seeds": [0, 1, 2], "comm": {"backend": "analytical", "algorithm": ["ring", "hierarchical"], "channels": [1, 2]},
+        "seeds": [0, 1, 2],
+        "comm": {"backend": "analytical", "algorithm": ["ring", "hierarchical"], "channels": [1, 2]},
     }))
     # 2 topologies x 3 rack counts x 2 policies x 2 workloads x 3 seeds x 2 algorithms x 2 channel counts
     assert len(spec.runs) == 2 * 3 * 2 * 2 * 3 * 2 * 2 == 288
@@ -178,7 +179,8 @@ def test_calibration_profile_fitted_for_other_settings_is_rejected(tmp_path):
     pytest.importorskip("artist.calibration")
     # The profile was fitted for the analytical backend with 8 channels (one ring per NIC).
     path = _h100_profile_spec(tmp_path, comm={"backend": "analytical", "channels": 1})
-    with pytest.raises(InputError, match=r"field 'calibration\[1\]'.*fitted for analytical/ring/8ch, not analytical/ring/1ch"):
+    with pytest.raises(InputError,
+                       match=r"field 'calibration\[1\]'.*fitted for analytical/ring/8ch, not analytical/ring/1ch"):
         load_sweep_spec(path)
 
 

@@ -29,14 +29,16 @@ def add_parser(sub) -> None:
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")
     p.add_argument("--out", default=None, help="profile YAML to write (e.g. calibration/profiles/NAME.yaml)")
     p.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
-    p.add_argument("--check", default=None, metavar="PROFILE", help="evaluate this profile on --logs instead of fitting")
+    p.add_argument("--check", default=None, metavar="PROFILE",
+                   help="evaluate this profile on --logs instead of fitting")
     p.add_argument("--layout", default=None,
                    help="GPUs per node for logs without a 'Using devices' block: NODESxGPUS (2x8) or 8,8; "
                         "checked against the logs that have one")
     # The backends model NCCL's Ring/Simple protocol, which NCCL uses for MiB-sized messages such as
     # gradient buckets; below ~1 MiB it switches to the LL/LL128 protocols and tree algorithms.
     p.add_argument("--min-bytes", type=integer(0), default=1 << 20,
-                   help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not model)")
+                   help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not "
+                        "model)")
     p.add_argument("--max-bytes", type=integer(0), default=None,
                    help="ignore sizes above this (e.g. to bound ns-3 run time); >= --min-bytes")
     p.add_argument("--fit-from", default="all", metavar="all|BYTES",
@@ -47,7 +49,8 @@ def add_parser(sub) -> None:
                         "switching algorithm/protocol/channels (artist.calibration.regimes); single: one correction "
                         "per tier over every fitted size")
     p.add_argument("--note", action="append", default=[],
-                   help="free text stored in the profile's notes (e.g. what the logs' network is and the backends are not)")
+                   help="free text stored in the profile's notes (e.g. what the logs' network is and the backends "
+                        "are not)")
     p.add_argument("--allow-wrong", action="store_true",
                    help="use rows whose '#wrong' is > 0 (nccl-tests found wrong results), with a warning per row; "
                         "without it such a log is refused")

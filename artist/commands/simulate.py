@@ -72,7 +72,8 @@ def _cache_line(comm, spec: CommSpec) -> str:
 
 def run(args) -> int:
     if args.policy not in policy_names():
-        raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")
+        raise InputError("command line", "--policy",
+                         f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)

@@ -79,8 +79,8 @@ def run(args) -> int:
                           f"again to resume (finished runs are skipped)") from None
     rate = report.cache_hit_rate
     lookups = report.cache_hits + report.cache_misses
-    print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run now, "
-          f"{len(report.failed)} failed) in {report.wall_seconds:.1f} s")
+    print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run "
+          f"now, {len(report.failed)} failed) in {report.wall_seconds:.1f} s")
     if not args.no_cache:
         print(f"latency look-ups: {lookups}, cache hit rate "
               f"{'n/a' if rate is None else f'{100 * rate:.1f}%'}, {report.cache_misses} simulated")

@@ -79,4 +79,5 @@ class Calibrated:
         exposed = overlap_with_backward(buckets, [r for _, r in model.buckets], compute_seconds_on(model, placement))
         return result.replace(exposed_seconds=exposed, collective_seconds=float(sum(buckets)),
                               bucket_seconds=tuple(buckets), calibrated=True,
-                              details={**result.details, "calibration_profile": self.profile.id, "calibration_tier": tier})
+                              details={**result.details, "calibration_profile": self.profile.id,
+                                       "calibration_tier": tier})

@@ -128,11 +128,13 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     backends, algorithms, channels, comm_options = _comm(f, backend_override)
     _check_comm_options(f, topologies[0].topology, backends, algorithms, channels, comm_options)
     if calibration_override is not None:
-        raw = None if calibration_override.lower() in ("none", "null", "") else str(Path(calibration_override).resolve())
+        none = calibration_override.lower() in ("none", "null", "")
+        raw = None if none else str(Path(calibration_override).resolve())
         f = Fields({**f.data, "calibration": raw}, source)
     notes: list[str] = []
     calibrations = _calibrations(f, base, topologies, backends, algorithms, channels,
-                                 swap_notes=notes if backend_override is not None and calibration_override is None else None)
+                                 swap_notes=notes if backend_override is not None and calibration_override is None
+                                 else None)
     simulator = _simulator(f)
     workloads = _workloads(f, base)
     for t in topologies:
@@ -152,7 +154,8 @@ def calibration_coverage_notes(spec: SweepSpec) -> list[str]:
     sizes = [nbytes for name in used for nbytes, _ in spec.models[name].buckets]
     notes = []
     for choice in spec.calibrations:
-        note = choice.profile.coverage_note(sizes, "gradient buckets of the sweep's models") if choice.profile and sizes else None
+        note = (choice.profile.coverage_note(sizes, "gradient buckets of the sweep's models")
+                if choice.profile and sizes else None)
         if note:
             notes.append(note)
     return notes
@@ -248,7 +251,8 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
             continue
         p = _resolve(base, text)
         if not p.is_file():
-            raise wf.error("spec", f"no such trace file {p}, and not a generator ({', '.join(g + ':...' for g in GENERATORS)})")
+            raise wf.error("spec", f"no such trace file {p}, and not a generator "
+                                   f"({', '.join(g + ':...' for g in GENERATORS)})")
         out.append(WorkloadChoice(wf.string("label", p.stem), text, str(p), {"trace_sha256": sha256_file(p)}))
     _unique(f, "workloads", [w.label for w in out], "workload")
     return out
@@ -272,7 +276,8 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
     algorithms = _listed(cf, "algorithm", "ring")
     for i, a in enumerate(algorithms):
         if a not in ALGORITHMS:
-            raise InputError(f.source, f"field 'comm.algorithm[{i}]'", f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
+            raise InputError(f.source, f"field 'comm.algorithm[{i}]'",
+                             f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
     channels = [_integer(cf, "comm.channels", i, c, minimum=1, maximum=MAX_CHANNELS)
                 for i, c in enumerate(_listed(cf, "channels", 1))]
     for key, values in (("backend", backends), ("algorithm", algorithms), ("channels", channels)):
@@ -287,7 +292,8 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
         try:
             canonical_json(options[name])
         except (TypeError, ValueError) as exc:
-            raise InputError(f.source, f"field 'comm.options.{name}'", f"values must be plain YAML scalars ({exc})") from None
+            raise InputError(f.source, f"field 'comm.options.{name}'",
+                             f"values must be plain YAML scalars ({exc})") from None
     return list(backends), list(algorithms), channels, {b: dict(options.get(b, {})) for b in backends}
 
 
@@ -299,7 +305,8 @@ def _check_comm_options(f: Fields, topology: Topology, backends, algorithms, cha
         try:
             CommSpec(backend, algorithms[0], channels[0], options[backend]).build(topology)
         except (TypeError, ValueError) as exc:
-            raise InputError(f.source, f"field 'comm.options.{backend}'", f"rejected by the {backend} backend: {exc}") from None
+            raise InputError(f.source, f"field 'comm.options.{backend}'",
+                             f"rejected by the {backend} backend: {exc}") from None
 
 
 def _check_ns3_available(f: Fields) -> None:
@@ -319,7 +326,8 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
         from artist.calibration import load_profile
     except ImportError as exc:
         raise InputError(f.source, "field 'calibration'",
-                         f"calibration profiles are not available in this installation ({exc}); remove the field") from None
+                         f"calibration profiles are not available in this installation ({exc}); "
+                         f"remove the field") from None
     out = []
     for i, text in enumerate(values):
         key = f"calibration[{i}]"

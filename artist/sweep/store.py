@@ -97,7 +97,8 @@ class ResultStore:
             params = json.loads((d / "params.json").read_text())
         except (OSError, ValueError):
             return False
-        return params.get("run_id") == run.run_id and canonical_json(params.get("identity")) == canonical_json(run.identity)
+        return (params.get("run_id") == run.run_id
+                and canonical_json(params.get("identity")) == canonical_json(run.identity))
 
     def write_run(self, run: Run, outcome) -> Path:
         """Write one finished run atomically (temp directory, then rename)."""

@@ -108,7 +108,8 @@ class ModelProfile:
         if f.has("params_total"):
             declared = f.integer("params_total", minimum=1)
             if declared != sum(sizes) // dtype:
-                raise f.error("params_total", f"declares {declared} parameters but tensors sum to {sum(sizes) // dtype}")
+                raise f.error("params_total",
+                              f"declares {declared} parameters but tensors sum to {sum(sizes) // dtype}")
         c = f.sub("compute")
         c.unknown_keys({"reference_gpu", "batch_size", "seconds_per_iteration", "source", "notes"})
         if not c.has("source"):

@@ -39,7 +39,8 @@ def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
         return _generate(kind, params_text, spec, models, seed, cluster_gpus)
     path = Path(spec)
     if not path.exists():
-        raise InputError(spec, None, f"no such trace file, and not a generator ({', '.join(g + ':...' for g in GENERATORS)})")
+        raise InputError(spec, None, f"no such trace file, and not a generator "
+                                     f"({', '.join(g + ':...' for g in GENERATORS)})")
     if path.is_dir():
         raise InputError(spec, None, "is a directory; expected a trace CSV file or a generator")
     text, _ = read_input_file(path)

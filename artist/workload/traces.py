@@ -26,7 +26,8 @@ def read_jobs_csv(path: str | Path, models: Iterable[str] | None = None) -> list
     with _open_csv(path) as (reader, header):
         missing = [c for c in CANONICAL_COLUMNS if c not in header]
         if missing:
-            raise InputError(str(path), "line 1", f"missing column(s) {', '.join(missing)}; expected {','.join(CANONICAL_COLUMNS)}")
+            raise InputError(str(path), "line 1",
+                             f"missing column(s) {', '.join(missing)}; expected {','.join(CANONICAL_COLUMNS)}")
         jobs, seen = [], set()
         for lineno, row in reader:
             where = f"line {lineno}"
@@ -36,7 +37,8 @@ def read_jobs_csv(path: str | Path, models: Iterable[str] | None = None) -> list
             seen.add(job_id)
             model = _cell(row, "model", path, where)
             if known is not None and model not in known:
-                raise InputError(str(path), f"{where}, column 'model'", f"unknown model {model!r}; known: {', '.join(sorted(known))}")
+                raise InputError(str(path), f"{where}, column 'model'",
+                                 f"unknown model {model!r}; known: {', '.join(sorted(known))}")
             jobs.append(Job(
                 job_id=job_id,
                 arrival=_number(row, "arrival", path, where, minimum=0.0, maximum=MAX_ARRIVAL_S),
@@ -136,7 +138,8 @@ class _open_csv:
                 if not raw or all(not c.strip() for c in raw):
                     continue
                 if len(raw) != len(header):
-                    raise InputError(str(self.path), f"line {lineno}", f"has {len(raw)} cells, header has {len(header)}")
+                    raise InputError(str(self.path), f"line {lineno}",
+                                     f"has {len(raw)} cells, header has {len(header)}")
                 yield lineno, dict(zip(header, raw))
 
         return rows(), header
@@ -182,5 +185,6 @@ def _number(row, column, path, where, minimum=None, integer=False, maximum=None)
     if minimum is not None and value < minimum:
         raise InputError(str(path), f"{where}, column '{column}'", f"must be >= {minimum}, got {text}")
     if maximum is not None and value > maximum:
-        raise InputError(str(path), f"{where}, column '{column}'", f"must be <= {maximum:g} (artist.limits), got {text}")
+        raise InputError(str(path), f"{where}, column '{column}'",
+                         f"must be <= {maximum:g} (artist.limits), got {text}")
     return value

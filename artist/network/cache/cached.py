@@ -62,7 +62,8 @@ class Cached:
             material = material_of()
             return cache_key(material), material
         topology = placement.topology
-        speeds = tuple((name, count, topology.gpu_type(name).relative_speed) for name, count in placement.gpu_type_counts)
+        speeds = tuple((name, count, topology.gpu_type(name).relative_speed)
+                       for name, count in placement.gpu_type_counts)
         shortcut = (question, topology, placement.canonical_shape, speeds, canonical_json(self.inner.identity()))
         found = self._keys.get(shortcut)
         if found is None:

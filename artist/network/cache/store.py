@@ -422,7 +422,8 @@ class LatencyStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(str(self.path.parent), None, f"cannot create the cache directory ({exc.strerror})") from exc
+            raise InputError(str(self.path.parent), None,
+                             f"cannot create the cache directory ({exc.strerror})") from exc
         # Switching a new file to WAL takes an exclusive lock for which SQLite does not
         # always call the busy handler, so workers opening a fresh cache at the same
         # moment can see "database is locked": retry those until the busy timeout.
