@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Run a sweep spec: the same as `artist sweep`.
 
-    python run_sweep.py SPEC.yaml [-j N] [--dry-run] [--out DIR] [--executor dask|ray --address ADDR] [--backend analytical|ns3]
+    python run_sweep.py SPEC.yaml [-j N] [--dry-run] [--out DIR] [--executor dask|ray --address ADDR]
+                        [--backend analytical|ns3]
 """
 
 import sys

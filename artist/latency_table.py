@@ -24,8 +24,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -34,6 +32,7 @@ import pandas as pd
 
 from artist.errors import InputError, read_input_file
 from artist.network.base import compute_seconds_on
+from artist.network.stack import CommSpec, cached_layer, fabric_for
 from artist.placement import Shape, parse_shape, placement_from_shape, shape_to_text
 from artist.topology import Topology
 from artist.workload import ModelProfile
@@ -64,58 +63,6 @@ def standard_shapes() -> list[Shape]:
 # --------------------------------------------------------------------------- building
 
 
-@dataclass(frozen=True)
-class BackendSpec:
-    """How to build the CommModel in each worker process (models are rebuilt, not pickled:
-    an ns-3 model holds C++ state)."""
-
-    backend: str = "analytical"
-    algorithm: str = "ring"
-    channels: int = 1
-    cache_path: str | None = None  # None: no cache
-    calibration: str | None = None  # calibration profile YAML; None: uncalibrated
-    options: tuple[tuple[str, object], ...] = ()  # backend options (ns3: transport, accelerate), sorted items
-
-    def build(self, topology: Topology):
-        """Calibrated(Cached(backend)), see artist.network.factory.build_comm_stack."""
-        from artist.network.factory import build_comm_stack
-
-        store = profile = None
-        if self.cache_path is not None:
-            from artist.network.cache import LatencyStore
-
-            store = LatencyStore(self.cache_path)
-        if self.calibration is not None:
-            from artist.calibration.profile import load_profile
-
-            profile = load_profile(self.calibration)
-        return build_comm_stack(self.backend, topology, algorithm=self.algorithm, channels=self.channels,
-                                options=dict(self.options), store=store, profile=profile)[0]
-
-    def resolved(self) -> "BackendSpec":
-        """Absolute paths, so that workers with another working directory find the same files."""
-        absolute = lambda p: None if p is None else str(Path(p).resolve())
-        return BackendSpec(self.backend, self.algorithm, self.channels, absolute(self.cache_path),
-                           absolute(self.calibration), self.options)
-
-
-_WORKER_MODELS: "OrderedDict[tuple, object]" = OrderedDict()
-_WORKER_MODELS_MAX = 8
-
-
-def _comm_model(spec: BackendSpec, topology: Topology):
-    """One CommModel per (spec, topology) per process, so a worker imports ns-3 once and the
-    cache's in-process memo serves later rows."""
-    key = (spec, topology, os.getpid())
-    model = _WORKER_MODELS.get(key)
-    if model is None:
-        model = spec.build(topology)
-        _WORKER_MODELS[key] = model
-        while len(_WORKER_MODELS) > _WORKER_MODELS_MAX:
-            _WORKER_MODELS.popitem(last=False)
-    return model
-
-
 def table_row(comm, model: ModelProfile, shape: Shape, topology: Topology) -> tuple[dict, bool]:
     """One row of the table and whether the answer came from the cache."""
     placement = placement_from_shape(topology, shape)
@@ -136,16 +83,15 @@ def table_row(comm, model: ModelProfile, shape: Shape, topology: Topology) -> tu
     return row, bool(result.cache_hit)
 
 
-def _row_task(spec: BackendSpec, topology: Topology, model: ModelProfile, shape: Shape) -> tuple[dict, bool]:
+def _row_task(spec: CommSpec, topology: Topology, model: ModelProfile, shape: Shape) -> tuple[dict, bool]:
     from artist import lifeline
 
     lifeline.arm()  # a joblib worker exits when the command that started it dies; no-op with --jobs 1
-    comm = _comm_model(spec, topology)
+    comm = fabric_for(spec, topology)
     out = table_row(comm, model, shape, topology)
-    while comm is not None:
-        if hasattr(comm, "flush"):
-            comm.flush()  # joblib workers may never run atexit handlers: push the cache counters now
-        comm = getattr(comm, "inner", None)
+    cached = cached_layer(comm)
+    if cached is not None:
+        cached.flush()  # joblib workers may never run atexit handlers: push the cache counters now
     return out
 
 
@@ -166,7 +112,8 @@ def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) 
         try:
             canonical = placement_from_shape(topology, shape).canonical_shape
         except ValueError as exc:
-            raise InputError(topology.path or topology.name, f"shape {text}", f"does not fit the topology: {exc}") from None
+            raise InputError(topology.path or topology.name, f"shape {text}",
+                             f"does not fit the topology: {exc}") from None
         if canonical in seen:
             raise InputError(topology.path or topology.name, f"shape {text}",
                              f"same canonical shape {shape_to_text(canonical)} as {seen[canonical]}; listed twice")
@@ -175,7 +122,7 @@ def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) 
     return out
 
 
-def _check_spec(spec: BackendSpec, topology: Topology) -> None:
+def _check_spec(spec: CommSpec, topology: Topology) -> None:
     """Fail on a bad backend option or calibration profile before any work starts."""
     try:
         built = spec.build(topology)
@@ -189,7 +136,7 @@ def _check_spec(spec: BackendSpec, topology: Topology) -> None:
 
 
 def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shapes: Iterable[Sequence[Sequence[int]]],
-                        spec: BackendSpec = BackendSpec(), *, n_jobs: int = 1, progress: bool = False) -> TableRun:
+                        spec: CommSpec = CommSpec(), *, n_jobs: int = 1, progress: bool = False) -> TableRun:
     """Rows in the order models x shapes as given; parallel over rows with joblib when n_jobs != 1."""
     from tqdm import tqdm
 
@@ -217,7 +164,7 @@ def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shap
     bar.close()
     table = pd.DataFrame([row for row, _ in results], columns=list(COLUMNS))
     hits = sum(hit for _, hit in results)
-    return TableRun(table, hits, len(results) - hits, spec.cache_path)
+    return TableRun(table, hits, len(results) - hits, spec.cache)
 
 
 # --------------------------------------------------------------------------- CSV
@@ -348,7 +295,8 @@ class TableComparison:
             else:
                 rel = "inf" if math.isinf(d.relative_error) else f"{100 * d.relative_error:.3f}%"
                 lines.append(f"OUT OF TOLERANCE {_describe(d.key)}: {d.column} measured {d.measured!r} "
-                             f"golden {d.golden!r} relative error {rel} (rtol {100 * self.rtol:g}%, atol {self.atol:g})")
+                             f"golden {d.golden!r} relative error {rel} "
+                             f"(rtol {100 * self.rtol:g}%, atol {self.atol:g})")
         lines += [f"MISSING {_describe(k)}: in the golden table, not measured" for k in self.missing]
         lines += [f"EXTRA {_describe(k)}: measured, not in the golden table" for k in self.extra]
         return lines
@@ -365,7 +313,8 @@ def relative_error(measured: float, golden: float) -> float:
     return abs(measured - golden) / abs(golden) if golden != 0 else math.inf
 
 
-def compare_tables(measured: pd.DataFrame, golden: pd.DataFrame, rtol: float = 0.02, atol: float = 0.0) -> TableComparison:
+def compare_tables(measured: pd.DataFrame, golden: pd.DataFrame, rtol: float = 0.02,
+                   atol: float = 0.0) -> TableComparison:
     """Numeric columns pass when |measured - golden| <= atol + rtol * |golden|; tier and gpus must match."""
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")

@@ -74,8 +74,8 @@ def armed() -> bool:
 
 
 def arm(poll_interval_s: float = POLL_INTERVAL_S) -> bool:
-    """Exit this process when its parent dies, and leave Ctrl-C to the parent. Idempotent (one thread per process); cheap to call
-    at the start of every task. Does nothing and returns False in a main process (one that no
+    """Exit this process when its parent dies, and leave Ctrl-C to the parent. Idempotent (one thread per
+    process); cheap to call at the start of every task. Does nothing and returns False in a main process (one that no
     multiprocessing/loky parent started) or off POSIX; returns True when armed."""
     global _armed_in
     if os.name != "posix" or not is_worker_process():

@@ -95,7 +95,8 @@ def summary_table(result: SimulationResult) -> pd.DataFrame:
     return pd.DataFrame([summary(result)])
 
 
-def write_tables(result: SimulationResult, out_dir: str | Path, formats: tuple[str, ...] = ("csv", "parquet")) -> dict[str, Path]:
+def write_tables(result: SimulationResult, out_dir: str | Path,
+                 formats: tuple[str, ...] = ("csv", "parquet")) -> dict[str, Path]:
     """Write jobs, summary and utilisation tables; returns the paths written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

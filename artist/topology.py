@@ -166,7 +166,8 @@ class Topology:
             for name in types_f.data:
                 tf = types_f.sub(name)
                 tf.unknown_keys({"relative_speed", "source"})
-                gpu_types[str(name)] = GpuType(str(name), tf.number("relative_speed", positive=True), tf.string("source", ""))
+                gpu_types[str(name)] = GpuType(str(name), tf.number("relative_speed", positive=True),
+                                               tf.string("source", ""))
         if f.has("rack_gpu_types"):
             rack_types = f.raw("rack_gpu_types")
             if not isinstance(rack_types, list) or not rack_types or not all(isinstance(t, str) for t in rack_types):
@@ -192,7 +193,8 @@ class Topology:
         gpus_per_machine = f.integer("gpus_per_machine", minimum=1, maximum=MAX_GPUS)
         if racks * machines_per_rack * gpus_per_machine > MAX_GPUS:
             raise f.error("racks", f"{racks} x {machines_per_rack} x {gpus_per_machine} = "
-                                   f"{racks * machines_per_rack * gpus_per_machine} GPUs; at most {MAX_GPUS} are supported")
+                                   f"{racks * machines_per_rack * gpus_per_machine} GPUs; at most {MAX_GPUS} are "
+                                   f"supported")
         return cls(
             name=f.string("name"),
             racks=racks,

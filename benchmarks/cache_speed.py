@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from artist.latency_table import BackendSpec, build_latency_table, standard_shapes
+from artist.latency_table import build_latency_table, standard_shapes
 from artist.network.analytical import AnalyticalModel
 from artist.network.cache import CACHE_FILE_NAME, Cached, LatencyStore, cache_key, key_material
+from artist.network.stack import CommSpec, forget_stacks
 from artist.placement import Placement, placement_from_shape
 from artist.topology import load_topology
 from artist.workload import load_models
@@ -38,7 +39,8 @@ def _timings(fn, n: int) -> list[float]:
 
 def _report(label: str, seconds: list[float]) -> None:
     us = np.array(seconds) * 1e6
-    print(f"  {label:<34} mean {us.mean():8.1f} us   median {np.median(us):8.1f} us   p99 {np.percentile(us, 99):8.1f} us")
+    print(f"  {label:<34} mean {us.mean():8.1f} us   median {np.median(us):8.1f} us   "
+          f"p99 {np.percentile(us, 99):8.1f} us")
 
 
 def main() -> None:
@@ -56,10 +58,12 @@ def main() -> None:
     model = max(models, key=lambda m: len(m.buckets))  # the costliest key material to hash
     placement = placement_from_shape(topo, [[8, 8], [8, 8]])
     print(f"cache file: {path}")
-    print(f"hit lookup latency ({args.lookups} lookups, model {model.name}, {len(model.buckets)} buckets, shape [[8,8],[8,8]]):")
+    print(f"hit lookup latency ({args.lookups} lookups, model {model.name}, {len(model.buckets)} buckets, "
+          f"shape [[8,8],[8,8]]):")
 
     inner = AnalyticalModel(topo)
-    _report("key only (material + sha256)", _timings(lambda: cache_key(key_material(inner, model, placement)), args.lookups))
+    _report("key only (material + sha256)",
+            _timings(lambda: cache_key(key_material(inner, model, placement)), args.lookups))
     warm = Cached(AnalyticalModel(topo), LatencyStore(path))
     first = warm.iteration_comm_time(model, placement)
     print(f"  first ask (miss, simulated)        {first.wall_seconds * 1e6:8.1f} us")
@@ -71,14 +75,12 @@ def main() -> None:
 
     print(f"\nrepeated small sweep: {len(models)} models x {len(standard_shapes())} standard shapes, {args.runs} runs,"
           " each run a fresh process-like Cached (no memo carried over):")
-    spec = BackendSpec(cache_path=str(path.with_name("table-" + CACHE_FILE_NAME)))
+    spec = CommSpec(cache=str(path.with_name("table-" + CACHE_FILE_NAME)))
     hits = lookups = 0
     for run in range(args.runs):
         t = time.perf_counter()
         result = build_latency_table(topo, models, standard_shapes(), spec)
-        from artist import latency_table
-
-        latency_table._WORKER_MODELS.clear()  # the next run starts with an empty memo, like a new process
+        forget_stacks()  # the next run starts with an empty memo, like a new process
         hits += result.hits
         lookups += result.hits + result.simulations
         print(f"  run {run + 1}: {result.hits:3d} hits, {result.simulations:3d} simulations, "

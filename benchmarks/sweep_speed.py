@@ -37,7 +37,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from artist.sweep import load_sweep_spec  # noqa: E402
+from artist.sweep.spec import load_sweep_spec  # noqa: E402
 
 DEFAULT_RUNS_SPEC = {
     "name": "speed",

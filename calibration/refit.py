@@ -45,7 +45,8 @@ GCP_NOTE = ("the log's network, GPUDirect-TCPXO (TCP over 8 x 200 Gb/s Ethernet 
             "is not modelled by either backend (analytical: NCCL's InfiniBand-class NET latencies; ns-3: a lossless "
             "window transport); the fitted hop latency absorbs its ~0.9 ms fixed cost per all-reduce at >= 16 MiB")
 AWS_NOTE = ("the log's network, EFA v1 (SRD transport through aws-ofi-nccl, 4 x 100 Gb/s NICs each shared by 2 GPUs), "
-            "is not modelled as such: the topology gives each GPU half a NIC (50 Gb/s) and the backends a lossless fabric")
+            "is not modelled as such: the topology gives each GPU half a NIC (50 Gb/s) and the backends a lossless "
+            "fabric")
 STAS_NOTE = ("the log's columns were trimmed by hand (size / time / algbw / busbw only) and its GPUs are A100 SXM on "
              "NVLink 3, modelled by topologies/dally-3tier.yaml's machine tier (600 GB/s bidirectional per GPU)")
 
@@ -59,7 +60,8 @@ FITS = {
     "gcp-a3mega-ns3": ("ns3", "calibration/topologies/gcp-a3mega.yaml", [D + "gcp_a3mega_2node_16xH100_tcpxo.txt"],
                        ["--channels", "8", "--algorithm", "hierarchical", "--max-bytes", str(2 << 30),
                         "--note", GCP_NOTE]),
-    "aws-p4de-analytical": ("analytical", "calibration/topologies/aws-p4de.yaml", [D + "aws_p4de_2node_16xA100_efa.txt"],
+    "aws-p4de-analytical": ("analytical", "calibration/topologies/aws-p4de.yaml",
+                            [D + "aws_p4de_2node_16xA100_efa.txt"],
                             ["--channels", "4", "--algorithm", "hierarchical", "--layout", "2x8", "--note", AWS_NOTE]),
     "aws-p4de-ns3": ("ns3", "calibration/topologies/aws-p4de.yaml", [D + "aws_p4de_2node_16xA100_efa.txt"],
                      ["--channels", "4", "--algorithm", "hierarchical", "--layout", "2x8", "--note", AWS_NOTE]),

@@ -21,8 +21,9 @@ SPINE_LINK_US, SPINE_SWITCH_US = 0.15, 0.5
 
 
 def small_topology_mapping(racks=2, machines_per_rack=2, gpus_per_machine=4, oversubscription=1.0, **extra):
-    tier = lambda gbps, link, switch: {"bandwidth_gbps": gbps, "link_latency_us": link,
-                                       "switch_latency_us": switch, "source": "test figures"}
+    def tier(gbps, link, switch):
+        return {"bandwidth_gbps": gbps, "link_latency_us": link, "switch_latency_us": switch, "source": "test figures"}
+
     data = {
         "name": "test", "racks": racks, "machines_per_rack": machines_per_rack,
         "gpus_per_machine": gpus_per_machine, "gpu_type": "A100",

@@ -95,7 +95,8 @@ def test_ring_latency_floor_of_2x8_is_near_nccl_measurement(topo_8gpu_machines):
     # out at ~123 µs for tiny sizes. NCCL's chunk-path latency model (~156 µs here,
     # with NCCL's default constants) stays within 1.5x of it; charging the NIC latency
     # on all 30 lock-step steps (~430 µs, 3.5x) would not.
-    floor = AnalyticalModel(topo_8gpu_machines).collective_seconds(placement_from_shape(topo_8gpu_machines, [[8, 8]]), 8)
+    floor = AnalyticalModel(topo_8gpu_machines).collective_seconds(
+        placement_from_shape(topo_8gpu_machines, [[8, 8]]), 8)
     assert 123e-6 / 1.5 < floor < 123e-6 * 1.5
     lock_step = BASE + 30 * NET_STEP
     assert lock_step > 3 * 123e-6

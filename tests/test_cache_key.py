@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from artist.network.analytical import AnalyticalModel, StartupLatency
-from artist.network.cache import cache_key, canonical_json, key_material
+from artist.jsonkey import canonical_json
+from artist.network.cache import cache_key, key_material
 from artist.placement import Placement, placement_from_shape
 from artist.topology import GpuType, load_topology
 from artist.workload import ModelProfile
@@ -110,8 +111,10 @@ def test_same_canonical_shape_from_different_racks_machines_and_gpus_share_a_key
 def test_machine_order_within_racks_and_rack_order_do_not_matter(topo, model):
     inner = AnalyticalModel(topo)
     # rack 1: machines with 2 and 6 GPUs; rack 3: one machine with 8. Listed the other way round too.
-    a = Placement(topo, tuple(gpus_on(topo, 1, 0, range(2)) + gpus_on(topo, 1, 4, range(6)) + gpus_on(topo, 3, 2, range(8))))
-    b = Placement(topo, tuple(gpus_on(topo, 0, 6, range(8)) + gpus_on(topo, 2, 1, range(6)) + gpus_on(topo, 2, 3, range(2))))
+    a = Placement(topo, tuple(gpus_on(topo, 1, 0, range(2)) + gpus_on(topo, 1, 4, range(6))
+                              + gpus_on(topo, 3, 2, range(8))))
+    b = Placement(topo, tuple(gpus_on(topo, 0, 6, range(8)) + gpus_on(topo, 2, 1, range(6))
+                              + gpus_on(topo, 2, 3, range(2))))
     assert a.canonical_shape == b.canonical_shape == ((8,), (6, 2))
     assert key(inner, model, a) == key(inner, model, b)
 
@@ -143,7 +146,8 @@ def test_links_of_untouched_tiers_do_not_split_keys(topo, model, shape, untouche
             other = dataclasses.replace(other, oversubscription=8.0)
         p = placement_from_shape(other, shape)
         assert key(AnalyticalModel(topo), model, base) == key(AnalyticalModel(other), model, p)
-        assert AnalyticalModel(topo).iteration_comm_time(model, base) == AnalyticalModel(other).iteration_comm_time(model, p)
+        assert (AnalyticalModel(topo).iteration_comm_time(model, base)
+                == AnalyticalModel(other).iteration_comm_time(model, p))
 
 
 # --------------------------------------------------------------------------- any change: another key
@@ -209,7 +213,8 @@ def test_gpu_types_and_their_speeds_change_the_key(topo, model):
     assert key(AnalyticalModel(faster), model, p_h100_faster) != key(inner, model, p_h100)
     # The answers differ indeed when communication is not hidden (short compute): the split is needed.
     short = dataclasses.replace(model, compute_seconds=0.002)
-    assert inner.iteration_comm_time(short, p_a100).exposed_seconds != inner.iteration_comm_time(short, p_h100).exposed_seconds
+    assert (inner.iteration_comm_time(short, p_a100).exposed_seconds
+            != inner.iteration_comm_time(short, p_h100).exposed_seconds)
 
 
 def test_every_backend_setting_changes_the_key(topo, model):

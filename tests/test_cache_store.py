@@ -20,8 +20,9 @@ from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import CommResult
 from artist.network.cache import (CACHE_FILE_NAME, CacheUnusable, Cached, Claim, LatencyStore, UnreadableEntry, WAIT,
-                                  _process_start, check_cache_usable, created_before, default_cache_path, inspect_cache,
+                                  check_cache_usable, created_before, default_cache_path, inspect_cache,
                                   result_from_json, result_to_json)
+from artist.network.cache.store import _process_start
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
@@ -163,7 +164,8 @@ def test_claims_of_a_live_owner_are_respected_and_of_a_dead_one_taken_over(store
     dead_pid = int(dead.stdout)
     conn = sqlite3.connect(store_path)
     with conn:
-        conn.execute("INSERT INTO inflight VALUES ('k2', 'tok', ?, ?, '', ?)", (socket.gethostname(), dead_pid, time.time()))
+        conn.execute("INSERT INTO inflight VALUES ('k2', 'tok', ?, ?, '', ?)",
+                     (socket.gethostname(), dead_pid, time.time()))
     assert isinstance(store.get_or_claim("k2"), Claim)
     # A claim from another host cannot be checked: it is respected until the TTL runs out.
     with conn:
@@ -274,7 +276,8 @@ def test_in_process_shortcut_never_serves_a_stale_key(topo, store_path):
     a = cached.iteration_comm_time(model, placement_from_shape(slow, [[8, 8]]))
     b = cached.iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
     assert not a.cache_hit and not b.cache_hit
-    assert b.exposed_seconds == AnalyticalModel(fast).iteration_comm_time(model, placement_from_shape(fast, [[8, 8]])).exposed_seconds
+    alone = AnalyticalModel(fast).iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
+    assert b.exposed_seconds == alone.exposed_seconds
     assert a.exposed_seconds != b.exposed_seconds
 
     # A backend whose settings change after creation gets new keys (its identity is read every time).
@@ -312,7 +315,8 @@ def test_single_collectives_are_cached_apart_from_iterations(topo, store_path):
 
 
 def test_calibrated_over_cached_answers_collectives(store_path):
-    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
 
     h100 = load_topology(REPO / "topologies" / "h100-dgx.yaml")
     profile = load_profile(REPO / "calibration" / "profiles" / "h100-analytical.yaml")

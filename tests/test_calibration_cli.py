@@ -34,11 +34,12 @@ def test_fit_writes_a_profile_and_is_deterministic(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "16 GiB" in out and "held-out" in out and "xxrjun_2node_2xH100_1gpn_smoke.txt" in out
     assert (tmp_path / "busbw.png").stat().st_size > 0
-    assert main(["calibrate", "--topology", TOPOLOGY, "--logs", *H100_LOGS, "--out", str(b), "--name", "p", "--quiet"]) == 0
+    assert main(["calibrate", "--topology", TOPOLOGY, "--logs", *H100_LOGS, "--out", str(b), "--name", "p",
+                 "--quiet"]) == 0
     assert a.read_bytes() == b.read_bytes()
     profile = load_profile(a)
     assert set(profile.corrections) == {"machine", "rack"} and profile.inherited == {"network": "rack"}
-    assert [l["file"] for l in profile.logs] == [Path(p).name for p in H100_LOGS]
+    assert [log["file"] for log in profile.logs] == [Path(p).name for p in H100_LOGS]
 
 
 def test_fit_from_auto_is_refused_with_its_replacement(tmp_path, capsys):
@@ -123,7 +124,7 @@ def test_unusable_row_is_one_line_naming_file_and_line(tmp_path, capsys, old, ne
 def test_allow_wrong_uses_the_row_with_one_warning_naming_file_and_line(tmp_path, capsys):
     log = _edited_log(tmp_path, "20.97       0   150.00", "20.97       5   150.00")
     assert _fit(log, tmp_path / "x.yaml", "--allow-wrong") == 0
-    warnings = [l for l in capsys.readouterr().err.splitlines() if l.startswith("warning:")]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: {log}: line 13: out-of-place #wrong = 5")
     # The stored command re-makes the profile: it says the wrong row was allowed.
     assert any("--allow-wrong" in note for note in load_profile(tmp_path / "x.yaml").notes)

@@ -88,7 +88,8 @@ def test_row_values_and_header_fields():
     assert t.params["nGpus"] == 1 and t.params["maxBytes"] == 68719476736
     assert t.avg_busbw_gbs == pytest.approx(437.957)
     first = t.rows[0]
-    assert (first.size_bytes, first.count, first.dtype, first.redop, first.root) == (33554432, 4194304, "double", "sum", -1)
+    assert ((first.size_bytes, first.count, first.dtype, first.redop, first.root)
+            == (33554432, 4194304, "double", "sum", -1))
     assert first.out_of_place.time_us == 182.87 and first.in_place.busbw_gbs == 321.08
     # the file's own numbers: size / time = 33554432 B / 182.87 us = 183.49 GB/s
     assert first.size_bytes / first.out_of_place.time_us / 1e3 == pytest.approx(first.out_of_place.algbw_gbs, abs=0.005)
@@ -181,7 +182,7 @@ HEAD = """# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) 
 #  Rank  2 Group  0 Pid 200 on nodeB device  0 [0000:1b:00] NVIDIA H100 80GB HBM3
 #  Rank  3 Group  0 Pid 201 on nodeB device  1 [0000:43:00] NVIDIA H100 80GB HBM3
 #       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-"""
+"""  # noqa: E501 (nccl-tests output as printed)
 ALL_REDUCE = HEAD + """\
      1048576        262144     float     sum      -1   100.00   10.49   15.73       0   100.00   10.49   15.73       0
      2097152        524288     float     sum      -1   150.00   13.98   20.97       0   150.00   13.98   20.97       0
@@ -221,7 +222,7 @@ def test_all_gather_and_reduce_scatter_print_count_per_rank():
         rows = f"""\
      1048576         65536     float  {redop:>6}      -1   100.00   10.49    7.86       0   100.00   10.49    7.86       0
      2097152        131072     float  {redop:>6}      -1   150.00   13.98   10.49       0   150.00   13.98   10.49       0
-"""
+"""  # noqa: E501 (nccl-tests output as printed)
         text = f"# Collective test starting: {name}_perf\n" + HEAD + rows
         (test,) = parse_nccl_text(text, "snippet.txt").tests
         assert test.collective == name and test.issues == ()

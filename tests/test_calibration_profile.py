@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from artist.calibration import Calibrated, CalibrationProfile, TierCorrection, load_profile
+from artist.calibration import CalibrationProfile, TierCorrection, load_profile
 from artist.calibration.correction import SizeRegime, SizeRegimes
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import CommResult
+from artist.network.calibrated import Calibrated
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
@@ -38,7 +39,8 @@ class FixedBuckets:
 
     def iteration_comm_time(self, model, placement):
         buckets = tuple(self.seconds for _ in model.buckets)
-        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name, bucket_seconds=buckets)
+        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name,
+                          bucket_seconds=buckets)
 
 
 class Affine(FixedBuckets):
@@ -60,7 +62,8 @@ class Affine(FixedBuckets):
 
     def iteration_comm_time(self, model, placement):
         buckets = tuple(self.base_s + b * self.per_byte_s for b, _ in model.buckets)
-        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name, bucket_seconds=buckets)
+        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name,
+                          bucket_seconds=buckets)
 
 
 PER_BYTE = 0.4 / (25 * MIB)  # a 25 MiB bucket takes 0.4 s + base_s
@@ -71,7 +74,9 @@ def _t0(inner, ranks):
 
 
 def _profile(topology, backend, machine=TierCorrection(2.0, 1e-6), rack=TierCorrection(0.5, 1e-5)):
-    as_regimes = lambda c: c if isinstance(c, SizeRegimes) else SizeRegimes.single(c)
+    def as_regimes(c):
+        return c if isinstance(c, SizeRegimes) else SizeRegimes.single(c)
+
     return CalibrationProfile(name="t", topology_name=topology.name, link_parameters=topology.link_parameters(),
                               backend=backend, corrections={"machine": as_regimes(machine), "rack": as_regimes(rack)},
                               inherited={"network": "rack"})
@@ -217,7 +222,8 @@ def test_regimes_round_trip_and_enter_the_id(h100, tmp_path):
     profile.save(path)
     data = yaml.safe_load(path.read_text())
     assert data["profile_format"] == 3
-    assert [(r["from_bytes"], r["to_bytes"]) for r in data["tiers"]["rack"]["regimes"]] == [(MIB, SWITCH), (SWITCH, None)]
+    assert ([(r["from_bytes"], r["to_bytes"]) for r in data["tiers"]["rack"]["regimes"]]
+            == [(MIB, SWITCH), (SWITCH, None)])
     loaded = load_profile(path)
     assert loaded.id == profile.id and loaded.correction("rack") == TWO_REGIMES
     moved = SizeRegimes((TWO_REGIMES.regimes[0], SizeRegime(32 * MIB, TWO_REGIMES.regimes[1].correction)))
@@ -344,7 +350,8 @@ def test_shipped_profile_loads_and_is_applied_as_fitted(path):
         t, t0 = 1e-4 + nbytes * 1e-11, 1e-4 + ranks * 1e-11
         return t0 + (t - t0) / r["bandwidth_factor"] + hops * r["hop_latency_s"]
 
-    for shape, tier, hops, ranks in (([[8]], "machine", 14, 8), ([[8, 8]], "rack", 2, 16), ([[4, 4, 4, 4]], "rack", 6, 16)):
+    for shape, tier, hops, ranks in (([[8]], "machine", 14, 8), ([[8, 8]], "rack", 2, 16),
+                                     ([[4, 4, 4, 4]], "rack", 6, 16)):
         for nbytes in (MIB, 8 * MIB, 25 * MIB, 64 * MIB, 1 << 30):
             r = regime_of(tier, nbytes)
             expected = by_hand(r, nbytes, ranks, hops)
@@ -372,7 +379,8 @@ def test_h100_profiles_apply_to_both_h100_topologies(h100):
         profile.check_topology(load_topology(REPO / "topologies" / "dgx-h100.yaml"))
         # NCCL-matching settings: one ring per NIC (8 per DGX H100), fitted on both xxrjun logs.
         assert profile.backend["channels"] == 8 and profile.backend["algorithm"] == "ring"
-        assert {l["file"] for l in profile.logs} == {"xxrjun_1node_8xH100_allcoll.txt", "xxrjun_2node_2xH100_1gpn_smoke.txt"}
+        assert {log["file"] for log in profile.logs} == {"xxrjun_1node_8xH100_allcoll.txt",
+                                                         "xxrjun_2node_2xH100_1gpn_smoke.txt"}
         assert set(profile.corrections) == {"machine", "rack"}
 
 
@@ -383,8 +391,8 @@ def test_analytical_h100_profile_corrects_the_real_backend(h100):
     p = placement_from_shape(h100, [[8, 8]])
     c = profile.correction("rack").at(256 * MIB)
     t, t0 = inner.collective_seconds(p, 256 * MIB), inner.collective_seconds(p, 16)  # t0: 1 byte per rank
-    assert cal.collective_seconds(p, 256 * MIB) == pytest.approx(t0 + (t - t0) / c.bandwidth_factor + 2 * c.hop_latency_s,
-                                                                 rel=1e-12)
+    expected = t0 + (t - t0) / c.bandwidth_factor + 2 * c.hop_latency_s
+    assert cal.collective_seconds(p, 256 * MIB) == pytest.approx(expected, rel=1e-12)
     with pytest.raises(ValueError, match="fitted for backend"):
         Calibrated(AnalyticalModel(h100, channels=1), profile)  # another channel count is another backend
 

@@ -61,7 +61,8 @@ def write(tmp_path, name, text) -> Path:
     (["--workload", "poisson:n=1000000,interarrival=100000"], "parameter 'interarrival': the last of 1000000 arrivals"),
     (["--workload", "batch:n=3,gpus=0"], "parameter 'gpus': GPU counts must be in [1, 1048576], got 0"),
     (["--workload", "batch:n=3,min_iter=10,max_iter=5"], "parameter 'min_iter': min_iter 10 > max_iter 5"),
-    (["--workload", "batch:n=3,max_iter=1000000000000000000000000000000"], "parameter 'max_iter': must be in [1, 1000000000]"),
+    (["--workload", "batch:n=3,max_iter=1000000000000000000000000000000"],
+     "parameter 'max_iter': must be in [1, 1000000000]"),
     (["--workload", "batch:n=3,n=4"], "parameter 'n': given twice"),
     (["--workload", "batch:n=5,gpus=256"], "job b0: asks for 256 GPUs, but dally-3tier with 2 rack(s) has 128"),
     (["--policy", "tiresias", "--policy-param", "thresholds=abc"], "--policy-param: rejected by policy 'tiresias'"),
@@ -101,7 +102,8 @@ def test_calibration_for_another_backend_or_topology_is_one_line(capsys):
 def test_simulate_calibrated_reproduces_one_run_of_the_calibrated_sweep(capsys, tmp_path):
     """--calibration applies the profile: the calibrated comm latency differs from the raw one, and
     equals what the sweep's own run of the same point reports."""
-    from artist.sweep import load_sweep_spec, run_sweep
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
 
     spec = write(tmp_path, "s.yaml", f"""\
         topology: {REPO}/topologies/h100-dgx.yaml
@@ -118,7 +120,8 @@ def test_simulate_calibrated_reproduces_one_run_of_the_calibrated_sweep(capsys, 
     raw, calibrated = table.sort_values("calibration", na_position="first")["comm_latency_mean_s"]
     assert raw != calibrated
     args = ["simulate", "--topology", "h100-dgx", "--racks", "1", "--channels", "8", "--workload",
-            "batch:n=6,gpus=8|16,models=resnet50,max_iter=2000", "--round-interval", "300", "--out", str(tmp_path / "one")]
+            "batch:n=6,gpus=8|16,models=resnet50,max_iter=2000", "--round-interval", "300",
+            "--out", str(tmp_path / "one")]
     assert main(args + ["--calibration", "h100-analytical"]) == 0
     one = pd.read_csv(tmp_path / "one" / "summary.csv")
     assert one["comm_latency_mean_s"].iloc[0] == pytest.approx(calibrated, rel=1e-9)
@@ -204,7 +207,8 @@ def test_duplicate_yaml_keys_are_an_error_naming_both_lines(capsys, tmp_path):
         policies: [dally]
         """)
     line = one_line_error(capsys, ["sweep", str(spec), "--dry-run"])
-    assert f"{spec}: line 4, column 1: invalid YAML: key 'policies' appears twice in one mapping (first on line 2)" in line
+    assert (f"{spec}: line 4, column 1: invalid YAML: key 'policies' appears twice in one mapping "
+            f"(first on line 2)") in line
 
 
 def test_an_undeclared_gpu_type_that_is_not_the_reference_is_refused(capsys, tmp_path):
@@ -259,7 +263,8 @@ def test_sweep_with_a_damaged_cache_fails_before_any_run(capsys, tmp_path):
     cache = tmp_path / "damaged"
     cache.mkdir()
     (cache / "latency-cache.sqlite").write_bytes(os.urandom(8192))
-    line = one_line_error(capsys, ["sweep", str(spec), "--cache-dir", str(cache), "--out", str(tmp_path / "o"), "--quiet"])
+    line = one_line_error(capsys, ["sweep", str(spec), "--cache-dir", str(cache), "--out", str(tmp_path / "o"),
+                                   "--quiet"])
     assert "latency-cache.sqlite" in line and f"artist cache --cache-dir {cache} clear` to start afresh" in line
     assert not (tmp_path / "o" / "runs").exists() or not any((tmp_path / "o" / "runs").iterdir())
 
@@ -287,9 +292,9 @@ class _Crashing:
     ["comm", "--shape", "[[8]]", "--model", "resnet50"],
 ])
 def test_a_killed_ns3_worker_is_one_line_in_every_command(capsys, monkeypatch, argv):
-    from artist.latency_table import BackendSpec
+    from artist.network.stack import CommSpec
 
-    monkeypatch.setattr(BackendSpec, "build", lambda self, topology: _Crashing())
+    monkeypatch.setattr(CommSpec, "build", lambda self, topology, profile=None: _Crashing())
     line = one_line_error(capsys, argv, code=3)
     assert line == "artist: error: ns-3 simulation of placement [[8]] failed: ns-3 worker crashed (exit code -9)"
 
@@ -346,7 +351,9 @@ def test_comm_answers_from_the_latency_cache_the_second_time(capsys, tmp_path):
     second = capsys.readouterr().out
     assert "answered from cache  no" in first and "answered from cache  yes" in second
     # The same numbers either way: a cache never changes an answer.
-    pick = lambda text: [line for line in text.splitlines() if line.startswith(("raw seconds", "exposed seconds"))]
+    def pick(text):
+        return [line for line in text.splitlines() if line.startswith(("raw seconds", "exposed seconds"))]
+
     assert pick(first) == pick(second)
     assert main(argv[:-2] + ["--no-cache"]) == 0
     assert "answered from cache  cache off" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """Bad input gets an error naming the file and the line or field."""
 
+import re
 import textwrap
 
 import pytest
@@ -8,7 +9,7 @@ from artist.errors import InputError
 from artist.policies.registry import make_policy
 from artist.topology import load_topology
 from artist.workload import ModelProfile, read_helios_csv, read_jobs_csv
-from artist.workload_spec import jobs_from_spec
+from artist.workload.spec import jobs_from_spec
 
 from conftest import REPO
 
@@ -51,7 +52,8 @@ def test_topology_missing_field_names_the_field(tmp_path):
 
 
 def test_topology_wrong_type_names_the_field(tmp_path):
-    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("gpus_per_machine: 8", "gpus_per_machine: eight")
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text().replace("gpus_per_machine: 8",
+                                                                          "gpus_per_machine: eight")
     path = write(tmp_path, "t.yaml", text)
     with pytest.raises(InputError, match="field 'gpus_per_machine': expected an integer"):
         load_topology(path)
@@ -125,3 +127,31 @@ def test_generator_spec_errors():
         jobs_from_spec("poisson:nn=3", models, 0)
     with pytest.raises(InputError, match="no such trace file"):
         jobs_from_spec("nowhere.csv", models, 0)
+
+
+@pytest.mark.parametrize("spec, where, problem", [
+    ("batch:gpu_weights=1|2", "gpu_weights", "2 weights for 6 GPU counts"),
+    ("batch:gpus=1|2,gpu_weights=1|x", "gpu_weights", "expected numbers separated by '|'"),
+    ("batch:gpus=1|2,gpu_weights=1|-1", "gpu_weights", ">= 0 and not all 0"),
+    ("batch:gpus=1|2,gpu_weights=0|0", "gpu_weights", ">= 0 and not all 0"),
+    ("batch:gpus=1|2,gpu_weights=1|nan", "gpu_weights", "finite"),
+    ("batch:interarrival_gpus=256", "interarrival_gpus", "unknown"),  # a batch has no arrival rate
+    ("poisson:interarrival_gpus=0", "interarrival_gpus", "must be in [1,"),
+    ("poisson:interarrival_gpus=256", "interarrival_gpus", "cluster's size, which is not known here"),
+])
+def test_generator_weights_and_scaling_are_checked(spec, where, problem):
+    models = {"m": ModelProfile("m", (10,), 1.0, "A100")}
+    with pytest.raises(InputError, match=rf"parameter '{where}'.*{re.escape(problem)}"):
+        jobs_from_spec(spec, models, 0)
+
+
+def test_poisson_interarrival_scales_with_the_cluster_and_weights_shape_the_demand():
+    models = {"m": ModelProfile("m", (10,), 1.0, "A100")}
+    stated = jobs_from_spec("poisson:n=50,interarrival=60,interarrival_gpus=256", models, 3, 256)
+    half = jobs_from_spec("poisson:n=50,interarrival=60,interarrival_gpus=256", models, 3, 128)
+    plain = jobs_from_spec("poisson:n=50,interarrival=60", models, 3, 128)
+    assert [j.arrival for j in stated] == [j.arrival for j in plain]  # stated for 256 GPUs: 60 s there
+    assert [j.arrival for j in half] == pytest.approx([2 * j.arrival for j in stated])  # half the GPUs, half the rate
+    assert [(j.gpus, j.iterations) for j in half] == [(j.gpus, j.iterations) for j in stated]
+    only_8 = jobs_from_spec("batch:n=50,gpus=1|8,gpu_weights=0|1", models, 0)
+    assert {j.gpus for j in only_8} == {8}

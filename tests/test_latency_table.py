@@ -2,8 +2,6 @@
 
 import io
 import math
-import subprocess
-import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -11,9 +9,10 @@ import pandas as pd
 import pytest
 
 from artist.errors import InputError
-from artist.latency_table import (COLUMNS, STANDARD_SHAPES, BackendSpec, build_latency_table, compare_tables,
+from artist.latency_table import (COLUMNS, STANDARD_SHAPES, build_latency_table, compare_tables,
                                   read_table_csv, standard_shapes, table_to_csv, write_table_csv)
 from artist.network.cache import CACHE_FILE_NAME, LatencyStore
+from artist.network.stack import CommSpec
 from artist.testing import assert_latency_table
 from artist.topology import load_topology
 from artist.workload import load_models
@@ -164,12 +163,13 @@ def test_comparison_reports_missing_extra_and_mismatched_rows(table):
     golden = pd.concat([golden.iloc[[0, 2, 3]], pd.DataFrame([{**golden.iloc[0].to_dict(), "model": "ghost"}])])
     result = compare_tables(table, golden, rtol=0.02)
     lines = result.report_lines()
-    assert any(l.startswith("MISMATCH model=toy-one-bucket shape=[[8]]") and "tier measured machine golden rack" in l
-               for l in lines)
-    assert [l for l in lines if l.startswith("MISSING")] == [
+    assert any(line.startswith("MISMATCH model=toy-one-bucket shape=[[8]]")
+               and "tier measured machine golden rack" in line for line in lines)
+    assert [line for line in lines if line.startswith("MISSING")] == [
         "MISSING model=ghost shape=[[8]] backend=analytical calibrated=false: in the golden table, not measured"]
-    assert [l for l in lines if l.startswith("EXTRA")] == [
-        "EXTRA model=toy-one-bucket shape=[[4],[4]] backend=analytical calibrated=false: measured, not in the golden table"]
+    assert [line for line in lines if line.startswith("EXTRA")] == [
+        "EXTRA model=toy-one-bucket shape=[[4],[4]] backend=analytical calibrated=false: "
+        "measured, not in the golden table"]
     assert result.compared_rows == 3
 
 
@@ -275,13 +275,13 @@ def test_cli_bad_input_exits_2_naming_it(tmp_path, capsys):
 def test_parallel_rows_through_a_shared_cache_match_the_serial_table(topo, toys, tmp_path):
     shapes = standard_shapes()[:5]
     serial = build_latency_table(topo, list(toys.values()), shapes).table  # no cache
-    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME))
+    spec = CommSpec(cache=str(tmp_path / CACHE_FILE_NAME))
     first = build_latency_table(topo, list(toys.values()), shapes, spec, n_jobs=2)
     second = build_latency_table(topo, list(toys.values()), shapes, spec, n_jobs=2)
     assert table_to_csv(first.table) == table_to_csv(serial) == table_to_csv(second.table)
     assert (first.hits, first.simulations) == (0, 10)
     assert (second.hits, second.simulations) == (10, 0)
-    stats = LatencyStore(spec.cache_path).stats()
+    stats = LatencyStore(spec.cache).stats()
     assert (stats["entries"], stats["misses"], stats["hits"], stats["inflight_claims"]) == (10, 10, 10, 0)
 
 
@@ -293,13 +293,14 @@ H100_PROFILE = REPO / "calibration" / "profiles" / "h100-analytical.yaml"
 
 
 def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_path):
-    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
     from artist.network.analytical import AnalyticalModel
     from artist.placement import placement_from_shape
 
     topo = load_topology(H100)
-    spec = BackendSpec(cache_path=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE),
-                       channels=8)  # the profile was fitted with one ring per NIC (8)
+    spec = CommSpec(cache=str(tmp_path / CACHE_FILE_NAME), calibration=str(H100_PROFILE),
+                    channels=8)  # the profile was fitted with one ring per NIC (8)
     shapes = [[[8]], [[4], [4]]]
     first = build_latency_table(topo, list(toys.values()), shapes, spec)
     second = build_latency_table(topo, list(toys.values()), shapes, spec)
@@ -314,7 +315,7 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
         # The calibration moved the numbers: the column is not a label only.
         assert row.collective_seconds != raw.iteration_comm_time(toys[row.model], p).collective_seconds
     # The cache holds the raw backend answers (a re-fitted profile re-uses them).
-    rows = LatencyStore(spec.cache_path).export_rows()
+    rows = LatencyStore(spec.cache).export_rows()
     raw_values = {raw.iteration_comm_time(toys[m], placement_from_shape(topo, s)).exposed_seconds
                   for m in toys for s in shapes}
     # ... and the correction's t0: one raw all-reduce of 1 byte per rank per shape (artist.calibration.correction).
@@ -328,7 +329,7 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
 def test_calibration_for_another_topology_is_refused_before_any_work(toys):
     topo = load_topology(TOPOLOGY)
     with pytest.raises(InputError, match="fitted on topology 'h100-dgx'"):
-        build_latency_table(topo, list(toys.values()), [[[8]]], BackendSpec(calibration=str(H100_PROFILE), channels=8))
+        build_latency_table(topo, list(toys.values()), [[[8]]], CommSpec(calibration=str(H100_PROFILE), channels=8))
 
 
 def test_calibrated_table_says_when_its_bucket_sizes_are_extrapolated(capsys):

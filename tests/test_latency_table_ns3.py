@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from artist.latency_table import BackendSpec, build_latency_table, read_table_csv
+from artist.latency_table import build_latency_table, read_table_csv
+from artist.network.stack import CommSpec
 from artist.placement import parse_shape
 from artist.testing import assert_latency_table
 from artist.topology import load_topology
@@ -77,7 +78,7 @@ def golden_cache(ns3_backend, tmp_path_factory):
 def measured_golden_rows(golden_cache):
     topology = load_topology(TOPOLOGY)
     models = list(load_models(TOY_MODELS).values())
-    spec = BackendSpec("ns3", cache_path=str(golden_cache / "latency-cache.sqlite"))
+    spec = CommSpec("ns3", cache=str(golden_cache / "latency-cache.sqlite"))
     return build_latency_table(topology, models, [parse_shape(s) for s in GOLDEN_SHAPES], spec)
 
 

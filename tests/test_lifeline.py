@@ -182,7 +182,8 @@ def test_not_armed_in_the_main_process():
 
 
 def test_sweep_with_one_job_runs_in_the_main_process_unarmed(tmp_path):
-    from artist.sweep import load_sweep_spec, run_sweep
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
     from sweep_helpers import tiny_spec
 
     report = run_sweep(load_sweep_spec(tiny_spec(tmp_path)), tmp_path / "out", n_jobs=1, progress=False,
@@ -202,16 +203,17 @@ def _row_in_worker(spec, topology, model, shape):
 def test_latency_table_rows_arm_the_lifeline_in_joblib_workers_only():
     from joblib import Parallel, delayed
 
-    from artist.latency_table import BackendSpec, _row_task, check_shapes
+    from artist.latency_table import _row_task, check_shapes
+    from artist.network.stack import CommSpec
     from artist.topology import load_topology
     from artist.workload import load_models
 
     topology = load_topology(REPO / "topologies" / "dally-3tier.yaml")
     model = load_models()["resnet18"]
     shapes = check_shapes(topology, [[[2]], [[8]], [[8, 8]], [[4, 4]]])
-    _row_task(BackendSpec(), topology, model, shapes[0])  # --jobs 1: in this process, not armed
+    _row_task(CommSpec(), topology, model, shapes[0])  # --jobs 1: in this process, not armed
     assert not lifeline.armed()
-    out = Parallel(n_jobs=2, backend="loky")(delayed(_row_in_worker)(BackendSpec(), topology, model, s)
+    out = Parallel(n_jobs=2, backend="loky")(delayed(_row_in_worker)(CommSpec(), topology, model, s)
                                              for s in shapes)
     assert all(pid != os.getpid() and armed and again for pid, armed, again in out)
 

@@ -142,8 +142,10 @@ def test_steady_state_skipping_agrees_with_full_run(worker, nbytes):
 
 
 def test_ns3_answers_through_the_fabric_model_interface(worker):
-    comm = Ns3Model(DALLY, worker=worker)
-    assert isinstance(comm, FabricModel)
+    from artist.network.stack import CommSpec
+
+    comm = CommSpec("ns3", options={"worker": worker}).build(DALLY)
+    assert isinstance(comm, Ns3Model) and isinstance(comm, FabricModel)
     ident = comm.identity()
     assert ident["backend"] == "ns3" and ident["ns3_version"].startswith("3.44")
     single = as_perf_model(comm, DALLY).estimate(toy_model(), placement_from_shape(DALLY, [[1]]))

@@ -56,7 +56,8 @@ def test_migrates_running_job_to_freed_machine(topo):
     assert saved * x.remaining_iterations(100.0) > 30.0
     decision = make_policy("gandiva").schedule(v)
     assert decision.allocations["x"].gpus == (8, 9, 10, 11)
-    assert {j: p.gpus for j, p in decision.allocations.items() if j != "x"} == {s.job_id: s.placement.gpus for s in others}
+    assert ({j: p.gpus for j, p in decision.allocations.items() if j != "x"}
+            == {s.job_id: s.placement.gpus for s in others})
 
 
 def test_no_migration_when_gain_is_below_restore_cost(topo):
@@ -75,9 +76,9 @@ def test_no_migration_without_a_better_tier_free(topo):
 
 
 def test_simulated_migration_happens_when_the_slot_frees(topo):
-    # First fit at t = 0 (arrival order, ties by id): a -> GPUs 0,1; b -> 2-5 (two machines); c -> 6,7; d -> 8-15. The cluster is
-    # full. When a finishes, machine 0 (GPUs 0-3) holds b's two GPUs plus a's two freed ones: b
-    # must move there at that very moment, once, and run on one machine from then on.
+    # First fit at t = 0 (arrival order, ties by id): a -> GPUs 0,1; b -> 2-5 (two machines); c -> 6,7;
+    # d -> 8-15. The cluster is full. When a finishes, machine 0 (GPUs 0-3) holds b's two GPUs plus a's
+    # two freed ones: b must move there at that very moment, once, and run on one machine from then on.
     jobs = [Job("a", 0.0, "spread", 2, 2000), Job("b", 0.0, "exposed", 4, 200_000),
             Job("c", 0.0, "spread", 2, 400_000), Job("d", 0.0, "spread", 8, 400_000)]
     models = {"spread": LOW_SKEW, "exposed": EXPOSED}

@@ -61,7 +61,8 @@ def test_preempts_the_job_that_entered_the_lowest_queue_last(topo):
     l2 = running("L2", (4, 5, 6, 7), topo, 50.0, 0.1, arrival=0.0)
     h1 = running("H1", (8, 9, 10, 11), topo, 90.0, 0.1)
     h2 = running("H2", (12, 13, 14, 15), topo, 95.0, 0.1)
-    decision = make_policy("tiresias", thresholds=[100.0]).schedule(view(topo, 100.0, [waiting("w", 4, 100.0)], [l1, l2, h1, h2]))
+    decision = make_policy("tiresias", thresholds=[100.0]).schedule(
+        view(topo, 100.0, [waiting("w", 4, 100.0)], [l1, l2, h1, h2]))
     assert {j: p.gpus for j, p in decision.allocations.items()} == {
         "L1": (0, 1, 2, 3), "w": (4, 5, 6, 7), "H1": (8, 9, 10, 11), "H2": (12, 13, 14, 15)}
 

@@ -31,7 +31,7 @@ TORCHVISION_NUM_PARAMS = {
 }
 
 # bert-large-uncased config (google-research/bert; HuggingFace hub config.json).
-V, H, L, I, P, T = 30522, 1024, 24, 4096, 512, 2
+V, H, L, INTER, P, T = 30522, 1024, 24, 4096, 512, 2
 
 
 def bert_model_params(v, h, layers, inter, pos, types) -> int:
@@ -54,7 +54,7 @@ def test_bert_formula_reproduces_published_bert_model_counts():
     # Independent anchors for the formula: BertModel bert-base-uncased 109482240 and
     # bert-large-uncased 335141888 (HuggingFace BertModel; KerasNLP bert presets' metadata).
     assert bert_model_params(30522, 768, 12, 3072, 512, 2) == 109_482_240
-    assert bert_model_params(V, H, L, I, P, T) == 335_141_888
+    assert bert_model_params(V, H, L, INTER, P, T) == 335_141_888
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_torchvision_totals_match_published_num_params(models, name):
 
 
 def test_bert_large_total_is_bert_for_pretraining(models):
-    expected = bert_model_params(V, H, L, I, P, T) + pretraining_heads(V, H)
+    expected = bert_model_params(V, H, L, INTER, P, T) + pretraining_heads(V, H)
     assert expected == 336_226_108
     assert models["bert_large"].total_bytes == 4 * expected
 

@@ -215,7 +215,8 @@ def test_trace_example_loads(tmp_path):
     jobs = read_jobs_csv(path, load_models())
     assert len(jobs) == len(rows)
     # sorted by (arrival, job_id), as documented
-    assert [j.job_id for j in jobs] == [r["job_id"] for r in sorted(rows, key=lambda r: (float(r["arrival"]), r["job_id"]))]
+    in_order = sorted(rows, key=lambda r: (float(r["arrival"]), r["job_id"]))
+    assert [j.job_id for j in jobs] == [r["job_id"] for r in in_order]
     by_id = {r["job_id"]: r for r in rows}
     for job in jobs:
         assert job.arrival == float(by_id[job.job_id]["arrival"])
@@ -229,7 +230,7 @@ def test_helios_trace_example_loads(tmp_path):
     from datetime import datetime, timezone
 
     from artist.workload import read_helios_csv
-    from artist.workload_spec import jobs_from_spec
+    from artist.workload.spec import jobs_from_spec
 
     path = write_example(tmp_path, "csv helios-trace", "cluster_log.csv")
     rows = list(csv.DictReader(path.read_text().splitlines()))
@@ -252,7 +253,7 @@ def test_helios_trace_example_loads(tmp_path):
 
 
 def test_sweep_spec_example_loads_and_expands(tmp_path):
-    from artist.sweep_spec import load_sweep_spec
+    from artist.sweep.spec import load_sweep_spec
 
     path = sweep_spec_in_repo_layout(tmp_path)
     text = path.read_text()
@@ -309,12 +310,12 @@ def _load_example(kind: str, tmp_path: Path):
         from artist.workload import ModelProfile
 
         ModelProfile.from_yaml(write_example(tmp_path, "yaml model-profile", "model.yaml"))
-        import artist.workload as module
+        import artist.workload.model as module
     else:
-        from artist.sweep_spec import load_sweep_spec
+        from artist.sweep.spec import load_sweep_spec
 
         load_sweep_spec(sweep_spec_in_repo_layout(tmp_path))
-        import artist.sweep_spec as module
+        import artist.sweep.spec as module
     return Path(module.__file__).resolve()
 
 
@@ -412,8 +413,8 @@ def test_units_tables_cover_every_column_the_code_writes(tmp_path):
 
     from artist.latency_table import COLUMNS as LATENCY_COLUMNS
     from artist.metrics import write_tables
-    from artist.sweep import run_sweep
-    from artist.sweep_spec import load_sweep_spec
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
 
     written = write_tables(_tiny_simulation(tmp_path), tmp_path / "sim", formats=("csv",))
     for name in ("jobs", "summary", "utilisation"):

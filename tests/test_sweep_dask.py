@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import generated_spec
 
 distributed = pytest.importorskip("distributed")

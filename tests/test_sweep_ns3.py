@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import write_spec, write_topology
 
 pytestmark = pytest.mark.ns3
@@ -20,10 +21,12 @@ def test_ns3_sweep_in_two_workers_then_all_from_the_cache(tmp_path):
                                       "workloads": ["t.csv"], "comm": "ns3"})
     cache = tmp_path / "cache"
     # -j 2: loky workers, each building its own Ns3Model (and ns-3 worker process).
-    first = run_sweep(load_sweep_spec(spec_path), tmp_path / "one", n_jobs=2, cache_dir=cache, progress=False, plots=False)
+    first = run_sweep(load_sweep_spec(spec_path), tmp_path / "one", n_jobs=2, cache_dir=cache, progress=False,
+                      plots=False)
     assert first.failed == [], first.failed[0][1] if first.failed else ""
     assert first.cache_misses > 0
-    second = run_sweep(load_sweep_spec(spec_path), tmp_path / "two", n_jobs=2, cache_dir=cache, progress=False, plots=False)
+    second = run_sweep(load_sweep_spec(spec_path), tmp_path / "two", n_jobs=2, cache_dir=cache, progress=False,
+                       plots=False)
     assert second.cache_misses == 0 and second.cache_hits > 0
     assert (second.out_dir / "results.csv").read_bytes() == (first.out_dir / "results.csv").read_bytes()
     import pandas as pd

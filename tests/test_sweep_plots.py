@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from artist.errors import InputError
-from artist.plots import facets, plot_sweep, series
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.plots import facets, plot_sweep, series
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import generated_spec
 
 FIGURES = ("makespan", "jct", "comm_latency", "queueing_delay", "jct_cdf")

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import generated_spec
 
 ray = pytest.importorskip("ray")

@@ -16,8 +16,9 @@ import pytest
 
 from artist.policies.fifo import Fifo
 from artist.policies.registry import policy_names, register
-from artist.sweep import load_sweep_spec, run_sweep
-from artist.sweep_store import RUN_FILES, ResultStore
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
+from artist.sweep.store import RUN_FILES, ResultStore
 from artist.workload import load_models
 from conftest import REPO
 from sweep_helpers import generated_spec, tiny_spec
@@ -59,7 +60,8 @@ def test_every_axis_is_a_column_and_rows_follow_the_axes(tmp_path):
     report = sweep(generated_spec(tmp_path), tmp_path / "out", tmp_path / "cache")
     table = pd.read_parquet(report.results_parquet)
     assert len(table) == 2 * 2 * 2  # racks x workloads x seeds
-    for column in ("topology", "racks", "policy", "workload", "seed", "backend", "algorithm", "channels", "calibration"):
+    for column in ("topology", "racks", "policy", "workload", "seed", "backend", "algorithm", "channels",
+                   "calibration"):
         assert column in table.columns
     keys = list(zip(table["racks"], table["workload"].map({w: i for i, w in enumerate(pd.unique(table["workload"]))}),
                     table["seed"]))
@@ -159,7 +161,8 @@ def test_dry_run_lists_runs_and_count_and_runs_nothing(tmp_path):
     spec_path = generated_spec(tmp_path)
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, str(REPO / "run_sweep.py"), str(spec_path), "--dry-run", "--out", str(out)],
-                          capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 8 + 1 and lines[-1].startswith("8 runs (0 done, 8 to run)")

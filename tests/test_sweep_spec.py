@@ -7,7 +7,8 @@ import pytest
 from artist.errors import InputError
 from artist.policies.fifo import Fifo
 from artist.policies.registry import policy_names, register
-from artist.sweep import load_sweep_spec, run_sweep
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import generated_spec, tiny_spec, write_spec, write_topology
 
 
@@ -29,7 +30,8 @@ def test_expansion_is_the_cross_product_of_the_axes(tmp_path):
         "topology": ["a.yaml", "b.yaml"], "racks": [1, 2, 4],
         "policies": ["fifo", {"name": "test-fifo-param", "params": {"patience": 2.0}}],
         "workloads": ["batch:n=5,gpus=1|2", "poisson:n=5,interarrival=60,gpus=1|2"],
-        "seeds": [0, 1, 2], "comm": {"backend": "analytical", "algorithm": ["ring", "hierarchical"], "channels": [1, 2]},
+        "seeds": [0, 1, 2],
+        "comm": {"backend": "analytical", "algorithm": ["ring", "hierarchical"], "channels": [1, 2]},
     }))
     # 2 topologies x 3 rack counts x 2 policies x 2 workloads x 3 seeds x 2 algorithms x 2 channel counts
     assert len(spec.runs) == 2 * 3 * 2 * 2 * 3 * 2 * 2 == 288
@@ -49,8 +51,8 @@ def test_defaults_one_run_per_policy_and_workload(tmp_path):
                                                  "workloads": ["batch:n=4,gpus=1"]}))
     assert len(spec.runs) == 1
     run = spec.runs[0]
-    assert run.axes["racks"] == 3 and run.axes["seed"] == 0 and run.backend == "analytical"
-    assert run.algorithm == "ring" and run.channels == 1 and run.axes["calibration"] == ""
+    assert run.axes["racks"] == 3 and run.axes["seed"] == 0 and run.comm.backend == "analytical"
+    assert run.comm.algorithm == "ring" and run.comm.channels == 1 and run.axes["calibration"] == ""
     assert spec.name == "spec"
 
 
@@ -91,7 +93,7 @@ def test_backend_options_are_checked_and_part_of_the_identity(tmp_path):
     pytest.importorskip("artist.network.ns3")  # imports the Python side only; ns-3 itself is not started
     plain = load_sweep_spec(tiny_spec(tmp_path, comm="ns3")).runs
     tcp = load_sweep_spec(tiny_spec(tmp_path, comm={"backend": "ns3", "options": {"ns3": {"transport": "tcp"}}})).runs
-    assert tcp[0].comm_options == {"transport": "tcp"} and plain[0].comm_options == {}
+    assert tcp[0].comm.options == (("transport", "tcp"),) and plain[0].comm.options == ()
     assert not {r.run_id for r in tcp} & {r.run_id for r in plain}
     with pytest.raises(InputError, match=r"field 'comm.options.ns3'.*pigeon"):
         load_sweep_spec(tiny_spec(tmp_path, comm={"backend": "ns3", "options": {"ns3": {"transport": "pigeon"}}}))
@@ -177,7 +179,8 @@ def test_calibration_profile_fitted_for_other_settings_is_rejected(tmp_path):
     pytest.importorskip("artist.calibration")
     # The profile was fitted for the analytical backend with 8 channels (one ring per NIC).
     path = _h100_profile_spec(tmp_path, comm={"backend": "analytical", "channels": 1})
-    with pytest.raises(InputError, match=r"field 'calibration\[1\]'.*fitted for analytical/ring/8ch, not analytical/ring/1ch"):
+    with pytest.raises(InputError,
+                       match=r"field 'calibration\[1\]'.*fitted for analytical/ring/8ch, not analytical/ring/1ch"):
         load_sweep_spec(path)
 
 
@@ -201,13 +204,13 @@ def test_shipped_sweeps_load_and_expand():
 
     quick = load_sweep_spec(REPO / "sweeps" / "quick.yaml")
     assert len(quick.runs) == 2 * 3  # racks [1, 2] x FIFO, Tiresias, Dally
-    assert {r.backend for r in quick.runs} == {"ns3"}
+    assert {r.comm.backend for r in quick.runs} == {"ns3"}
     assert sorted({r.axes["racks"] for r in quick.runs}) == [1, 2]
     assert {r.policy.name for r in quick.runs} == {"fifo", "tiresias", "dally"}
     # The default sweep runs calibrated (issue 5): the H100 ns-3 profile, with the channel count
     # it was fitted with, on a topology whose links are the calibration topology's.
     assert {r.calibration.label for r in quick.runs} == {"h100-ns3"}
-    assert {(r.calibration.profile.backend["backend"], r.calibration.profile.backend["channels"], r.channels)
+    assert {(r.calibration.profile.backend["backend"], r.calibration.profile.backend["channels"], r.comm.channels)
             for r in quick.runs} == {("ns3", 8, 8)}
     assert {r.topology.gpus_per_machine * r.topology.machines_per_rack * r.axes["racks"]
             for r in quick.runs} == {256, 512}

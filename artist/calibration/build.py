@@ -39,7 +39,8 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
         lp = LogPoints(log)
         for test in log.tests:
             if test.collective != "all_reduce":
-                lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test (only all_reduce is simulated)")
+                lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test "
+                                  f"(only all_reduce is simulated)")
                 continue
             points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from, regimes)
             inside = [p for p in points if p.role != OUTSIDE]
@@ -85,7 +86,7 @@ def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Seq
         fname = Path(lp.log.source).name
         tests = sorted({(p.test_line, p.shape, p.tier, p.ranks) for p in lp.points})
         log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256,
-                            "all_reduce_tests": [_test_entry(lp, l, s, t, r) for l, s, t, r in tests]})
+                            "all_reduce_tests": [_test_entry(lp, line, s, t, r) for line, s, t, r in tests]})
         mine = [p for p in points if p.log == fname]
         log_errors[fname] = {k: _round(v) for k, v in error_summary(mine, min_bytes).items()}
         by_tier = [regime_summary([p for p in mine if p.tier == t], corrections[t], min_bytes)
@@ -95,8 +96,8 @@ def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Seq
         name=name, topology_name=topology.name, link_parameters=topology.link_parameters(), backend=backend_identity,
         corrections=corrections, inherited=inherited, topology_path=topology.path, logs=tuple(log_entries),
         fit={"tiers": tier_stats, "logs": log_errors},
-        notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B inside the fitted range that "
-               f"the fit did not use (sizes alternate between fit and held-out in each log's fitted range)",
+        notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B inside the fitted range "
+               f"that the fit did not use (sizes alternate between fit and held-out in each log's fitted range)",
                _range_note(fit_from, regimes), *(() if command is None else (f"fitted with: {command}",)), *notes))
     return profile, points
 

@@ -96,10 +96,12 @@ def layout_of_test(test: NcclTest, claimed: Sequence[int] | None = None) -> tupl
         claimed = tuple(claimed)
         if layout is not None and sorted(layout) != sorted(claimed):
             raise InputError(test.source, f"line {test.devices_line}",
-                             f"'Using devices' lists GPUs per node {list(layout)}, but the layout given is {list(claimed)}")
+                             f"'Using devices' lists GPUs per node {list(layout)}, but the layout given is "
+                             f"{list(claimed)}")
         layout = layout or claimed
     if layout is None:
-        raise InputError(test.source, where, "the log has no 'Using devices' block; give its layout (e.g. --layout 2x8)")
+        raise InputError(test.source, where,
+                         "the log has no 'Using devices' block; give its layout (e.g. --layout 2x8)")
     implied = test.implied_ranks
     if implied is not None and implied != sum(layout):
         raise InputError(test.source, where,
@@ -170,7 +172,8 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     hops = latency_hops(placement)
     t0 = base_seconds(model, placement)
     shape = "[" + ",".join("[" + ",".join(map(str, r)) + "]" for r in placement.canonical_shape) + "]"
-    rows = sorted((r for r in test.rows if r.size_bytes >= min_bytes and (max_bytes is None or r.size_bytes <= max_bytes)),
+    rows = sorted((r for r in test.rows
+                   if r.size_bytes >= min_bytes and (max_bytes is None or r.size_bytes <= max_bytes)),
                   key=lambda r: r.size_bytes)
     missing = [r.line for r in rows if r.time_us is None or r.time_us <= 0]
     if missing:

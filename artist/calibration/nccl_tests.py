@@ -56,7 +56,8 @@ from artist.errors import InputError, read_input_file
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv",
                "gather", "scatter")
 
-# busbw = algbw x factor(n), from nccl-tests doc/PERFORMANCE.md (see ../shared/nccl-logs/nccl_tests_format_and_busbw.md).
+# busbw = algbw x factor(n), from nccl-tests doc/PERFORMANCE.md
+# (see ../shared/nccl-logs/nccl_tests_format_and_busbw.md).
 BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
@@ -103,7 +104,8 @@ _CONCLUDED = re.compile(r"^Collective test concluded:\s*(\S+)")
 _RANK_LINE = re.compile(
     r"^Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
     r"device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)$")
-_PARAM_PAIRS = re.compile(r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:)\s*(\S+)")
+_PARAM_PAIRS = re.compile(r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:)"
+                          r"\s*(\S+)")
 _AVG_BUSBW = re.compile(r"^Avg bus bandwidth\s*:\s*(\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^Out of bounds values\s*:\s*(\d+)\s*(\S*)")
 _REDUCING = re.compile(r"^Reducing maxBytes to (\d+)")
@@ -313,7 +315,8 @@ class _Parser:
             m = _RANK_LINE.match(body)
             if not m:
                 raise InputError(self.source, f"line {number}", f"malformed 'Using devices' rank line: {body!r}")
-            self.current["devices"].append(Device(int(m["rank"]), m["host"], int(m["device"]), m["name"].strip(), number))
+            self.current["devices"].append(Device(int(m["rank"]), m["host"], int(m["device"]), m["name"].strip(),
+                                                  number))
             return
         self.in_devices = False
         if m := _VERSION.match(body):
@@ -380,7 +383,8 @@ class _Parser:
             c = self.current
             if c is None or not c["columns"]:
                 raise InputError(self.source, f"line {number}",
-                                 "size row before any column header ('size count type redop root time algbw busbw ...')")
+                                 "size row before any column header "
+                                 "('size count type redop root time algbw busbw ...')")
             c["rows"].append(_parse_row(tokens, c["columns"], self.source, number))
             return
         self.ignored.append((number, raw.rstrip()))
@@ -424,7 +428,8 @@ def _check_columns(tokens: list[str], source: str, line: int) -> tuple[str, ...]
     first_time = tokens.index("time")
     for name in tokens[:first_time]:
         if name not in KEY_COLUMNS:
-            raise InputError(source, f"line {line}", f"unknown column {name!r} before 'time' (known: {', '.join(KEY_COLUMNS)})")
+            raise InputError(source, f"line {line}",
+                             f"unknown column {name!r} before 'time' (known: {', '.join(KEY_COLUMNS)})")
     rest = tokens[first_time:]
     groups = 0
     i = 0
@@ -589,7 +594,8 @@ def _refuse_unusable_row(test: NcclTest, row: SizeRow, allow_wrong: bool) -> Iss
     problem = _size_problem(test, row)
     if problem:
         raise InputError(test.source, where, problem)
-    groups = [(label, m) for label, m in (("out-of-place", row.out_of_place), ("in-place", row.in_place)) if m is not None]
+    groups = [(label, m) for label, m in (("out-of-place", row.out_of_place), ("in-place", row.in_place))
+              if m is not None]
     for label, m in groups:
         if m.time_us is not None and m.time_us <= 0:
             raise InputError(test.source, where, f"{label} time is {m.time_us:.2f} us: a measured time must be > 0 "
@@ -602,7 +608,8 @@ def _refuse_unusable_row(test: NcclTest, row: SizeRow, allow_wrong: bool) -> Iss
     counts = ", ".join(f"{label} #wrong = {n}" for label, n in wrong)
     if not allow_wrong:
         raise InputError(test.source, where, f"{counts}: nccl-tests found wrong results, so this run is not a valid "
-                                             f"measurement (artist calibrate --allow-wrong uses such rows, with a warning)")
+                                             f"measurement (artist calibrate --allow-wrong uses such rows, with a "
+                                             f"warning)")
     return Issue(row.line, f"{counts}: nccl-tests found wrong results; used because of --allow-wrong", "wrong")
 
 
@@ -630,7 +637,8 @@ def check_test(test: NcclTest, allow_wrong: bool = False) -> NcclTest:
                 continue
             algbw = row.size_bytes / m.time_us / 1e3  # GB/s with GB = 1e9 B
             if m.algbw_gbs is not None and not _agrees(m.algbw_gbs, algbw):
-                issues.append(Issue(row.line, f"{label} algbw {m.algbw_gbs} GB/s != size/time = {algbw:.2f} GB/s", "row"))
+                issues.append(Issue(row.line, f"{label} algbw {m.algbw_gbs} GB/s != size/time = {algbw:.2f} GB/s",
+                                    "row"))
             if m.busbw_gbs is not None and factor is not None and ranks_for_checks is not None:
                 busbw = algbw * factor(ranks_for_checks)
                 if not _agrees(m.busbw_gbs, busbw):

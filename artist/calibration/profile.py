@@ -1,4 +1,4 @@
-"""Calibration profiles (YAML) and the Calibrated wrapper that applies one to any CommModel.
+"""Calibration profiles (YAML); artist.network.calibrated.Calibrated applies one to any CommModel.
 
 A profile holds, per tier (machine, rack, network), the fitted corrections, one
 per NCCL size regime (correction.SizeRegimes), or says which tier's corrections
@@ -31,12 +31,8 @@ from pathlib import Path
 
 import yaml
 
-from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, base_seconds, latency_hops
-from artist.errors import InputError
-from artist.network.base import CommResult, compute_seconds_on, overlap_with_backward
-from artist.placement import Placement
+from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection
 from artist.topology import Topology
-from artist.workload import ModelProfile
 from artist.yamlio import Fields, load_yaml_mapping
 
 PROFILE_FORMAT = 3
@@ -49,12 +45,12 @@ TIER_NAMES = ("machine", "rack", "network")  # Placement.tier values
 # relative (h100 machine hop latency), 10^6 below the 1e-9 that 9 digits resolve, while a
 # deliberate change of a parameter is far above 1e-9.
 ID_SIGNIFICANT_DIGITS = 9
-CORRECTION_TEXT = ("t' = t0 + (t - t0) / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and hop_latency_s"
-                   " of the tier's size regime containing the all-reduce size S (from_bytes <= S < to_bytes; S below the "
-                   "first regime uses the first, S beyond the last measured size the last); t = the backend's all-reduce "
-                   "time; t0 = the backend's time for the same placement at 1 byte per rank (its fixed start-up part); hops ="
-                   " hops of the placement's tier along one chunk's path: 2(N-1) NVLink hops on one machine, 2(m-1) NIC "
-                   "crossings over m machines (artist.calibration.correction)")
+CORRECTION_TEXT = ("t' = t0 + (t - t0) / bandwidth_factor + hops * hop_latency_s, with the bandwidth_factor and "
+                   "hop_latency_s of the tier's size regime containing the all-reduce size S (from_bytes <= S < "
+                   "to_bytes; S below the first regime uses the first, S beyond the last measured size the last); t = "
+                   "the backend's all-reduce time; t0 = the backend's time for the same placement at 1 byte per rank "
+                   "(its fixed start-up part); hops = hops of the placement's tier along one chunk's path: 2(N-1) "
+                   "NVLink hops on one machine, 2(m-1) NIC crossings over m machines (artist.calibration.correction)")
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,8 @@ class CalibrationProfile:
     def __post_init__(self):
         for tier in TIER_NAMES:
             if tier not in self.corrections and self.inherited.get(tier) not in self.corrections:
-                raise ValueError(f"profile {self.name!r}: tier {tier!r} has neither a fitted correction nor a fitted tier to reuse")
+                raise ValueError(f"profile {self.name!r}: tier {tier!r} has neither a fitted correction nor a fitted "
+                                 f"tier to reuse")
 
     @property
     def id(self) -> str:
@@ -128,7 +125,8 @@ class CalibrationProfile:
     def check_topology(self, topology: Topology) -> None:
         if topology.link_parameters() != self.link_parameters:
             theirs = topology.link_parameters()
-            diff = sorted(k for k in set(theirs) | set(self.link_parameters) if theirs.get(k) != self.link_parameters.get(k))
+            diff = sorted(k for k in set(theirs) | set(self.link_parameters)
+                          if theirs.get(k) != self.link_parameters.get(k))
             raise ValueError(f"calibration profile {self.name!r} was fitted on topology {self.topology_name!r}; "
                              f"topology {topology.name!r} differs in {', '.join(diff)}")
 
@@ -141,7 +139,8 @@ class CalibrationProfile:
                 regime_stats = stats.pop("regimes", [])
                 regimes = self.corrections[t].regimes
                 tiers[t] = {"regimes": [
-                    {"from_bytes": g.from_bytes, "to_bytes": regimes[k + 1].from_bytes if k + 1 < len(regimes) else None,
+                    {"from_bytes": g.from_bytes,
+                     "to_bytes": regimes[k + 1].from_bytes if k + 1 < len(regimes) else None,
                      **_correction_dict(g.correction), **(regime_stats[k] if k < len(regime_stats) else {})}
                     for k, g in enumerate(regimes)], **stats}
             else:
@@ -155,13 +154,14 @@ class CalibrationProfile:
                          "link_parameters": dict(self.link_parameters)},
             "backend": dict(self.backend),
             "tiers": tiers,
-            "logs": [dict(l) for l in self.logs],
+            "logs": [dict(log) for log in self.logs],
             "errors": self.fit.get("logs", {}),
             "notes": list(self.notes),
         }
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
+        return yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=False, width=120,
+                              allow_unicode=True)
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -174,14 +174,15 @@ class CalibrationProfile:
     def load(cls, path: str | Path) -> "CalibrationProfile":
         path = Path(path)
         f = Fields(load_yaml_mapping(path), str(path))
-        f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors", "notes"})
+        f.unknown_keys({"profile_format", "name", "id", "correction", "topology", "backend", "tiers", "logs", "errors",
+                        "notes"})
         fmt = f.integer("profile_format")
         if fmt in WHOLE_TIME_FORMATS:
-            raise f.error("profile_format", f"profile format {fmt} is no longer read: its bandwidth_factor divided the "
-                                            f"backend's whole time (t / bandwidth_factor), while format {PROFILE_FORMAT} "
-                                            f"divides only the size-dependent part (t0 + (t - t0) / bandwidth_factor); "
-                                            f"the fitted numbers do not carry over: re-fit with `artist calibrate` "
-                                            f"(the command is in the profile's notes)")
+            raise f.error("profile_format", f"profile format {fmt} is no longer read: its bandwidth_factor divided "
+                                            f"the backend's whole time (t / bandwidth_factor), while format "
+                                            f"{PROFILE_FORMAT} divides only the size-dependent part (t0 + (t - t0) / "
+                                            f"bandwidth_factor); the fitted numbers do not carry over: re-fit with "
+                                            f"`artist calibrate` (the command is in the profile's notes)")
         if fmt not in READABLE_FORMATS:
             raise f.error("profile_format", f"unsupported profile format {fmt} (this version reads "
                                             f"{', '.join(map(str, READABLE_FORMATS))}); re-fit with `artist calibrate`")
@@ -210,7 +211,7 @@ class CalibrationProfile:
             corrections[t], regime_stats = _read_regimes(tf)
             stats[t] = {**{k: v for k, v in tf.data.items() if k != "regimes"}, "regimes": regime_stats}
         logs = f.raw("logs", [])
-        if not isinstance(logs, list) or not all(isinstance(l, dict) for l in logs):
+        if not isinstance(logs, list) or not all(isinstance(log, dict) for log in logs):
             raise f.error("logs", "expected a list of mappings")
         notes = f.raw("notes", [])
         profile = cls(
@@ -241,11 +242,13 @@ def _read_regimes(tf: Fields) -> tuple[SizeRegimes, list[dict]]:
         rf = Fields(item, tf.source, f"{tf.prefix}regimes[{k}].")
         start = rf.integer("from_bytes", minimum=0)
         if regimes and start <= regimes[-1].from_bytes:
-            raise rf.error("from_bytes", f"regimes must start at increasing sizes ({start} after {regimes[-1].from_bytes})")
+            raise rf.error("from_bytes",
+                           f"regimes must start at increasing sizes ({start} after {regimes[-1].from_bytes})")
         end = rf.raw("to_bytes", None)
         wanted = items[k + 1].get("from_bytes") if k + 1 < len(items) and isinstance(items[k + 1], dict) else None
         if end != wanted:
-            raise rf.error("to_bytes", f"must be the next regime's from_bytes ({wanted}; null for the last regime), got {end!r}")
+            raise rf.error("to_bytes",
+                           f"must be the next regime's from_bytes ({wanted}; null for the last regime), got {end!r}")
         regimes.append(SizeRegime(start, _read_correction(rf)))
         stats.append({key: v for key, v in rf.data.items() if key not in REGIME_KEYS})
     return SizeRegimes(tuple(regimes)), stats
@@ -288,71 +291,3 @@ def backend_settings(identity: dict) -> str:
 
 def load_profile(path: str | Path) -> CalibrationProfile:
     return CalibrationProfile.load(path)
-
-
-def _identity_matches(wanted: dict, identity: dict) -> bool:
-    """The profile's backend identity is found in the model's identity, at the top level or in a
-    wrapper's 'inner' identity (e.g. a cache around the backend)."""
-    if all(identity.get(k) == v for k, v in wanted.items()):
-        return True
-    inner = identity.get("inner")
-    return isinstance(inner, dict) and _identity_matches(wanted, inner)
-
-
-class Calibrated:
-    """A CommModel whose all-reduce times are corrected by a calibration profile.
-
-    Works on any CommModel with collective_seconds(placement, nbytes): it reads the
-    inner result's per-bucket all-reduce times, corrects each with the correction
-    of the tier the placement spans (t0 from the inner model at 1 byte per rank,
-    once per canonical shape), and recomputes the exposed time with the same
-    overlap rule as the backends."""
-
-    def __init__(self, inner, profile: CalibrationProfile):
-        identity = inner.identity()
-        if not _identity_matches(profile.backend, identity):
-            raise ValueError(f"calibration profile {profile.name!r} was fitted for backend {profile.backend}, "
-                             f"but the model is {identity}; fit a profile with these settings (artist calibrate)")
-        if not callable(getattr(inner, "collective_seconds", None)):
-            raise ValueError(f"backend {getattr(inner, 'name', inner)!r} has no collective_seconds(placement, nbytes): "
-                             f"calibration needs it for the backend's own fixed time t0 (correction.base_seconds)")
-        self.inner = inner
-        self.profile = profile
-        self.name = f"{inner.name}+calibrated"
-        self._base: dict = {}  # canonical shape -> t0 (the topology's link parameters are the profile's)
-
-    def identity(self) -> dict:
-        return {"calibrated": True, "calibration_profile": self.profile.id, "inner": self.inner.identity()}
-
-    def _correct(self, placement: Placement, seconds: list[float], sizes: list[int]) -> tuple[list[float], str]:
-        self.profile.check_topology(placement.topology)
-        tier = placement.tier
-        regimes = self.profile.correction(tier)
-        hops = latency_hops(placement)
-        t0 = self._base_seconds(placement) if any(seconds) else 0.0  # nothing to correct: no probe
-        return [regimes.apply(s, hops, n, t0) for s, n in zip(seconds, sizes)], tier
-
-    def _base_seconds(self, placement: Placement) -> float:
-        """t0 of the correction, once per canonical shape: by the topology's symmetry every
-        placement of a shape has the same backend times (the backends' own memo key)."""
-        key = placement.canonical_shape
-        if key not in self._base:
-            self._base[key] = base_seconds(self.inner, placement)
-        return self._base[key]
-
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        if placement.size < 2:
-            return float(self.inner.collective_seconds(placement, nbytes))
-        return self._correct(placement, [float(self.inner.collective_seconds(placement, nbytes))], [int(nbytes)])[0][0]
-
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
-        result = self.inner.iteration_comm_time(model, placement)
-        if len(result.bucket_seconds) != len(model.buckets):
-            raise ValueError(f"backend {self.inner.name!r} returned {len(result.bucket_seconds)} bucket times for "
-                             f"{len(model.buckets)} buckets; calibration needs the per-bucket all-reduce times")
-        # Each bucket is corrected by the regime of its own size: NCCL picks algorithm and protocol per call.
-        buckets, tier = self._correct(placement, list(result.bucket_seconds), [b for b, _ in model.buckets])
-        exposed = overlap_with_backward(buckets, [r for _, r in model.buckets], compute_seconds_on(model, placement))
-        return result.replace(exposed_seconds=exposed, collective_seconds=float(sum(buckets)),
-                              bucket_seconds=tuple(buckets), calibrated=True,
-                              details={**result.details, "calibration_profile": self.profile.id, "calibration_tier": tier})

@@ -26,7 +26,8 @@ def _size(n: int) -> str:
 
 def points_table(points: Sequence[Point]) -> str:
     """Per log, per size: measured, simulated before and after calibration, relative errors."""
-    header = f"{'log':<40} {'size':>9} {'set':<8} {'measured us':>12} {'before us':>12} {'err':>8} {'after us':>12} {'err':>8}"
+    header = (f"{'log':<40} {'size':>9} {'set':<8} {'measured us':>12} {'before us':>12} {'err':>8} {'after us':>12} "
+              f"{'err':>8}")
     lines = [header, "-" * len(header)]
     for p in points:
         after = "-" if p.corrected_s is None else f"{p.corrected_s * 1e6:12.1f}"
@@ -55,13 +56,16 @@ def summary_table(points: Sequence[Point], min_bytes: int = MIB) -> str:
     """Per log: median |relative error| before and after, on held-out sizes >= min_bytes and on all sizes."""
     header = (f"{'log':<40} {'tier':<8} {'shape':<10} {'fitted range':<19} {'held-out':>8} {'before':>8} {'after':>8} "
               f"{'all':>5} {'before':>8} {'after':>8} {'outside':>7} {'after':>8}")
-    lines = [f"median |relative error| (held-out: sizes >= {_size(min_bytes)} in the fitted range, not used by the fit; "
-             f"outside: simulated sizes below the fitted range)", header, "-" * len(header)]
+    lines = [f"median |relative error| (held-out: sizes >= {_size(min_bytes)} in the fitted range, not used by the "
+             f"fit; outside: simulated sizes below the fitted range)", header, "-" * len(header)]
     for r in summary_rows(points, min_bytes):
-        rng = "-" if r["fit_range_bytes"] is None else f"{_size(r['fit_range_bytes'][0])}-{_size(r['fit_range_bytes'][1])}"
+        fitted = r["fit_range_bytes"]
+        rng = "-" if fitted is None else f"{_size(fitted[0])}-{_size(fitted[1])}"
         lines.append(f"{r['log'][:40]:<40} {r['tier']:<8} {r['shape']:<10} {rng:<19} {r['held_out_points']:>8} "
-                     f"{_abs_pct(r['held_out_median_error_before']):>8} {_abs_pct(r['held_out_median_error_after']):>8} "
-                     f"{r['points']:>5} {_abs_pct(r['all_median_error_before']):>8} {_abs_pct(r['all_median_error_after']):>8} "
+                     f"{_abs_pct(r['held_out_median_error_before']):>8} "
+                     f"{_abs_pct(r['held_out_median_error_after']):>8} "
+                     f"{r['points']:>5} {_abs_pct(r['all_median_error_before']):>8} "
+                     f"{_abs_pct(r['all_median_error_after']):>8} "
                      f"{r['outside_points']:>7} {_abs_pct(r['outside_median_error_after']):>8}")
         lines.extend(_regime_lines([p for p in points if p.log == r["log"]], min_bytes))
     return "\n".join(lines)
@@ -78,7 +82,8 @@ def _regime_lines(points: Sequence[Point], min_bytes: int) -> list[str]:
         held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
         rng = f"{_size(min(p.size_bytes for p in mine))}-{_size(max(p.size_bytes for p in mine))}"
         out.append(f"{'  regime':<40} {'':<8} {'':<10} {rng:<19} {len(held):>8} "
-                   f"{_abs_pct(median_abs(p.error_before for p in held)):>8} {_abs_pct(median_abs(p.error_after for p in held)):>8}")
+                   f"{_abs_pct(median_abs(p.error_before for p in held)):>8} "
+                   f"{_abs_pct(median_abs(p.error_after for p in held)):>8}")
     return out
 
 
@@ -99,12 +104,14 @@ def plot_busbw(points: Sequence[Point], path: str | Path) -> Path:
         mine = sorted((p for p in points if p.log == log), key=lambda p: p.size_bytes)
         sizes = [p.size_bytes for p in mine]
         ax.plot(sizes, [busbw_gbs(p, p.measured_s) for p in mine], "ko-", label="measured (nccl-tests)")
-        ax.plot(sizes, [busbw_gbs(p, p.simulated_s) for p in mine], "s--", color="tab:red", label="simulated, uncalibrated")
+        ax.plot(sizes, [busbw_gbs(p, p.simulated_s) for p in mine], "s--", color="tab:red",
+                label="simulated, uncalibrated")
         if all(p.corrected_s is not None for p in mine):
-            ax.plot(sizes, [busbw_gbs(p, p.corrected_s) for p in mine], "^-", color="tab:blue", label="simulated, calibrated")
+            ax.plot(sizes, [busbw_gbs(p, p.corrected_s) for p in mine], "^-", color="tab:blue",
+                    label="simulated, calibrated")
         held = [p for p in mine if p.role == "held-out"]
-        ax.plot([p.size_bytes for p in held], [busbw_gbs(p, p.measured_s) for p in held], "o", mfc="none", mec="tab:green",
-                ms=10, label="held out of the fit")
+        ax.plot([p.size_bytes for p in held], [busbw_gbs(p, p.measured_s) for p in held], "o", mfc="none",
+                mec="tab:green", ms=10, label="held out of the fit")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("size (bytes)")
         ax.set_ylabel("all_reduce busbw (GB/s)")

@@ -13,7 +13,7 @@ from artist.errors import InputError
 from artist.limits import MAX_CHANNELS, MAX_GPUS
 from artist.network.cache import CACHE_FILE_NAME
 from artist.network.collectives import ALGORITHMS
-from artist.network.factory import BACKENDS
+from artist.network.stack import BACKENDS
 
 
 CACHE_DIR_HELP = (f"directory holding {CACHE_FILE_NAME} (default: $ARTIST_CACHE_DIR, else $XDG_CACHE_HOME/artist, "
@@ -63,7 +63,7 @@ def calibration_path(text: str | None) -> str | None:
     return str(shipped.resolve(text, shipped.PROFILES_DIR, "--calibration", "calibration profile"))
 
 
-def check_calibration(path: str | None, topology, backend_spec) -> None:
+def check_calibration(path: str | None, topology, spec) -> None:
     """The profile must have been fitted on this topology's links and for this backend setting:
     one line naming the profile and what differs, before any work."""
     if path is None:
@@ -75,8 +75,7 @@ def check_calibration(path: str | None, topology, backend_spec) -> None:
         profile.check_topology(topology)
     except ValueError as exc:
         raise InputError(path, "field 'topology'", str(exc)) from None
-    wanted = backend_settings({"backend": backend_spec.backend, "algorithm": backend_spec.algorithm,
-                               "channels": backend_spec.channels})
+    wanted = backend_settings({"backend": spec.backend, "algorithm": spec.algorithm, "channels": spec.channels})
     if backend_settings(profile.backend) != wanted:
         raise InputError(path, "field 'backend'", f"fitted for {backend_settings(profile.backend)}, not {wanted}; "
                                                   f"pass the matching --backend/--algorithm/--channels or another "
@@ -84,7 +83,7 @@ def check_calibration(path: str | None, topology, backend_spec) -> None:
 
 
 def build_stack(spec, topology):
-    """The command's network stack (Calibrated(Cached(backend))), its calibration checked first;
+    """The command's network stack, CommSpec.build (Calibrated(Cached(backend))), its calibration checked first;
     a profile the backend still refuses (an identity differing beyond the settings) is one line."""
     check_calibration(spec.calibration, topology, spec)
     try:

@@ -11,7 +11,7 @@ from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
 from artist.network.collectives import ALGORITHMS
-from artist.network.factory import BACKENDS, make_comm_model
+from artist.network.stack import BACKENDS, CommSpec
 from artist.topology import load_topology
 
 
@@ -29,14 +29,16 @@ def add_parser(sub) -> None:
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")
     p.add_argument("--out", default=None, help="profile YAML to write (e.g. calibration/profiles/NAME.yaml)")
     p.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
-    p.add_argument("--check", default=None, metavar="PROFILE", help="evaluate this profile on --logs instead of fitting")
+    p.add_argument("--check", default=None, metavar="PROFILE",
+                   help="evaluate this profile on --logs instead of fitting")
     p.add_argument("--layout", default=None,
                    help="GPUs per node for logs without a 'Using devices' block: NODESxGPUS (2x8) or 8,8; "
                         "checked against the logs that have one")
     # The backends model NCCL's Ring/Simple protocol, which NCCL uses for MiB-sized messages such as
     # gradient buckets; below ~1 MiB it switches to the LL/LL128 protocols and tree algorithms.
     p.add_argument("--min-bytes", type=integer(0), default=1 << 20,
-                   help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not model)")
+                   help="ignore sizes below this (default 1 MiB: smaller sizes run protocols the backends do not "
+                        "model)")
     p.add_argument("--max-bytes", type=integer(0), default=None,
                    help="ignore sizes above this (e.g. to bound ns-3 run time); >= --min-bytes")
     p.add_argument("--fit-from", default="all", metavar="all|BYTES",
@@ -47,7 +49,8 @@ def add_parser(sub) -> None:
                         "switching algorithm/protocol/channels (artist.calibration.regimes); single: one correction "
                         "per tier over every fitted size")
     p.add_argument("--note", action="append", default=[],
-                   help="free text stored in the profile's notes (e.g. what the logs' network is and the backends are not)")
+                   help="free text stored in the profile's notes (e.g. what the logs' network is and the backends "
+                        "are not)")
     p.add_argument("--allow-wrong", action="store_true",
                    help="use rows whose '#wrong' is > 0 (nccl-tests found wrong results), with a warning per row; "
                         "without it such a log is refused")
@@ -61,17 +64,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _model(backend: str, topology, algorithm: str, channels: int, cache_path: str | None = None):
-    """The backend, inside the latency cache at cache_path (None: no cache)."""
+def _model(spec: CommSpec, topology):
+    """The backend, inside the latency cache at spec.cache (None: no cache), never calibrated:
+    fits and checks correct its raw answers themselves. A cache changes no answer (same identity)."""
     try:
-        model = make_comm_model(backend, topology, algorithm=algorithm, channels=channels)
+        return spec.build(topology)
     except ImportError as exc:
-        raise SystemExit(f"artist calibrate: backend {backend!r} is not available: {exc}") from None
-    if cache_path is None:
-        return model
-    from artist.network.cache import Cached
-
-    return Cached(model, cache_path)  # same identity as the backend: a cache changes no answer
+        raise SystemExit(f"artist calibrate: backend {spec.backend!r} is not available: {exc}") from None
 
 
 def _simulate(model, cache_path: str | None, *args, **kwargs):
@@ -158,7 +157,8 @@ def run(args) -> int:
 def _run(args, models: list) -> int:
     from artist.calibration.build import check_points, fit_profile
     from artist.calibration.fit import parse_layout
-    from artist.calibration.profile import Calibrated, load_profile
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
     from artist.calibration.report import plot_busbw, points_table, summary_table
 
     try:
@@ -181,7 +181,8 @@ def _run(args, models: list) -> int:
         topology = load_topology(topo_path)
         profile.check_topology(topology)
         b = profile.backend
-        model = _model(b["backend"], topology, b.get("algorithm", "ring"), b.get("channels", 1), cache_path)
+        model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1), cache=cache_path),
+                       topology)
         models.append(model)
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
         logs = _simulate(model, cache_path, topology, args.logs, **options)
@@ -193,7 +194,7 @@ def _run(args, models: list) -> int:
         if not args.topology:
             raise SystemExit("artist calibrate: --topology is required when fitting")
         topology = load_topology(args.topology)
-        model = _model(args.backend, topology, args.algorithm, args.channels, cache_path)
+        model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
         models.append(model)
         logs = _simulate(model, cache_path, topology, args.logs, **options)
         name = args.name or Path(args.out).stem

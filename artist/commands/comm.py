@@ -8,7 +8,7 @@ from artist.commands._common import (add_network_arguments, add_topology_argumen
                                      calibration_path, load_topology_from)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError
-from artist.latency_table import BackendSpec
+from artist.network.stack import CommSpec
 from artist.placement import parse_shape, placement_from_shape, shape_to_text
 from artist.workload import ModelProfile, load_models
 
@@ -53,8 +53,8 @@ def run(args) -> int:
     options = ()
     if args.backend == "ns3":
         options = (("accelerate", args.accelerate), ("transport", args.transport))
-    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path_from_args(args),
-                       calibration_path(args.calibration), options).resolved()
+    spec = CommSpec(args.backend, args.algorithm, args.channels, options, calibration_path(args.calibration),
+                    cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
     result = comm.iteration_comm_time(model, placement)  # an Ns3SimulationError is one line (artist.cli)
     print(f"model {model.name} on {shape_to_text(placement.canonical_shape)} ({placement.size} GPUs, "
@@ -65,5 +65,5 @@ def run(args) -> int:
     print(f"exposed seconds      {result.exposed_seconds:.9f}")
     print(f"packets simulated    {result.packets}")
     print(f"wall seconds         {result.wall_seconds:.3f}")
-    print(f"answered from cache  {'yes' if result.cache_hit else 'no' if spec.cache_path else 'cache off'}")
+    print(f"answered from cache  {'yes' if result.cache_hit else 'no' if spec.cache else 'cache off'}")
     return 0

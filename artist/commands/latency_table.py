@@ -11,8 +11,8 @@ from artist.commands._common import (add_network_arguments, add_topology_argumen
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_WORKERS
-from artist.latency_table import (BackendSpec, STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv,
-                                  table_to_csv)
+from artist.network.stack import CommSpec
+from artist.latency_table import STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv, table_to_csv
 from artist.placement import parse_shape
 from artist.workload import load_models
 
@@ -34,7 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--jobs", type=integer(1, MAX_WORKERS, allow=(-1,)), default=1,
                    help="parallel workers (joblib; -1: all cores)")
     p.add_argument("--out", default=None, help="write the table here (default: standard output unless --check)")
-    p.add_argument("--check", default=None, metavar="GOLDEN_CSV", help="compare with a golden table; exit 1 on any difference")
+    p.add_argument("--check", default=None, metavar="GOLDEN_CSV",
+                   help="compare with a golden table; exit 1 on any difference")
     p.add_argument("--rtol", type=number(0.0), default=0.02, help="relative tolerance of --check (default 0.02)")
     p.add_argument("--atol", type=number(0.0), default=0.0, help="absolute tolerance of --check, in each column's unit")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
@@ -75,7 +76,8 @@ def run(args) -> int:
     if out is not None:
         writable_dir(out.parent if str(out.parent) else ".", "--out")
     cache_path = cache_path_from_args(args)
-    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path, calibration_path(args.calibration))
+    spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
+                    cache=cache_path)
     check_calibration(spec.calibration, topology, spec)
     if spec.calibration:
         from artist.calibration import load_profile
@@ -90,7 +92,8 @@ def run(args) -> int:
     try:
         run_ = build_latency_table(topology, models, shapes, spec, n_jobs=args.jobs, progress=progress_enabled(args))
     except KeyboardInterrupt:
-        where = "cache off: nothing kept" if cache_path is None else f"rows computed so far are in the cache {cache_path}"
+        where = ("cache off: nothing kept" if cache_path is None
+                 else f"rows computed so far are in the cache {cache_path}")
         raise Interrupted(f"no table written; {where}; run the same command again to continue") from None
 
     text = table_to_csv(run_.table)

@@ -33,7 +33,7 @@ def _rows(what: str) -> list[str]:
                         f"({t.gpus} GPUs; {', '.join(dict.fromkeys(t.rack_gpu_types))})")
         return rows
     if what == "backends":
-        from artist.network.factory import BACKENDS
+        from artist.network.stack import BACKENDS
 
         return list(BACKENDS)
     from artist.calibration.profile import load_profile

@@ -12,7 +12,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from artist.plots import plot_sweep  # matplotlib: only when plotting
+    from artist.sweep.plots import plot_sweep  # matplotlib: only when plotting
 
     written = plot_sweep(args.results_dir)
     print(f"plots: {written[0].parent}/")

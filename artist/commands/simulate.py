@@ -13,13 +13,13 @@ from artist.commands._common import (add_network_arguments, add_topology_argumen
                                      calibration_path, load_topology_from, progress_enabled, writable_dir)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
-from artist.latency_table import BackendSpec
 from artist.limits import MAX_ARRIVAL_S, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.metrics import summary, write_tables
+from artist.network.stack import CommSpec, cached_layer
 from artist.policies.registry import make_policy_checked, policy_names
 from artist.simulator import SimulatorConfig, simulate
 from artist.workload import load_models
-from artist.workload_spec import job_too_large, jobs_from_spec
+from artist.workload.spec import job_too_large, jobs_from_spec
 
 
 def add_parser(sub) -> None:
@@ -61,22 +61,23 @@ def parse_params(items: list[str]) -> dict:
     return params
 
 
-def _cache_line(comm, spec: BackendSpec) -> str:
-    if spec.cache_path is None:
+def _cache_line(comm, spec: CommSpec) -> str:
+    cached = cached_layer(comm)
+    if cached is None:
         return "cache: off"
-    cached = comm.inner if spec.calibration is not None else comm
     cached.flush()  # counters into the store now, not only at exit
     s = cached.session
-    return f"cache: {s.hits} hits, {s.misses} simulations (cache {spec.cache_path})"
+    return f"cache: {s.hits} hits, {s.misses} simulations (cache {spec.cache})"
 
 
 def run(args) -> int:
     if args.policy not in policy_names():
-        raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")
+        raise InputError("command line", "--policy",
+                         f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)
-    jobs = jobs_from_spec(args.workload, models, args.seed)
+    jobs = jobs_from_spec(args.workload, models, args.seed, topology.gpus)
     if not jobs:
         raise InputError(args.workload, None, "no jobs")
     biggest = job_too_large(jobs, topology.gpus)
@@ -85,8 +86,8 @@ def run(args) -> int:
                                                                  f"with {topology.racks} rack(s) has {topology.gpus}")
     topology.check_reference_gpu({models[j.model].reference_gpu for j in jobs})
     out = writable_dir(args.out) if args.out else None
-    spec = BackendSpec(args.backend, args.algorithm, args.channels, cache_path_from_args(args),
-                       calibration_path(args.calibration)).resolved()
+    spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
+                    cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds)
     if args.backend == "ns3":
@@ -106,7 +107,7 @@ def run(args) -> int:
     try:
         result = simulate(topology, jobs, models, policy, comm, config, on_finish)
     except KeyboardInterrupt:
-        saved = "" if spec.cache_path is None else f"; the network answers computed so far are in {spec.cache_path}"
+        saved = "" if spec.cache is None else f"; the network answers computed so far are in {spec.cache}"
         raise Interrupted(f"no tables written{saved}: run the same command again (cached answers are reused)") from None
     finally:
         bar.close()

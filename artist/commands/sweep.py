@@ -10,9 +10,10 @@ from artist.commands._args import integer
 from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_dir
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
-from artist.network.factory import BACKENDS
-from artist.sweep import EXECUTORS, default_out_dir, describe_runs, load_sweep_spec, run_sweep
-from artist.sweep_store import ResultStore
+from artist.network.stack import BACKENDS
+from artist.sweep.run import EXECUTORS, default_out_dir, describe_runs, run_sweep
+from artist.sweep.spec import load_sweep_spec
+from artist.sweep.store import ResultStore
 
 
 def add_parser(sub) -> None:
@@ -78,8 +79,8 @@ def run(args) -> int:
                           f"again to resume (finished runs are skipped)") from None
     rate = report.cache_hit_rate
     lookups = report.cache_hits + report.cache_misses
-    print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run now, "
-          f"{len(report.failed)} failed) in {report.wall_seconds:.1f} s")
+    print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run "
+          f"now, {len(report.failed)} failed) in {report.wall_seconds:.1f} s")
     if not args.no_cache:
         print(f"latency look-ups: {lookups}, cache hit rate "
               f"{'n/a' if rate is None else f'{100 * rate:.1f}%'}, {report.cache_misses} simulated")

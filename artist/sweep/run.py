@@ -1,6 +1,6 @@
 """Sweeps: a spec's runs, executed in parallel, stored as they finish, tabulated and plotted.
 
-    spec = load_sweep_spec("sweeps/quick.yaml")      # checks everything, expands the runs (sweep_spec.py)
+    spec = load_sweep_spec("sweeps/quick.yaml")      # checks everything, expands the runs (spec.py)
     report = run_sweep(spec, "results/quick", n_jobs=-1)
 
 Execution over the runs that are not done yet:
@@ -10,7 +10,7 @@ Execution over the runs that are not done yet:
 - ``backend="ray"``: an existing Ray cluster (``address``, e.g. ``HEAD:6379``, ``ray://head:10001``
   or ``auto``), one Ray task per run; needs ``pip install 'ray[default]'`` everywhere.
 Workers need ArtISt (and ns-3 for ns3 runs) installed, nothing else: they get
-every input loaded and return tables, which the driver writes (sweep_store.py).
+every input loaded and return tables, which the driver writes (store.py).
 Each worker process builds its own CommModel once and shares the latency cache
 of its machine ($ARTIST_CACHE_DIR; on a cluster each machine keeps its own, on
 a local disk: SQLite's WAL does not work over NFS).
@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from artist.errors import InputError
-from artist.sweep_spec import Run, SweepSpec, load_sweep_spec  # noqa: F401  (re-exported)
-from artist.sweep_store import ResultStore
+from artist.sweep.runs import Run
+from artist.sweep.spec import SweepSpec
+from artist.sweep.store import ResultStore
 
 EXECUTORS = ("local", "dask", "ray")
 
@@ -92,7 +93,7 @@ def _cache_path(use_cache: bool, cache_dir: str | Path | None, executor: str) ->
 def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, address: str | None,
               cache_path: str | None, use_cache: bool):
     """Each run's RunOutcome, yielded as it finishes (so it is stored at once)."""
-    from artist.sweep_worker import execute
+    from artist.sweep.worker import execute
 
     if executor == "local":
         if n_jobs == 1 or len(todo) <= 1:
@@ -134,7 +135,7 @@ def _dask_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: s
     except ImportError:
         raise InputError("command line", "--executor dask",
                          "dask.distributed is not installed: pip install 'dask[distributed]'") from None
-    from artist.sweep_worker import execute
+    from artist.sweep.worker import execute
 
     def wait_one(futures):
         done = wait(futures, return_when="FIRST_COMPLETED").done
@@ -153,7 +154,7 @@ def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: st
         import ray
     except ImportError:
         raise InputError("command line", "--executor ray", "ray is not installed: pip install 'ray[default]'") from None
-    from artist.sweep_worker import execute
+    from artist.sweep.worker import execute
 
     def wait_one(refs):
         (done,), running = ray.wait(refs, num_returns=1)
@@ -219,7 +220,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
         if not report.failed:
             report.results_csv, report.results_parquet = store.write_results(spec.runs)
             if plots:
-                from artist.plots import plot_sweep
+                from artist.sweep.plots import plot_sweep
 
                 report.plots = plot_sweep(store.out)
         report.wall_seconds = time.perf_counter() - started

@@ -1,20 +1,4 @@
-"""Persistent latency cache: ``Cached(inner, store)`` wraps any CommModel.
-
-A packet-accurate answer can take tens of seconds and a sweep asks for the
-same placement shapes thousands of times, so every answer is kept in one SQLite
-file and reused across runs and processes.
-
-Key. sha256 of a canonical JSON (sorted keys, no whitespace) of:
-  - the placement's canonical shape (which racks/machines/GPUs were picked
-    does not matter, see placement.py) and its GPU types with counts and
-    relative speeds (they set the compute time and so the exposed time);
-  - ``model.comm_signature()`` (buckets, ready times, compute seconds);
-  - the topology's link parameters of the tiers the placement touches (machine
-    always; rack when it leaves a machine; spine and oversubscription when it
-    leaves a rack) plus GPUs per machine and machines per rack;
-  - ``inner.identity()``: backend name and version, algorithm, channels,
-    latency and transport parameters, calibration profile id.
-JSON and sha256 do not depend on PYTHONHASHSEED or the process.
+"""The SQLite file behind ``Cached``: answers, in-flight claims, counters, and the file's checks.
 
 Store. One SQLite file in WAL mode under ``$ARTIST_CACHE_DIR`` (else
 ``$XDG_CACHE_HOME/artist``, else ``~/.cache/artist``), readable with any SQLite
@@ -37,10 +21,6 @@ an owner stuck forever). We do not use a heartbeat thread: a backend that runs
 C++ in-process through cppyy holds the GIL while it runs, so a Python heartbeat
 would stop beating during exactly the long simulations it is meant to cover,
 while the owner's liveness can be read from outside at any time.
-
-Questions cached: a model's iteration (``iteration_comm_time``) and, for
-backends that offer it, one all-reduce of a payload (``collective_seconds``,
-asked by calibration fits); the key's "model" part tells them apart.
 
 Damage. A file that SQLite cannot read as the cache (not a database, a damaged
 page, another schema version, tables lacking columns) raises ``CacheUnusable``,
@@ -72,18 +52,16 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from hashlib import sha256
 from pathlib import Path
 from urllib.parse import quote
 
 from artist.errors import InputError
+from artist.jsonkey import canonical_json
 from artist.network.base import CommResult
-from artist.placement import MACHINE, NETWORK, RACK, Placement, shape_to_text
-from artist.workload import ModelProfile
+from artist.placement import Placement, shape_to_text
 
 CACHE_FILE_NAME = "latency-cache.sqlite"
-# Bump KEY_VERSION when the meaning of the key material changes, SCHEMA_VERSION when the tables do.
-KEY_VERSION = 1
+# Bump SCHEMA_VERSION when the tables change (KEY_VERSION, in key.py, when the key material does).
 SCHEMA_VERSION = 1
 
 DEFAULT_BUSY_TIMEOUT_S = 60.0
@@ -133,7 +111,8 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value REAL NOT NULL)
 """
 
 
-# --------------------------------------------------------------------------- key
+
+# --------------------------------------------------------------------------- where
 
 
 def default_cache_dir() -> Path:
@@ -146,61 +125,6 @@ def default_cache_dir() -> Path:
 
 def default_cache_path() -> Path:
     return default_cache_dir() / CACHE_FILE_NAME
-
-
-def _jsonable(value):
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return value.item()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
-def canonical_json(value) -> str:
-    """Sorted keys, no whitespace, NaN refused: the same value gives the same text in any process."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_jsonable)
-
-
-def touched_link_parameters(placement: Placement) -> dict:
-    """The topology's link parameters of the tiers this placement's traffic can cross."""
-    tiers = {MACHINE: ("machine.",), RACK: ("machine.", "rack."), NETWORK: ("machine.", "rack.", "spine.")}
-    prefixes = tiers[placement.tier]
-    params = placement.topology.link_parameters()
-    out = {k: v for k, v in params.items() if k.startswith(prefixes)}
-    out["gpus_per_machine"] = params["gpus_per_machine"]
-    out["machines_per_rack"] = params["machines_per_rack"]
-    if placement.tier == NETWORK:
-        out["oversubscription"] = params["oversubscription"]
-    return out
-
-
-def key_material_parts(inner, placement: Placement) -> dict:
-    topology = placement.topology
-    return {
-        "key_version": KEY_VERSION,
-        "shape": [list(rack) for rack in placement.canonical_shape],
-        "gpu_types": [[name, count, topology.gpu_type(name).relative_speed]
-                      for name, count in placement.gpu_type_counts],
-        "links": touched_link_parameters(placement),
-        "backend": inner.identity(),
-    }
-
-
-def key_material(inner, model: ModelProfile, placement: Placement) -> dict:
-    material = key_material_parts(inner, placement)
-    material["model"] = model.comm_signature()
-    return material
-
-
-def collective_key_material(inner, placement: Placement, nbytes: int) -> dict:
-    """Key material of one all-reduce of nbytes (calibration fits ask this, not a model's iteration)."""
-    material = key_material_parts(inner, placement)
-    material["model"] = f"allreduce:{int(nbytes)}"
-    return material
-
-
-def cache_key(material: dict) -> str:
-    return sha256(canonical_json(material).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- process liveness
@@ -498,7 +422,8 @@ class LatencyStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(str(self.path.parent), None, f"cannot create the cache directory ({exc.strerror})") from exc
+            raise InputError(str(self.path.parent), None,
+                             f"cannot create the cache directory ({exc.strerror})") from exc
         # Switching a new file to WAL takes an exclusive lock for which SQLite does not
         # always call the busy handler, so workers opening a fresh cache at the same
         # moment can see "database is locked": retry those until the busy timeout.
@@ -965,139 +890,3 @@ def readable_ns3_results(path: str | Path) -> tuple[int, float] | None:
         return None
     finally:
         conn.close()
-
-
-# --------------------------------------------------------------------------- the wrapper
-
-
-@dataclass
-class SessionStats:
-    """What one Cached instance did in this process."""
-
-    hits: int = 0
-    misses: int = 0  # simulations run here
-    waits: int = 0  # answers that another process was simulating when asked
-    saved_wall_seconds: float = 0.0
-
-
-class Cached:
-    """CommModel that answers from the store and asks ``inner`` only for keys never seen.
-
-    An in-process dict sits in front of SQLite: the simulator asks for the same
-    keys very often, and a dict lookup is far cheaper than a query."""
-
-    def __init__(self, inner, store: LatencyStore | str | Path | None = None, *, memo: bool = True):
-        self.inner = inner
-        self.store = store if isinstance(store, LatencyStore) else LatencyStore(store)
-        self.memo_enabled = memo
-        self._memo: dict[str, StoredAnswer] = {}
-        self._keys: dict[tuple, tuple[str, dict]] = {}  # in-process shortcut to (key, material)
-        self.session = SessionStats()
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def identity(self) -> dict:
-        return self.inner.identity()  # caching never changes an answer
-
-    def key_for(self, model: ModelProfile, placement: Placement) -> str:
-        return cache_key(key_material(self.inner, model, placement))
-
-    def _key_and_material(self, question, placement: Placement, material_of) -> tuple[str, dict]:
-        """Building the key material hashes the model's buckets and costs ~100 us; within a
-        process the same (question, topology, shape, GPU types, backend identity) maps to the
-        same key, so remember it. Equality of ModelProfile and Topology covers every field
-        the material reads, except GPU type speeds, which are added explicitly."""
-        if not self.memo_enabled:
-            material = material_of()
-            return cache_key(material), material
-        topology = placement.topology
-        speeds = tuple((name, count, topology.gpu_type(name).relative_speed) for name, count in placement.gpu_type_counts)
-        shortcut = (question, topology, placement.canonical_shape, speeds, canonical_json(self.inner.identity()))
-        found = self._keys.get(shortcut)
-        if found is None:
-            material = material_of()
-            found = self._keys[shortcut] = (cache_key(material), material)
-        return found
-
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
-        started = time.perf_counter()
-        key, material = self._key_and_material(model, placement, lambda: key_material(self.inner, model, placement))
-        return self._answer(key, material, model.name, placement, started,
-                            lambda: self.inner.iteration_comm_time(model, placement))
-
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        """One all-reduce of nbytes, cached like an iteration (for backends that offer it)."""
-        started = time.perf_counter()
-        nbytes = int(nbytes)
-        key, material = self._key_and_material(("allreduce", nbytes), placement,
-                                               lambda: collective_key_material(self.inner, placement, nbytes))
-
-        def simulate() -> CommResult:
-            seconds = float(self.inner.collective_seconds(placement, nbytes))
-            return CommResult(exposed_seconds=seconds, collective_seconds=seconds, backend=self.inner.name,
-                              bucket_seconds=(seconds,))
-
-        return self._answer(key, material, f"allreduce {nbytes} B", placement, started, simulate).collective_seconds
-
-    def _answer(self, key: str, material: dict, question_name: str, placement: Placement, started: float,
-                simulate) -> CommResult:
-        answer = self._memo.get(key)
-        if answer is None:
-            answer = self.store.get(key)
-        waited = False
-        while answer is None:
-            outcome = self.store.get_or_claim(key)
-            if isinstance(outcome, StoredAnswer):
-                answer = outcome
-            elif isinstance(outcome, Claim):
-                return self._simulate(outcome, material, question_name, placement, simulate)
-            else:
-                waited = True
-                answer = self._wait_for(key)
-        if self.memo_enabled:
-            self._memo[key] = answer
-        self.session.hits += 1
-        self.session.waits += waited
-        self.session.saved_wall_seconds += answer.wall_seconds
-        self.store.count(hits=1, saved_wall_seconds=answer.wall_seconds)
-        details = dict(answer.result.details)
-        details["cache"] = {"key": key, "simulated_wall_seconds": answer.wall_seconds,
-                            "simulated_packets": answer.result.packets, "created_at": answer.created_at}
-        return answer.result.replace(cache_hit=True, packets=0, wall_seconds=time.perf_counter() - started,
-                                     details=details)
-
-    def _wait_for(self, key: str) -> StoredAnswer | None:
-        """Poll (read-only) while a live owner simulates; None when the claim vanished or went stale."""
-        delay = self.store.poll_interval_s
-        while True:
-            answer = self.store.get(key)
-            if answer is not None:
-                return answer
-            holder = self.store.claim_holder(key)
-            if holder is None or self.store._is_stale(holder):
-                return None  # the caller re-enters get_or_claim, which decides under the write lock
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
-
-    def _simulate(self, claim: Claim, material: dict, question_name: str, placement: Placement,
-                  simulate) -> CommResult:
-        started = time.perf_counter()
-        try:
-            result = simulate()
-        except BaseException:
-            self.store.release(claim)
-            raise
-        wall = time.perf_counter() - started
-        created_at = self.store.put(claim, material, question_name, placement, result, wall)
-        if self.memo_enabled:
-            self._memo[claim.key] = StoredAnswer(result, wall, created_at)
-        self.session.misses += 1
-        return result.replace(cache_hit=False, wall_seconds=wall)
-
-    def flush(self) -> None:
-        self.store.flush()
-
-    def close(self) -> None:
-        self.store.close()

@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from artist.errors import InputError
-from artist.sweep_store import ResultStore, missing_axes, read_results
+from artist.sweep.store import ResultStore, missing_axes, read_results
 
 FACET_AXES = ("topology", "workload", "backend", "algorithm", "channels", "calibration")
 HOUR = 3600.0
@@ -41,7 +41,8 @@ def facets(table: pd.DataFrame) -> list[tuple[tuple, str]]:
         key = tuple(row)
         if key not in seen:
             seen.add(key)
-            out.append((key, ", ".join(f"{a}={v}" if a != "workload" else str(v) for a, v in zip(varying, key) if v != "")))
+            out.append((key, ", ".join(f"{a}={v}" if a != "workload" else str(v)
+                                       for a, v in zip(varying, key) if v != "")))
     return out
 
 
@@ -71,7 +72,8 @@ _LINESTYLES = ("-", "--", ":", "-.")
 
 def _styles(table: pd.DataFrame) -> dict[str, dict]:
     """Colour, marker and dash per policy: policies that coincide stay distinguishable."""
-    return {p: {"color": f"C{i % 10}", "marker": _MARKERS[i % len(_MARKERS)], "linestyle": _LINESTYLES[i % len(_LINESTYLES)]}
+    return {p: {"color": f"C{i % 10}", "marker": _MARKERS[i % len(_MARKERS)],
+                "linestyle": _LINESTYLES[i % len(_LINESTYLES)]}
             for i, p in enumerate(pd.unique(table["policy"]))}
 
 
@@ -144,7 +146,8 @@ def jct_cdf_figure(table: pd.DataFrame, store: ResultStore) -> Figure:
             ax = axes[r_i, c_i]
             for policy in pd.unique(rows["policy"]):
                 ids = rows[(rows["racks"] == r) & (rows["policy"] == policy)]["run_id"]
-                jct = np.concatenate([store.load_jobs(i)["jct_s"].dropna().to_numpy() for i in ids]) if len(ids) else np.array([])
+                jct = (np.concatenate([store.load_jobs(i)["jct_s"].dropna().to_numpy() for i in ids])
+                       if len(ids) else np.array([]))
                 if not len(jct):
                     continue
                 x = np.sort(jct) / HOUR

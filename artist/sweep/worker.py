@@ -1,19 +1,19 @@
-"""One sweep run inside a worker process: build the CommModel (once per process), simulate, tabulate.
+"""One sweep run inside a worker process: build the network stack (once per process), simulate, tabulate.
 
 Workers receive everything loaded (topology, jobs, models, calibration
 profile) and touch no file but the latency cache, so the same task runs in a
 local joblib worker or on a Dask or Ray worker of another machine. They return
-tables; the driver writes them (sweep_store.py), so a result store on the
+tables; the driver writes them (store.py), so a result store on the
 driver's disk is all a cluster needs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
 import traceback
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -21,9 +21,10 @@ import pandas as pd
 
 from artist import lifeline
 from artist.metrics import job_table, summary, utilisation_table
+from artist.network.stack import cached_layer, fabric_for
 from artist.policies.registry import make_policy
 from artist.simulator import simulate
-from artist.sweep_spec import Run, canonical_json
+from artist.sweep.runs import Run
 from artist.workload import ModelProfile
 
 
@@ -45,31 +46,18 @@ class RunOutcome:
         return self.error is None
 
 
-# One CommModel per setting per process: a worker imports ns-3 once and the
-# cache's in-process memo serves every later run of that worker.
-_PROCESS_MODELS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_PROCESS_MODELS_MAX = 16
+def comm_for(run: Run, cache_path: str | None, use_cache: bool):
+    """The network stack the simulator asks (built once per process, stack.fabric_for), with the
+    cache at cache_path (None: this worker machine's default cache) unless use_cache is False,
+    and the run's calibration profile as shipped (the worker may not have the file)."""
+    if run.comm.backend == "ns3":
+        _check_may_start_processes()
+    if use_cache and cache_path is None:
+        from artist.network.cache import default_cache_path
 
-
-def comm_model_for(run: Run, cache_path: str | None, use_cache: bool):
-    """(the CommModel the simulator asks, the Cached layer inside it or None)."""
-    cal = run.calibration.profile
-    key = (run.backend, run.algorithm, run.channels, canonical_json(run.comm_options), run.topology,
-           cal.id if cal is not None else None, cache_path, use_cache, os.getpid())
-    entry = _PROCESS_MODELS.get(key)
-    if entry is None:
-        from artist.network.cache import LatencyStore
-        from artist.network.factory import build_comm_stack
-
-        if run.backend == "ns3":
-            _check_may_start_processes()
-        store = LatencyStore(cache_path) if use_cache else None  # cache_path None: the worker's default store
-        model, cached = build_comm_stack(run.backend, run.topology, algorithm=run.algorithm, channels=run.channels,
-                                         options=run.comm_options, store=store, profile=cal)
-        entry = _PROCESS_MODELS[key] = (model, cached)
-        while len(_PROCESS_MODELS) > _PROCESS_MODELS_MAX:
-            _PROCESS_MODELS.popitem(last=False)
-    return entry
+        cache_path = str(default_cache_path())
+    spec = dataclasses.replace(run.comm, cache=cache_path if use_cache else None)
+    return fabric_for(spec, run.topology, run.calibration.profile)
 
 
 def _check_may_start_processes() -> None:
@@ -92,7 +80,8 @@ def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None
     started = time.perf_counter()
     hits = misses = 0
     try:
-        comm, cached = comm_model_for(run, cache_path, use_cache)
+        comm = comm_for(run, cache_path, use_cache)
+        cached = cached_layer(comm)
         before = (cached.session.hits, cached.session.misses) if cached is not None else (0, 0)
         policy = make_policy(run.policy.name, **run.policy.params)
         try:

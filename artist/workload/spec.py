@@ -5,7 +5,10 @@
     batch:n=500                          n jobs at t = 0
     poisson:n=400,interarrival=120       n jobs, exponential gaps with that mean (seconds)
 
-Generators also take gpus=1|2|4|8 (choices), min_iter=, max_iter=, models=a|b.
+Generators also take gpus=1|2|4|8 (choices), gpu_weights=.4|.3|.2|.1 (their relative
+frequencies; default: uniform), min_iter=, max_iter=, models=a|b. Poisson streams also take
+interarrival_gpus=G: the interarrival is stated for a cluster of G GPUs and scaled by
+G / (the cluster's GPUs), so that the offered load is the same at every cluster size.
 Every parameter is bounded (artist.limits), so no generator can hang or exhaust memory.
 """
 
@@ -19,19 +22,25 @@ from typing import Mapping
 
 from artist.errors import InputError, read_input_file
 from artist.limits import MAX_ARRIVAL_S, MAX_GENERATED_JOBS, MAX_GPUS, MAX_ITERATIONS
-from artist.workload import (HELIOS_COLUMNS, Job, JobMix, ModelProfile, batch_jobs, poisson_jobs,
-                             read_helios_csv, read_jobs_csv)
+from artist.workload.generators import JobMix, batch_jobs, poisson_jobs
+from artist.workload.job import Job
+from artist.workload.model import ModelProfile
+from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
 
 GENERATORS = ("batch", "poisson")
 
 
-def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int) -> list[Job]:
+def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
+                   cluster_gpus: int | None = None) -> list[Job]:
+    """The jobs of a trace file or a generator text. cluster_gpus: the GPUs of the cluster the jobs
+    will run on, which a generator with interarrival_gpus scales its arrival rate to."""
     kind, _, params_text = spec.partition(":")
     if kind in GENERATORS:
-        return _generate(kind, params_text, spec, models, seed)
+        return _generate(kind, params_text, spec, models, seed, cluster_gpus)
     path = Path(spec)
     if not path.exists():
-        raise InputError(spec, None, f"no such trace file, and not a generator ({', '.join(g + ':...' for g in GENERATORS)})")
+        raise InputError(spec, None, f"no such trace file, and not a generator "
+                                     f"({', '.join(g + ':...' for g in GENERATORS)})")
     if path.is_dir():
         raise InputError(spec, None, "is a directory; expected a trace CSV file or a generator")
     text, _ = read_input_file(path)
@@ -61,7 +70,9 @@ class _Params:
             if key in self.values:
                 raise InputError(spec, f"parameter '{key}'", "given twice")
             self.values[key] = value.strip()
-        allowed = {"n", "gpus", "min_iter", "max_iter", "models"} | ({"interarrival"} if kind == "poisson" else set())
+        allowed = {"n", "gpus", "gpu_weights", "min_iter", "max_iter", "models"}
+        if kind == "poisson":
+            allowed |= {"interarrival", "interarrival_gpus"}
         for key in self.values:
             if key not in allowed:
                 raise InputError(spec, f"parameter '{key}'", f"unknown; allowed: {', '.join(sorted(allowed))}")
@@ -93,8 +104,23 @@ class _Params:
             raise self.error(key, f"must be > 0 and <= {maximum:g}, got {text}")
         return value
 
+    def weights(self, key: str, count: int) -> tuple[float, ...] | None:
+        """count relative frequencies separated by '|' (None when not given); each >= 0, not all 0."""
+        text = self.values.get(key)
+        if text is None:
+            return None
+        try:
+            values = tuple(float(x) for x in text.split("|"))
+        except ValueError:
+            raise self.error(key, f"expected numbers separated by '|', got {text!r}") from None
+        if len(values) != count:
+            raise self.error(key, f"{len(values)} weights for {count} GPU counts (gpus=): give one weight per count")
+        if not all(math.isfinite(v) and v >= 0 for v in values) or not sum(values) > 0:
+            raise self.error(key, f"weights must be finite, >= 0 and not all 0, got {text!r}")
+        return values
 
-def _generate(kind: str, params_text: str, spec: str, models, seed: int) -> list[Job]:
+
+def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster_gpus: int | None) -> list[Job]:
     p = _Params(spec, kind, params_text)
     names = tuple(p.values["models"].split("|")) if "models" in p.values else tuple(sorted(models))
     for name in names:
@@ -113,11 +139,19 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int) -> list
     max_iter = p.integer("max_iter", max(100_000, min_iter), 1, MAX_ITERATIONS)
     if min_iter > max_iter:
         raise p.error("min_iter", f"min_iter {min_iter} > max_iter {max_iter}")
-    mix = JobMix(models=names, gpu_choices=choices, min_iterations=min_iter, max_iterations=max_iter)
+    mix = JobMix(models=names, gpu_choices=choices, gpu_weights=p.weights("gpu_weights", len(choices)),
+                 min_iterations=min_iter, max_iterations=max_iter)
     n = p.integer("n", 100, 1, MAX_GENERATED_JOBS)
     if kind == "batch":
         return batch_jobs(n, mix, seed)
-    jobs = poisson_jobs(n, mix, p.number("interarrival", 60.0, MAX_ARRIVAL_S), seed)
+    interarrival = p.number("interarrival", 60.0, MAX_ARRIVAL_S)
+    if "interarrival_gpus" in p.values:
+        stated_for = p.integer("interarrival_gpus", 0, 1, MAX_GPUS)
+        if cluster_gpus is None:
+            raise p.error("interarrival_gpus", "scales the interarrival to the cluster's size, which is not known "
+                                               "here; give the workload to a command that runs it on a topology")
+        interarrival = interarrival * stated_for / cluster_gpus  # the same offered load at every cluster size
+    jobs = poisson_jobs(n, mix, interarrival, seed)
     if jobs[-1].arrival > MAX_ARRIVAL_S:
         raise p.error("interarrival", f"the last of {n} arrivals falls at {jobs[-1].arrival:.3g} s, past the "
                                       f"{MAX_ARRIVAL_S:g} s limit (artist.limits): use fewer jobs or shorter gaps")

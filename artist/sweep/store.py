@@ -34,7 +34,9 @@ from typing import Sequence
 import pandas as pd
 
 from artist.errors import InputError
-from artist.sweep_spec import AXIS_COLUMNS, Run, canonical_json
+from artist.jsonkey import canonical_json
+from artist.sweep.axes import AXIS_COLUMNS
+from artist.sweep.runs import Run
 
 RUN_FILES = ("params.json", "summary.json", "jobs.csv", "jobs.parquet", "utilisation.csv", "utilisation.parquet",
              "run.json")
@@ -95,7 +97,8 @@ class ResultStore:
             params = json.loads((d / "params.json").read_text())
         except (OSError, ValueError):
             return False
-        return params.get("run_id") == run.run_id and canonical_json(params.get("identity")) == canonical_json(run.identity)
+        return (params.get("run_id") == run.run_id
+                and canonical_json(params.get("identity")) == canonical_json(run.identity))
 
     def write_run(self, run: Run, outcome) -> Path:
         """Write one finished run atomically (temp directory, then rename)."""

@@ -14,7 +14,7 @@
       backend: ns3                               # ns3 | analytical, or a list (axis)
       algorithm: ring                            # or a list (axis)
       channels: 1                                # or a list (axis)
-      options: {ns3: {transport: tcp}}           # optional; per backend, passed to make_comm_model
+      options: {ns3: {transport: tcp}}           # optional; per backend, the backend's own options (CommSpec)
     calibration: null                            # optional; a profile path, or a list with null = none (axis)
     simulator: {round_interval_s: 300, restore_seconds: 30}
     models: ../workloads/models                  # optional; default: the shipped profiles
@@ -23,101 +23,34 @@ Input paths are relative to the spec file's directory. Everything is checked,
 and every input loaded, before a single run starts: a bad spec is an
 InputError naming the spec file and the field.
 
-A run's identity is the sha256 of its fully resolved parameters (file
-contents, not paths; labels are names only and not part of it); the run's
-results live under OUT/runs/<run id>/ (see sweep_store.py), so a restarted
-sweep finds the runs it has already done.
+The axes' values are sweep/axes.py's types; the runs, their cross product, are
+expanded by sweep/runs.py, each with its identity (sweep/identity.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from artist.errors import InputError
+from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
-from artist.network.factory import BACKENDS
+from artist.network.stack import BACKENDS, CommSpec
 from artist.simulator import SimulatorConfig
+from artist.sweep.axes import NO_CALIBRATION, CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
+from artist.sweep.identity import models_sha256, sha256_file
+from artist.sweep.runs import Run, expand
 from artist.topology import Topology
-from artist.workload import DEFAULT_MODELS_DIR, Job, ModelProfile, load_models
-from artist.workload_spec import GENERATORS, job_too_large, jobs_from_spec
+from artist.workload import DEFAULT_MODELS_DIR, ModelProfile, load_models
+from artist.workload.spec import GENERATORS
 from artist.yamlio import Fields, load_yaml_mapping
-
-IDENTITY_FORMAT = 1  # bump when the meaning of the identity material changes
-RUN_ID_HEX = 16  # 64 bits of sha256: collisions are not a concern for sweeps of any size we can run
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
                     "simulator", "models", "notes"}
-
-# Columns of the results table that name a run's axes, in sort order.
-AXIS_COLUMNS = ("topology", "racks", "policy", "workload", "seed", "backend", "algorithm", "channels", "calibration")
-
-
-# --------------------------------------------------------------------------- axis values
-
-
-@dataclass(frozen=True)
-class TopologyChoice:
-    path: str  # as written in the spec
-    topology: Topology  # loaded, with the file's own rack count
-    sha256: str  # of the file's bytes
-
-
-@dataclass(frozen=True)
-class PolicyChoice:
-    label: str
-    name: str
-    params: dict = field(hash=False)
-    params_json: str = ""
-
-
-@dataclass(frozen=True)
-class WorkloadChoice:
-    label: str
-    spec: str  # as written in the spec
-    resolved: str  # the generator text, or the trace's absolute path
-    identity: dict = field(hash=False)  # {"generator": text} or {"trace_sha256": ...}
-
-
-@dataclass(frozen=True)
-class CalibrationChoice:
-    label: str  # "" for none
-    path: str  # as written
-    profile: Any = None  # artist.calibration.CalibrationProfile
-
-
-NO_CALIBRATION = CalibrationChoice("", "", None)
-
-
-@dataclass(frozen=True)
-class Run:
-    """One point of the cross product, with everything loaded that a worker needs."""
-
-    index: int  # position in the expansion (the results table's row order)
-    run_id: str
-    identity: dict = field(hash=False, compare=False)
-    axes: dict = field(hash=False, compare=False)  # column -> value, AXIS_COLUMNS order
-    topology: Topology = field(hash=False, compare=False)  # with the run's rack count
-    jobs: tuple[Job, ...] = field(hash=False, compare=False)
-    policy: PolicyChoice = field(hash=False, compare=False)
-    workload: WorkloadChoice = field(hash=False, compare=False, default=None)
-    backend: str = "analytical"
-    algorithm: str = "ring"
-    channels: int = 1
-    comm_options: dict = field(hash=False, compare=False, default_factory=dict)
-    calibration: CalibrationChoice = NO_CALIBRATION
-    simulator: SimulatorConfig = SimulatorConfig()
-
-    def describe(self) -> str:
-        a = self.axes
-        cal = f" calibration={a['calibration']}" if a["calibration"] else ""
-        return (f"{a['topology']} racks={a['racks']} policy={a['policy']} workload={a['workload']} seed={a['seed']} "
-                f"comm={a['backend']}/{a['algorithm']}/{a['channels']}ch{cal}")
 
 
 @dataclass
@@ -136,26 +69,13 @@ class SweepSpec:
     simulator: SimulatorConfig
     models: dict[str, ModelProfile]
     models_sha256: str
-    comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> options of make_comm_model
+    comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> its CommSpec options
     runs: list[Run] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # said before running (e.g. extrapolated calibration)
 
 
+
 # --------------------------------------------------------------------------- helpers
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def canonical_json(value) -> str:
-    from artist.network.cache import canonical_json as cj
-
-    return cj(value)
-
-
-def run_id_of(identity: dict) -> str:
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:RUN_ID_HEX]
 
 
 def _listed(f: Fields, key: str, default=...) -> list:
@@ -208,11 +128,13 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     backends, algorithms, channels, comm_options = _comm(f, backend_override)
     _check_comm_options(f, topologies[0].topology, backends, algorithms, channels, comm_options)
     if calibration_override is not None:
-        raw = None if calibration_override.lower() in ("none", "null", "") else str(Path(calibration_override).resolve())
+        none = calibration_override.lower() in ("none", "null", "")
+        raw = None if none else str(Path(calibration_override).resolve())
         f = Fields({**f.data, "calibration": raw}, source)
     notes: list[str] = []
     calibrations = _calibrations(f, base, topologies, backends, algorithms, channels,
-                                 swap_notes=notes if backend_override is not None and calibration_override is None else None)
+                                 swap_notes=notes if backend_override is not None and calibration_override is None
+                                 else None)
     simulator = _simulator(f)
     workloads = _workloads(f, base)
     for t in topologies:
@@ -232,7 +154,8 @@ def calibration_coverage_notes(spec: SweepSpec) -> list[str]:
     sizes = [nbytes for name in used for nbytes, _ in spec.models[name].buckets]
     notes = []
     for choice in spec.calibrations:
-        note = choice.profile.coverage_note(sizes, "gradient buckets of the sweep's models") if choice.profile and sizes else None
+        note = (choice.profile.coverage_note(sizes, "gradient buckets of the sweep's models")
+                if choice.profile and sizes else None)
         if note:
             notes.append(note)
     return notes
@@ -253,11 +176,7 @@ def _models(f: Fields, base: Path) -> tuple[dict[str, ModelProfile], str]:
     directory = _resolve(base, f.string("models")) if f.has("models") else DEFAULT_MODELS_DIR
     if not directory.is_dir():
         raise f.error("models", f"no such directory: {directory}")
-    models = load_models(directory)
-    digest = hashlib.sha256()
-    for p in sorted(directory.glob("*.yaml")):
-        digest.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    return models, digest.hexdigest()
+    return load_models(directory), models_sha256(directory)
 
 
 def _topologies(f: Fields, base: Path) -> list[TopologyChoice]:
@@ -332,7 +251,8 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
             continue
         p = _resolve(base, text)
         if not p.is_file():
-            raise wf.error("spec", f"no such trace file {p}, and not a generator ({', '.join(g + ':...' for g in GENERATORS)})")
+            raise wf.error("spec", f"no such trace file {p}, and not a generator "
+                                   f"({', '.join(g + ':...' for g in GENERATORS)})")
         out.append(WorkloadChoice(wf.string("label", p.stem), text, str(p), {"trace_sha256": sha256_file(p)}))
     _unique(f, "workloads", [w.label for w in out], "workload")
     return out
@@ -356,7 +276,8 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
     algorithms = _listed(cf, "algorithm", "ring")
     for i, a in enumerate(algorithms):
         if a not in ALGORITHMS:
-            raise InputError(f.source, f"field 'comm.algorithm[{i}]'", f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
+            raise InputError(f.source, f"field 'comm.algorithm[{i}]'",
+                             f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
     channels = [_integer(cf, "comm.channels", i, c, minimum=1, maximum=MAX_CHANNELS)
                 for i, c in enumerate(_listed(cf, "channels", 1))]
     for key, values in (("backend", backends), ("algorithm", algorithms), ("channels", channels)):
@@ -371,21 +292,21 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
         try:
             canonical_json(options[name])
         except (TypeError, ValueError) as exc:
-            raise InputError(f.source, f"field 'comm.options.{name}'", f"values must be plain YAML scalars ({exc})") from None
+            raise InputError(f.source, f"field 'comm.options.{name}'",
+                             f"values must be plain YAML scalars ({exc})") from None
     return list(backends), list(algorithms), channels, {b: dict(options.get(b, {})) for b in backends}
 
 
 def _check_comm_options(f: Fields, topology: Topology, backends, algorithms, channels, options) -> None:
     """Build each backend once with its options (cheap: the ns-3 model starts its worker only when asked)."""
-    from artist.network.factory import make_comm_model
-
     for backend in backends:
         if not options[backend]:
             continue
         try:
-            make_comm_model(backend, topology, algorithm=algorithms[0], channels=channels[0], **options[backend])
+            CommSpec(backend, algorithms[0], channels[0], options[backend]).build(topology)
         except (TypeError, ValueError) as exc:
-            raise InputError(f.source, f"field 'comm.options.{backend}'", f"rejected by the {backend} backend: {exc}") from None
+            raise InputError(f.source, f"field 'comm.options.{backend}'",
+                             f"rejected by the {backend} backend: {exc}") from None
 
 
 def _check_ns3_available(f: Fields) -> None:
@@ -402,10 +323,11 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
     if values == [None]:
         return [NO_CALIBRATION]
     try:
-        from artist.calibration import Calibrated, load_profile
+        from artist.calibration import load_profile
     except ImportError as exc:
         raise InputError(f.source, "field 'calibration'",
-                         f"calibration profiles are not available in this installation ({exc}); remove the field") from None
+                         f"calibration profiles are not available in this installation ({exc}); "
+                         f"remove the field") from None
     out = []
     for i, text in enumerate(values):
         key = f"calibration[{i}]"
@@ -424,7 +346,7 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
             except ValueError as exc:
                 raise InputError(f.source, f"field '{key}'", str(exc)) from None
         settings = list(itertools.product(backends, algorithms, channels))
-        problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
+        problems = [_calibration_mismatch(profile, topologies[0].topology, *s) for s in settings]
         if any(problems) and swap_notes is not None:
             sibling = _sibling_profile(p, profile, settings, load_profile)
             if sibling is not None:
@@ -434,7 +356,7 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
                                   f"{sibling.name}.yaml beside it, fitted on the same topology for "
                                   f"{backend_settings(sibling.backend)}")
                 profile, text = sibling, str(Path(sibling.path))
-                problems = [_calibration_mismatch(profile, Calibrated, topologies[0].topology, *s) for s in settings]
+                problems = [_calibration_mismatch(profile, topologies[0].topology, *s) for s in settings]
         problem = next((x for x in problems if x), None)
         if problem:
             hint = "; pass --calibration PROFILE or --calibration none" if swap_notes is not None else ""
@@ -465,7 +387,7 @@ def _sibling_profile(path: Path, profile, settings, load_profile):
     return found[0] if len(found) == 1 else None
 
 
-def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm, channels) -> str | None:
+def _calibration_mismatch(profile, topology, backend, algorithm, channels) -> str | None:
     """Why the profile cannot be applied to this backend, or None."""
     from artist.calibration.profile import backend_settings
 
@@ -473,11 +395,9 @@ def _calibration_mismatch(profile, calibrated_cls, topology, backend, algorithm,
     if backend_settings(profile.backend) != backend_settings(wanted):
         return (f"calibration profile {profile.name!r} was fitted for {backend_settings(profile.backend)}, not "
                 f"{backend_settings(wanted)}")
-    if backend == "analytical":  # cheap to build: let the wrapper check the whole identity
-        from artist.network.analytical import AnalyticalModel
-
+    if backend == "analytical":  # cheap to build: let the calibration layer check the whole identity
         try:
-            calibrated_cls(AnalyticalModel(topology, algorithm=algorithm, channels=channels), profile)
+            CommSpec(backend, algorithm, channels).build(topology, profile)
         except ValueError as exc:
             return str(exc)
         return None
@@ -503,72 +423,3 @@ def _simulator(f: Fields) -> SimulatorConfig:
                                                            maximum=MAX_ARRIVAL_S)
     restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0, maximum=MAX_RESTORE_S)
     return SimulatorConfig(round_interval_s=interval, restore_seconds=restore)
-
-
-# --------------------------------------------------------------------------- expansion
-
-
-def expand(spec: SweepSpec) -> list[Run]:
-    """The cross product, in AXIS_COLUMNS order; loads every (workload, seed)'s jobs once and checks
-    that every job fits every cluster before any run starts."""
-    f = Fields({}, spec.source)
-    jobs_cache: dict[tuple[int, int], tuple[Job, ...]] = {}
-
-    def jobs_of(wi: int, seed: int) -> tuple[Job, ...]:
-        if (wi, seed) not in jobs_cache:
-            w = spec.workloads[wi]
-            try:
-                jobs = jobs_from_spec(w.resolved, spec.models, seed)
-            except InputError as exc:
-                raise InputError(spec.source, f"field 'workloads[{wi}]'", str(exc)) from None
-            except ValueError as exc:
-                raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: {exc}") from None
-            if not jobs:
-                raise InputError(spec.source, f"field 'workloads[{wi}]'", f"{w.spec}: no jobs")
-            jobs_cache[(wi, seed)] = tuple(jobs)
-        return jobs_cache[(wi, seed)]
-
-    sim = spec.simulator
-    sim_identity = {"round_interval_s": sim.round_interval_s, "restore_seconds": sim.restore_seconds}
-    runs: list[Run] = []
-    for t in spec.topologies:
-        for racks in (spec.racks or [t.topology.racks]):
-            try:
-                topology = t.topology.with_racks(racks)
-            except ValueError as exc:
-                raise InputError(spec.source, "field 'racks'", f"{t.topology.name}: {exc}") from None
-            for pi, policy in enumerate(spec.policies):
-                for wi, workload in enumerate(spec.workloads):
-                    for seed in spec.seeds:
-                        jobs = jobs_of(wi, seed)
-                        biggest = job_too_large(jobs, topology.gpus)
-                        if biggest is not None:
-                            raise InputError(spec.source, f"field 'workloads[{wi}]'",
-                                             f"{workload.spec} (seed {seed}): job {biggest.job_id} asks for {biggest.gpus} GPUs, "
-                                             f"but {t.topology.name} with {racks} rack(s) has {topology.gpus}")
-                        for backend, algorithm, channels, cal in itertools.product(
-                                spec.backends, spec.algorithms, spec.channels, spec.calibrations):
-                            identity = {
-                                "format": IDENTITY_FORMAT,
-                                "topology": {"sha256": t.sha256, "racks": racks},
-                                "models_sha256": spec.models_sha256,
-                                "policy": {"name": policy.name, "params": policy.params},
-                                "workload": {**workload.identity, "seed": seed},
-                                "comm": {"backend": backend, "algorithm": algorithm, "channels": channels,
-                                         "options": spec.comm_options[backend]},
-                                "calibration": cal.profile.id if cal.profile is not None else None,
-                                "simulator": sim_identity,
-                            }
-                            axes = {"topology": t.topology.name, "racks": racks, "policy": policy.label,
-                                    "workload": workload.label, "seed": seed, "backend": backend,
-                                    "algorithm": algorithm, "channels": channels, "calibration": cal.label}
-                            runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology, jobs, policy,
-                                            workload, backend, algorithm, channels, spec.comm_options[backend], cal, sim))
-    ids = {}
-    for r in runs:
-        if r.run_id in ids:  # two points with equal resolved parameters (e.g. two copies of one file)
-            raise InputError(spec.source, None, f"runs {ids[r.run_id].describe()} and {r.describe()} have identical "
-                                                f"parameters; remove the duplicate axis value")
-        ids[r.run_id] = r
-    return runs
-

@@ -1,1 +1,0 @@
-"""Experiment scripts: each module is runnable with `python -m artist.experiments.<name>`."""
