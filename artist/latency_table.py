@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from artist.errors import InputError, read_input_file
-from artist.network.base import compute_seconds_on
+from artist.perf.model import as_perf_model
 from artist.network.stack import CommSpec, cached_layer, fabric_for
 from artist.placement import Shape, parse_shape, placement_from_shape, shape_to_text
 from artist.topology import Topology
@@ -66,21 +66,20 @@ def standard_shapes() -> list[Shape]:
 def table_row(comm, model: ModelProfile, shape: Shape, topology: Topology) -> tuple[dict, bool]:
     """One row of the table and whether the answer came from the cache."""
     placement = placement_from_shape(topology, shape)
-    result = comm.iteration_comm_time(model, placement)
-    compute = compute_seconds_on(model, placement)
+    step = as_perf_model(comm, topology).estimate(model, placement)  # one DDP step alone
     row = {
         "model": model.name,
         "shape": shape_to_text(placement.canonical_shape),
         "tier": placement.tier,
         "gpus": placement.size,
-        "backend": result.backend,
-        "calibrated": bool(result.calibrated),
-        "collective_seconds": float(result.collective_seconds),
-        "exposed_seconds": float(result.exposed_seconds),
-        "compute_seconds": float(compute),
-        "comm_pct_of_compute": 100.0 * float(result.exposed_seconds) / compute,
+        "backend": step.comm.backend,
+        "calibrated": bool(step.comm.calibrated),
+        "collective_seconds": float(step.comm_seconds),
+        "exposed_seconds": float(step.exposed_comm_seconds),
+        "compute_seconds": float(step.compute_seconds),
+        "comm_pct_of_compute": 100.0 * float(step.exposed_comm_seconds) / step.compute_seconds,
     }
-    return row, bool(result.cache_hit)
+    return row, bool(step.comm.cache_hit)
 
 
 def _row_task(spec: CommSpec, topology: Topology, model: ModelProfile, shape: Shape) -> tuple[dict, bool]:

@@ -1,4 +1,9 @@
-"""`artist comm`: one job's communication time per iteration on one placement shape."""
+"""`artist comm`: one job's communication per step on one placement shape, or one collective alone.
+
+    artist comm --model resnet50 --shape '[[8,8]]'
+    artist comm --collective all_gather --bytes 64MiB --gpus 0-7,64-71
+    artist comm --collective send_recv --bytes 1GiB --gpus 0,64      (from the first GPU to the second)
+"""
 
 from __future__ import annotations
 
@@ -9,19 +14,34 @@ from artist.commands._common import (add_network_arguments, add_topology_argumen
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError
 from artist.network.stack import CommSpec
-from artist.placement import parse_shape, placement_from_shape, shape_to_text
+from artist.parallel.graph import COMMUNICATION, Node, StepGraph
+from artist.perf.model import as_perf_model
+from artist.placement import Placement, parse_shape, placement_from_shape, shape_to_text
 from artist.workload import ModelProfile, load_models
+
+# Sizes as nccl-tests and people write them: decimal and binary multiples of bytes.
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+MAX_BYTES = 2**50  # 1 PiB per rank: far beyond any collective a GPU holds (limit, so no size allocates without bound)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("comm", help="communication time of one model on one placement shape",
-                       description="Raw and exposed all-reduce seconds per iteration of one model on one "
-                                   "placement shape (racks -> machines -> GPU counts), with packets simulated "
+    p = sub.add_parser("comm", help="communication of one model's step, or of one collective, on a placement",
+                       description="Raw and exposed all-reduce seconds per step of one model on one placement "
+                                   "shape (racks -> machines -> GPU counts), or the time of one collective "
+                                   "(--collective) of --bytes per rank on a GPU group, with packets simulated "
                                    "and wall time. Answers come from and go to the latency cache.")
     add_topology_arguments(p)
-    p.add_argument("--model", required=True, help="model name under --models, or a model profile YAML file")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--model", help="model name under --models, or a model profile YAML file")
+    what.add_argument("--collective", choices=COMMUNICATION,
+                      help="time one collective alone (payload per rank as nccl-tests' size)")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
-    p.add_argument("--shape", required=True, help="placement shape, e.g. '[[4,4],[8]]'")
+    p.add_argument("--bytes", dest="nbytes", default=None,
+                   help="--collective: payload per rank, e.g. 67108864, 64MiB, 100MB")
+    p.add_argument("--shape", default=None, help="placement shape, e.g. '[[4,4],[8]]'")
+    p.add_argument("--gpus", default=None,
+                   help="--collective: the GPU ids of the group, e.g. 0-7,64-71 (send_recv: src,dst)")
     add_network_arguments(p)
     p.add_argument("--transport", default="window", choices=("window", "tcp"),
                    help="ns3 only: message-level window transport or TCP DCTCP baseline")
@@ -41,29 +61,107 @@ def _model(args) -> ModelProfile:
     return models[args.model]
 
 
-def run(args) -> int:
-    topology = load_topology_from(args)
+def parse_bytes(text: str) -> int:
+    number = text.strip().lower()
+    unit = number.lstrip("0123456789")
+    digits = number[:len(number) - len(unit)]
+    if not digits or unit.strip() not in _UNITS:
+        raise InputError("command line", f"--bytes {text}",
+                         "expected a whole number of bytes with an optional unit (B, KB, MB, GB, KiB, MiB, GiB)")
+    value = int(digits) * _UNITS[unit.strip()]
+    if not 1 <= value <= MAX_BYTES:
+        raise InputError("command line", f"--bytes {text}", f"must be between 1 byte and {MAX_BYTES} bytes")
+    return value
+
+
+def parse_gpus(text: str, topology) -> tuple[int, ...]:
+    """'0-7,64-71' -> (0, ..., 7, 64, ..., 71), in the order written."""
+    gpus: list[int] = []
     try:
-        shape = parse_shape(args.shape)
-        placement = placement_from_shape(topology, shape)
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            lo, hi = int(first), int(last or first)
+            if hi < lo or hi - lo >= topology.gpus:
+                raise ValueError
+            gpus.extend(range(lo, hi + 1))
+    except ValueError:
+        raise InputError("command line", f"--gpus {text}", "expected GPU ids and ranges, e.g. 0-7,64-71") from None
+    if len(set(gpus)) != len(gpus) or not all(0 <= g < topology.gpus for g in gpus):
+        raise InputError("command line", f"--gpus {text}",
+                         f"GPU ids must be distinct and in [0, {topology.gpus}) on this topology")
+    return tuple(gpus)
+
+
+def _group(args, topology) -> tuple[int, ...]:
+    if (args.gpus is None) == (args.shape is None):
+        raise InputError("command line", "--collective", "give the group as --gpus or --shape (one of them)")
+    if args.gpus is not None:
+        gpus = parse_gpus(args.gpus, topology)
+    else:
+        gpus = _placement(args, topology).gpus
+    if args.collective == "send_recv":
+        if len(gpus) != 2:
+            raise InputError("command line", "--gpus", f"send_recv needs two GPUs (src,dst), got {len(gpus)}")
+        return gpus
+    return tuple(sorted(gpus))
+
+
+def _placement(args, topology) -> Placement:
+    try:
+        return placement_from_shape(topology, parse_shape(args.shape))
     except ValueError as exc:
         raise InputError("command line", f"--shape {args.shape}", str(exc)) from None
-    model = _model(args)
-    topology.check_reference_gpu({model.reference_gpu})
+
+
+def _spec(args) -> CommSpec:
     options = ()
     if args.backend == "ns3":
         options = (("accelerate", args.accelerate), ("transport", args.transport))
-    spec = CommSpec(args.backend, args.algorithm, args.channels, options, calibration_path(args.calibration),
+    return CommSpec(args.backend, args.algorithm, args.channels, options, calibration_path(args.calibration),
                     cache_path_from_args(args)).resolved()
+
+
+def _provenance_lines(comm, spec: CommSpec) -> None:
+    print(f"packets simulated    {comm.packets}")
+    print(f"wall seconds         {comm.wall_seconds:.3f}")
+    print(f"answered from cache  {'yes' if comm.cache_hit else 'no' if spec.cache else 'cache off'}")
+
+
+def run_collective(args, topology) -> int:
+    if args.nbytes is None:
+        raise InputError("command line", "--bytes", "--collective needs --bytes (payload per rank)")
+    nbytes = parse_bytes(args.nbytes)
+    group = _group(args, topology)
+    spec = _spec(args)
     comm = build_stack(spec, topology)
-    result = comm.iteration_comm_time(model, placement)  # an Ns3SimulationError is one line (artist.cli)
+    graph = StepGraph((Node(0, args.collective, group=group, nbytes=nbytes),))
+    timing = comm.time({"collective": graph})["collective"]  # an Ns3SimulationError is one line (artist.cli)
+    placement = Placement(topology, group)
+    print(f"{args.collective} of {nbytes} B per rank on {shape_to_text(placement.canonical_shape)} "
+          f"({placement.size} GPUs, {placement.tier} tier), backend {args.backend}, {args.algorithm} "
+          f"x{args.channels}{'' if spec.calibration is None else ', calibrated'}")
+    print(f"seconds              {timing.node_seconds[0]:.9f}")
+    _provenance_lines(timing.result, spec)
+    return 0
+
+
+def run(args) -> int:
+    topology = load_topology_from(args)
+    if args.collective is not None:
+        return run_collective(args, topology)
+    if args.shape is None:
+        raise InputError("command line", "--shape", "--model needs --shape (the placement shape)")
+    placement = _placement(args, topology)
+    model = _model(args)
+    topology.check_reference_gpu({model.reference_gpu})
+    spec = _spec(args)
+    comm = build_stack(spec, topology)
+    step = as_perf_model(comm, topology).estimate(model, placement)  # an Ns3SimulationError is one line
     print(f"model {model.name} on {shape_to_text(placement.canonical_shape)} ({placement.size} GPUs, "
           f"{placement.tier} tier), backend {args.backend}, {args.algorithm} x{args.channels}"
           f"{'' if spec.calibration is None else ', calibrated'}")
-    print(f"buckets              {len(result.bucket_seconds)}")
-    print(f"raw seconds          {result.collective_seconds:.9f}")
-    print(f"exposed seconds      {result.exposed_seconds:.9f}")
-    print(f"packets simulated    {result.packets}")
-    print(f"wall seconds         {result.wall_seconds:.3f}")
-    print(f"answered from cache  {'yes' if result.cache_hit else 'no' if spec.cache else 'cache off'}")
+    print(f"buckets              {len(model.buckets)}")
+    print(f"raw seconds          {step.comm_seconds:.9f}")
+    print(f"exposed seconds      {step.exposed_comm_seconds:.9f}")
+    _provenance_lines(step.comm, spec)
     return 0

@@ -178,7 +178,7 @@ class AnalyticalModel:
 
     def identity(self) -> dict:
         return {"backend": self.name, "version": ANALYTICAL_VERSION, "algorithm": self.algorithm,
-                "channels": self.channels, "latency": asdict(self.latency), "contention": False}
+                "channels": self.channels, "latency": asdict(self.latency)}
 
     def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
         """One collective of nbytes on this group. By symmetry of the topology the answer

@@ -1,4 +1,4 @@
-"""Calibrated(inner, profile): a CommModel whose all-reduce times a calibration profile corrects.
+"""Calibrated(inner, profile): a FabricModel whose all-reduce times a calibration profile corrects.
 
 It lives in network (not calibration) because it is a layer of the network stack,
 Calibrated(Cached(backend)) (stack.py); calibration itself only reads profiles and
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from artist.calibration.correction import base_seconds, latency_hops
 from artist.calibration.profile import CalibrationProfile
-from artist.network.base import CommResult, compute_seconds_on, overlap_with_backward
+from typing import Mapping
+
+from artist.network.base import GraphTiming
+from artist.parallel.graph import StepGraph
 from artist.placement import Placement
-from artist.workload import ModelProfile
 
 
 def _identity_matches(wanted: dict, identity: dict) -> bool:
@@ -24,13 +26,14 @@ def _identity_matches(wanted: dict, identity: dict) -> bool:
 
 
 class Calibrated:
-    """A CommModel whose all-reduce times are corrected by a calibration profile.
+    """A FabricModel whose all-reduce times are corrected by a calibration profile.
 
-    Works on any CommModel with collective_seconds(placement, nbytes): it reads the
-    inner result's per-bucket all-reduce times, corrects each with the correction
-    of the tier the placement spans (t0 from the inner model at 1 byte per rank,
-    once per canonical shape), and recomputes the exposed time with the same
-    overlap rule as the backends."""
+    Works on any FabricModel: every all-reduce node of a graph is corrected by the
+    correction of the tier its group spans, in the regime of its own size (NCCL picks
+    algorithm and protocol per call), with t0 the inner model's time at 1 byte per
+    rank (once per canonical shape); the graph's timeline is then recomputed from the
+    corrected durations. Other collective kinds and send/recv pass uncorrected: the
+    profiles are fitted on nccl-tests all-reduce logs (details say which kinds were left)."""
 
     def __init__(self, inner, profile: CalibrationProfile):
         identity = inner.identity()
@@ -38,12 +41,16 @@ class Calibrated:
             raise ValueError(f"calibration profile {profile.name!r} was fitted for backend {profile.backend}, "
                              f"but the model is {identity}; fit a profile with these settings (artist calibrate)")
         if not callable(getattr(inner, "collective_seconds", None)):
-            raise ValueError(f"backend {getattr(inner, 'name', inner)!r} has no collective_seconds(placement, nbytes): "
+            raise ValueError(f"backend {getattr(inner, 'name', inner)!r} has no collective_seconds(group, nbytes): "
                              f"calibration needs it for the backend's own fixed time t0 (correction.base_seconds)")
         self.inner = inner
         self.profile = profile
         self.name = f"{inner.name}+calibrated"
         self._base: dict = {}  # canonical shape -> t0 (the topology's link parameters are the profile's)
+
+    @property
+    def topology(self):
+        return self.inner.topology
 
     def identity(self) -> dict:
         return {"calibrated": True, "calibration_profile": self.profile.id, "inner": self.inner.identity()}
@@ -64,20 +71,32 @@ class Calibrated:
             self._base[key] = base_seconds(self.inner, placement)
         return self._base[key]
 
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        if placement.size < 2:
-            return float(self.inner.collective_seconds(placement, nbytes))
-        return self._correct(placement, [float(self.inner.collective_seconds(placement, nbytes))], [int(nbytes)])[0][0]
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        seconds = float(self.inner.collective_seconds(group, nbytes, kind))
+        if group.size < 2 or kind != "all_reduce":
+            return seconds
+        return self._correct(group, [seconds], [int(nbytes)])[0][0]
 
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
-        result = self.inner.iteration_comm_time(model, placement)
-        if len(result.bucket_seconds) != len(model.buckets):
-            raise ValueError(f"backend {self.inner.name!r} returned {len(result.bucket_seconds)} bucket times for "
-                             f"{len(model.buckets)} buckets; calibration needs the per-bucket all-reduce times")
-        # Each bucket is corrected by the regime of its own size: NCCL picks algorithm and protocol per call.
-        buckets, tier = self._correct(placement, list(result.bucket_seconds), [b for b, _ in model.buckets])
-        exposed = overlap_with_backward(buckets, [r for _, r in model.buckets], compute_seconds_on(model, placement))
-        return result.replace(exposed_seconds=exposed, collective_seconds=float(sum(buckets)),
-                              bucket_seconds=tuple(buckets), calibrated=True,
-                              details={**result.details, "calibration_profile": self.profile.id,
-                                       "calibration_tier": tier})
+    def _correct_graph(self, graph: StepGraph, timing: GraphTiming) -> GraphTiming:
+        seconds = list(timing.node_seconds)
+        by_group: dict[tuple, list[int]] = {}  # all-reduce nodes per communicator, in node order
+        for node in graph.nodes:
+            if node.kind == "all_reduce":
+                by_group.setdefault(node.group, []).append(node.id)
+        tiers = set()
+        for group, ids in by_group.items():
+            placement = Placement(self.topology, group)
+            corrected, tier = self._correct(placement, [seconds[i] for i in ids], [graph.nodes[i].nbytes for i in ids])
+            tiers.add(tier)
+            for i, s in zip(ids, corrected):
+                seconds[i] = s
+        left = sorted({n.kind for n in graph.nodes if n.is_communication and n.kind != "all_reduce"})
+        details = {**timing.result.details, "calibration_profile": self.profile.id,
+                   "calibration_tier": ",".join(sorted(tiers))}
+        if left:
+            details["uncalibrated_kinds"] = left
+        return GraphTiming.of(graph, seconds, timing.result.replace(calibrated=True, details=details))
+
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        timings = self.inner.time(graphs)
+        return {job: self._correct_graph(graphs[job], timings[job]) for job in graphs}

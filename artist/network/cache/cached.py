@@ -1,8 +1,10 @@
-"""The latency cache's wrapper: ``Cached(inner, store)`` answers any CommModel's questions from the store.
+"""The latency cache's wrapper: ``Cached(inner, store)`` answers any FabricModel's questions from the store.
 
 A packet-accurate answer can take tens of seconds and a sweep asks for the
 same placement shapes thousands of times, so every answer is kept in one SQLite
-file and reused across runs and processes.
+file and reused across runs and processes. The key (key.py) is the question's
+step graphs relabelled onto canonical GPUs; the inner model is asked about the
+relabelled graphs, so one stored answer serves every placement of that form.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
-from artist.jsonkey import canonical_json
-from artist.network.base import CommResult
-from artist.network.cache.key import cache_key, collective_key_material, key_material
-from artist.network.cache.store import Claim, LatencyStore, StoredAnswer
+from artist.network.base import CommResult, GraphTiming
+from artist.network.cache.key import cache_key, collective_key_material, graphs_key_material
+from artist.network.cache.store import CachedTiming, Claim, LatencyStore, StoredAnswer
+from artist.parallel.graph import StepGraph
 from artist.placement import Placement
-from artist.workload import ModelProfile
 
 
 @dataclass
@@ -29,8 +31,18 @@ class SessionStats:
     saved_wall_seconds: float = 0.0
 
 
+def _summary(graphs: list[StepGraph], timings: list[GraphTiming]) -> tuple[float, float]:
+    """(how long the steps run past their last compute node, communication seconds), summed over graphs."""
+    exposed = collective = 0.0
+    for graph, timing in zip(graphs, timings):
+        last_compute = max((e for n, e in zip(graph.nodes, timing.node_end) if not n.is_communication), default=0.0)
+        exposed += max(0.0, timing.step_seconds - last_compute)
+        collective += timing.comm_seconds
+    return exposed, collective
+
+
 class Cached:
-    """CommModel that answers from the store and asks ``inner`` only for keys never seen.
+    """FabricModel that answers from the store and asks ``inner`` only for keys never seen.
 
     An in-process dict sits in front of SQLite: the simulator asks for the same
     keys very often, and a dict lookup is far cheaper than a query."""
@@ -40,59 +52,72 @@ class Cached:
         self.store = store if isinstance(store, LatencyStore) else LatencyStore(store)
         self.memo_enabled = memo
         self._memo: dict[str, StoredAnswer] = {}
-        self._keys: dict[tuple, tuple[str, dict]] = {}  # in-process shortcut to (key, material)
+        self._keys: dict = {}  # in-process shortcut: question -> (key, material, order, relabelled graphs)
         self.session = SessionStats()
 
     @property
     def name(self) -> str:
         return self.inner.name
 
+    @property
+    def topology(self):
+        return self.inner.topology
+
     def identity(self) -> dict:
         return self.inner.identity()  # caching never changes an answer
 
-    def key_for(self, model: ModelProfile, placement: Placement) -> str:
-        return cache_key(key_material(self.inner, model, placement))
-
-    def _key_and_material(self, question, placement: Placement, material_of) -> tuple[str, dict]:
-        """Building the key material hashes the model's buckets and costs ~100 us; within a
-        process the same (question, topology, shape, GPU types, backend identity) maps to the
-        same key, so remember it. Equality of ModelProfile and Topology covers every field
-        the material reads, except GPU type speeds, which are added explicitly."""
-        if not self.memo_enabled:
-            material = material_of()
-            return cache_key(material), material
-        topology = placement.topology
-        speeds = tuple((name, count, topology.gpu_type(name).relative_speed)
-                       for name, count in placement.gpu_type_counts)
-        shortcut = (question, topology, placement.canonical_shape, speeds, canonical_json(self.inner.identity()))
-        found = self._keys.get(shortcut)
+    def _graph_key(self, graphs: Mapping[str, StepGraph]):
+        question = tuple(sorted(graphs.items()))
+        found = self._keys.get(question) if self.memo_enabled else None
         if found is None:
-            material = material_of()
-            found = self._keys[shortcut] = (cache_key(material), material)
+            material, order, relabelled = graphs_key_material(self.inner, graphs, self.inner.topology)
+            found = (cache_key(material), material, order, relabelled)
+            if self.memo_enabled:
+                self._keys[question] = found
         return found
 
-    def iteration_comm_time(self, model: ModelProfile, placement: Placement) -> CommResult:
-        started = time.perf_counter()
-        key, material = self._key_and_material(model, placement, lambda: key_material(self.inner, model, placement))
-        return self._answer(key, material, model.name, placement, started,
-                            lambda: self.inner.iteration_comm_time(model, placement))
+    def key_for(self, graphs: Mapping[str, StepGraph]) -> str:
+        return self._graph_key(graphs)[0]
 
-    def collective_seconds(self, placement: Placement, nbytes: int) -> float:
-        """One all-reduce of nbytes, cached like an iteration (for backends that offer it)."""
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        started = time.perf_counter()
+        key, material, order, relabelled = self._graph_key(graphs)
+
+        def simulate() -> CachedTiming:
+            asked = [relabelled[job] for job in order]
+            timings = self.inner.time(dict(zip(order, asked)))
+            done = [timings[job] for job in order]
+            exposed, collective = _summary(asked, done)
+            first = done[0].result
+            return CachedTiming(tuple(t.node_seconds for t in done), exposed, collective, first.backend,
+                                first.calibrated, sum(t.result.packets for t in done), first.details)
+
+        gpus = sorted({g for graph in graphs.values() for g in graph.gpus})
+        union = Placement(self.inner.topology, tuple(gpus)) if gpus else None
+        name = "+".join(sorted(graphs)) if len(graphs) > 1 else "step"
+        answer, provenance = self._answer(key, material, name, union, started, simulate)
+        return {job: GraphTiming.of(graphs[job], answer.node_seconds[i], provenance) for i, job in enumerate(order)}
+
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        """One collective of nbytes alone, cached like a step."""
         started = time.perf_counter()
         nbytes = int(nbytes)
-        key, material = self._key_and_material(("allreduce", nbytes), placement,
-                                               lambda: collective_key_material(self.inner, placement, nbytes))
+        question = (kind, nbytes, group.topology, group.canonical_shape)
+        found = self._keys.get(question)
+        if found is None:
+            material = collective_key_material(self.inner, group, nbytes, kind)
+            found = self._keys[question] = (cache_key(material), material)
+        key, material = found
 
-        def simulate() -> CommResult:
-            seconds = float(self.inner.collective_seconds(placement, nbytes))
-            return CommResult(exposed_seconds=seconds, collective_seconds=seconds, backend=self.inner.name,
-                              bucket_seconds=(seconds,))
+        def simulate() -> CachedTiming:
+            seconds = float(self.inner.collective_seconds(group, nbytes, kind))
+            return CachedTiming(((seconds,),), seconds, seconds, self.inner.name)
 
-        return self._answer(key, material, f"allreduce {nbytes} B", placement, started, simulate).collective_seconds
+        answer, _ = self._answer(key, material, f"{kind} {nbytes} B", group, started, simulate)
+        return answer.node_seconds[0][0]
 
-    def _answer(self, key: str, material: dict, question_name: str, placement: Placement, started: float,
-                simulate) -> CommResult:
+    def _answer(self, key: str, material: dict, question_name: str, placement, started: float,
+                simulate) -> tuple[CachedTiming, CommResult]:
         answer = self._memo.get(key)
         if answer is None:
             answer = self.store.get(key)
@@ -115,8 +140,9 @@ class Cached:
         details = dict(answer.result.details)
         details["cache"] = {"key": key, "simulated_wall_seconds": answer.wall_seconds,
                             "simulated_packets": answer.result.packets, "created_at": answer.created_at}
-        return answer.result.replace(cache_hit=True, packets=0, wall_seconds=time.perf_counter() - started,
-                                     details=details)
+        provenance = answer.result.provenance().replace(cache_hit=True, packets=0, details=details,
+                                                        wall_seconds=time.perf_counter() - started)
+        return answer.result, provenance
 
     def _wait_for(self, key: str) -> StoredAnswer | None:
         """Poll (read-only) while a live owner simulates; None when the claim vanished or went stale."""
@@ -131,8 +157,8 @@ class Cached:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
 
-    def _simulate(self, claim: Claim, material: dict, question_name: str, placement: Placement,
-                  simulate) -> CommResult:
+    def _simulate(self, claim: Claim, material: dict, question_name: str, placement,
+                  simulate) -> tuple[CachedTiming, CommResult]:
         started = time.perf_counter()
         try:
             result = simulate()
@@ -144,7 +170,7 @@ class Cached:
         if self.memo_enabled:
             self._memo[claim.key] = StoredAnswer(result, wall, created_at)
         self.session.misses += 1
-        return result.replace(cache_hit=False, wall_seconds=wall)
+        return result, result.provenance().replace(cache_hit=False, wall_seconds=wall)
 
     def flush(self) -> None:
         self.store.flush()

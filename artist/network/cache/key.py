@@ -1,30 +1,41 @@
 """The latency cache's key: what an answer depends on, in canonical form.
 
 Key. sha256 of a canonical JSON (sorted keys, no whitespace) of:
-  - the placement's canonical shape (which racks/machines/GPUs were picked
-    does not matter, see placement.py) and its GPU types with counts and
-    relative speeds (they set the compute time and so the exposed time);
-  - ``model.comm_signature()`` (buckets, ready times, compute seconds);
-  - the topology's link parameters of the tiers the placement touches (machine
-    always; rack when it leaves a machine; spine and oversubscription when it
-    leaves a rack) plus GPUs per machine and machines per rack;
+  - the step graphs of the question, relabelled onto canonical GPUs
+    (canonical_gpu_map: racks, machines and GPUs renumbered so that which ones
+    were picked does not matter) and listed in order of their signature; a
+    graph carries its compute nodes' durations (and so the GPU speeds that set
+    them) at 9 significant digits, its groups and payloads;
+  - the topology's link parameters of the tiers the graphs touch (machine
+    always; rack when they leave a machine; spine and oversubscription when
+    they leave a rack) plus GPUs per machine and machines per rack;
   - ``inner.identity()``: backend name and version, algorithm, channels,
-    latency and transport parameters, calibration profile id.
+    latency and transport parameters.
 JSON and sha256 do not depend on PYTHONHASHSEED or the process.
 
-Questions cached: a model's iteration (``iteration_comm_time``) and, for
-backends that offer it, one all-reduce of a payload (``collective_seconds``,
-asked by calibration fits); the key's "model" part tells them apart.
+Every relabelling is a topology automorphism (a rack onto a rack, a machine
+onto a machine of it, a GPU onto a GPU of it), so two questions with one key
+have one answer; ties are broken by id, so a key can miss a symmetry (two
+questions that could share an answer get two) but never merge two different
+questions.
+
+Questions cached: step graphs (``time``) and one collective of a payload
+(``collective_seconds``, asked by calibration fits and `artist comm`); the
+key's "model" part tells them apart.
 """
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from artist.jsonkey import digest
-from artist.placement import MACHINE, NETWORK, RACK, Placement
-from artist.workload import ModelProfile
+from artist.parallel.graph import StepGraph
+from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
+from artist.topology import Topology
 
 # Bump KEY_VERSION when the meaning of the key material changes.
-KEY_VERSION = 1
+# 2: step graphs relabelled onto canonical GPUs replace (shape, GPU speeds, model buckets).
+KEY_VERSION = 2
 
 
 def touched_link_parameters(placement: Placement) -> dict:
@@ -40,29 +51,51 @@ def touched_link_parameters(placement: Placement) -> dict:
     return out
 
 
-def key_material_parts(inner, placement: Placement) -> dict:
-    topology = placement.topology
-    return {
+def canonical_gpu_map(topology: Topology, gpus) -> dict[int, int]:
+    """GPU -> GPU of placement_from_shape(canonical shape): racks in the canonical shape's
+    order (ties by id), each rack's machines by GPU count (ties by id), GPUs in id order."""
+    placement = Placement(topology, tuple(gpus))
+    by_machine = placement.gpus_by_machine
+
+    def machines_of(rack):
+        return sorted(placement.machines_by_rack[rack], key=lambda m: (-len(by_machine[m]), m))
+
+    def rack_order(rack):
+        counts = tuple(len(by_machine[m]) for m in machines_of(rack))
+        return (-sum(counts), tuple(-c for c in counts), len(counts), rack)
+
+    racks = sorted(placement.machines_by_rack, key=rack_order)
+    target = placement_from_shape(topology, placement.canonical_shape).gpus
+    source = [g for r in racks for m in machines_of(r) for g in by_machine[m]]
+    return dict(zip(source, target))
+
+
+def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topology) -> tuple[dict, list, dict]:
+    """(key material, job ids in key order, the graphs relabelled onto canonical GPUs)."""
+    union = sorted({g for graph in graphs.values() for g in graph.gpus})
+    gpu_map = canonical_gpu_map(topology, union) if union else {}
+    relabelled = {job: graph.relabel(gpu_map) for job, graph in graphs.items()}
+    order = sorted(graphs, key=lambda job: (relabelled[job].signature(), job))
+    graphs_part = [relabelled[job].key_material() for job in order]
+    material = {
         "key_version": KEY_VERSION,
-        "shape": [list(rack) for rack in placement.canonical_shape],
-        "gpu_types": [[name, count, topology.gpu_type(name).relative_speed]
-                      for name, count in placement.gpu_type_counts],
-        "links": touched_link_parameters(placement),
+        "graphs": graphs_part,
+        "model": digest(graphs_part)[:16],
+        "links": touched_link_parameters(Placement(topology, tuple(union))) if union else {},
         "backend": inner.identity(),
     }
+    return material, order, relabelled
 
 
-def key_material(inner, model: ModelProfile, placement: Placement) -> dict:
-    material = key_material_parts(inner, placement)
-    material["model"] = model.comm_signature()
-    return material
-
-
-def collective_key_material(inner, placement: Placement, nbytes: int) -> dict:
-    """Key material of one all-reduce of nbytes (calibration fits ask this, not a model's iteration)."""
-    material = key_material_parts(inner, placement)
-    material["model"] = f"allreduce:{int(nbytes)}"
-    return material
+def collective_key_material(inner, group: Placement, nbytes: int, kind: str = "all_reduce") -> dict:
+    """Key material of one collective of nbytes alone (calibration fits and `artist comm` ask this)."""
+    return {
+        "key_version": KEY_VERSION,
+        "shape": [list(rack) for rack in group.canonical_shape],
+        "links": touched_link_parameters(group),
+        "backend": inner.identity(),
+        "model": f"{kind}:{int(nbytes)}",
+    }
 
 
 def cache_key(material: dict) -> str:

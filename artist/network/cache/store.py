@@ -171,8 +171,27 @@ def owner_is_gone(host: str, pid: int, start: str) -> bool:
 
 
 @dataclass(frozen=True)
+class CachedTiming:
+    """What one entry holds: every graph's node durations, in the order of the key's graphs,
+    and where they came from. exposed_seconds (how long the steps run past their last compute
+    node; for a DDP step, its exposed communication) and collective_seconds (the communication
+    nodes' durations summed) are kept as columns too, for people reading the file."""
+
+    node_seconds: tuple[tuple[float, ...], ...]
+    exposed_seconds: float
+    collective_seconds: float
+    backend: str
+    calibrated: bool = False
+    packets: int = 0
+    details: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def provenance(self) -> CommResult:
+        return CommResult(self.backend, self.calibrated, packets=self.packets, details=dict(self.details))
+
+
+@dataclass(frozen=True)
 class StoredAnswer:
-    result: CommResult  # as the inner model returned it
+    result: CachedTiming  # as the inner model answered
     wall_seconds: float  # what producing it cost
     created_at: str
 
@@ -205,10 +224,11 @@ def created_before(age_seconds: float, now: datetime | None = None) -> str:
         return _iso(datetime.min)
 
 
-def result_to_json(result: CommResult) -> str:
+def result_to_json(result: CachedTiming) -> str:
     return canonical_json({
         "exposed_seconds": result.exposed_seconds, "collective_seconds": result.collective_seconds,
-        "backend": result.backend, "calibrated": result.calibrated, "bucket_seconds": list(result.bucket_seconds),
+        "backend": result.backend, "calibrated": result.calibrated,
+        "node_seconds": [list(graph) for graph in result.node_seconds],
         "packets": result.packets, "details": result.details,
     })
 
@@ -224,14 +244,15 @@ _RESULT_FIELDS = {
     "collective_seconds": ("a finite number", _is_number),
     "backend": ("text", lambda v: isinstance(v, str)),
     "calibrated": ("true or false", lambda v: isinstance(v, bool)),
-    "bucket_seconds": ("a list of finite numbers", lambda v: isinstance(v, list) and all(map(_is_number, v))),
+    "node_seconds": ("a list of lists of finite numbers",
+                     lambda v: isinstance(v, list) and all(isinstance(g, list) and all(map(_is_number, g)) for g in v)),
     "packets": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "details": ("an object", lambda v: isinstance(v, dict)),
 }
 
 
-def result_from_json(text: str) -> CommResult:
-    """The CommResult stored as text; ValueError saying what is wrong when it cannot be read back."""
+def result_from_json(text: str) -> CachedTiming:
+    """The answer stored as text; ValueError saying what is wrong when it cannot be read back."""
     try:
         d = json.loads(text)
     except (TypeError, ValueError) as exc:  # TypeError: a number or NULL where text should be
@@ -243,9 +264,8 @@ def result_from_json(text: str) -> CommResult:
             raise ValueError(f"result_json lacks field {name!r}")
         if not ok(d[name]):
             raise ValueError(f"result_json field {name!r} is not {kind}")
-    return CommResult(exposed_seconds=d["exposed_seconds"], collective_seconds=d["collective_seconds"],
-                      backend=d["backend"], calibrated=d["calibrated"], bucket_seconds=tuple(d["bucket_seconds"]),
-                      packets=d["packets"], details=d["details"])
+    return CachedTiming(tuple(tuple(float(x) for x in g) for g in d["node_seconds"]), d["exposed_seconds"],
+                        d["collective_seconds"], d["backend"], d["calibrated"], d["packets"], d["details"])
 
 
 def stored_answer_from_row(result_json, wall_seconds, created_at) -> StoredAnswer:
@@ -537,7 +557,7 @@ class LatencyStore:
 
     # ---- writes -------------------------------------------------------------
     @_sqlite_errors_named
-    def put(self, claim: Claim, material: dict, model_name: str, placement: Placement, result: CommResult,
+    def put(self, claim: Claim, material: dict, model_name: str, placement: Placement | None, result: CachedTiming,
             wall_seconds: float) -> str:
         """Store one answer, drop our claim and count the miss, all in one transaction.
         If another process stored the key meanwhile (it took over a claim it judged stale),
@@ -550,9 +570,9 @@ class LatencyStore:
             "ns3_version": str(identity.get("ns3_version", "")),
             "model_name": model_name,
             "model_signature": material["model"],
-            "shape": shape_to_text(placement.canonical_shape),
-            "gpus": placement.size,
-            "tier": placement.tier,
+            "shape": shape_to_text(placement.canonical_shape) if placement is not None else "[]",
+            "gpus": placement.size if placement is not None else 0,
+            "tier": placement.tier if placement is not None else "",
             "exposed_seconds": float(result.exposed_seconds),
             "collective_seconds": float(result.collective_seconds),
             "wall_seconds": float(wall_seconds),
