@@ -72,7 +72,8 @@ class JobState:
     def iterations_done(self, now: float) -> float:
         if self.status != RUNNING:
             return self.anchor_iterations
-        return min(float(self.job.iterations), self.anchor_iterations + self._progress_seconds(now) / self.iteration_seconds)
+        progressed = self._progress_seconds(now) / self.iteration_seconds
+        return min(float(self.job.iterations), self.anchor_iterations + progressed)
 
     def _progress_seconds(self, now: float) -> float:
         return max(0.0, now - max(self.anchor_time, self.resume_at))

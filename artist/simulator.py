@@ -175,7 +175,8 @@ class Simulator:
             if state is None or state.status == FINISHED:
                 raise SimulationError(f"policy {self.policy.name!r} placed unknown or finished job {job_id!r}")
             if placement.size != state.gpus:
-                raise SimulationError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; it asks {state.gpus}")
+                raise SimulationError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; "
+                                      f"it asks {state.gpus}")
         # Stop first (preemptions, migrations), then start, so GPUs can change hands.
         for job_id, state in list(self.running.items()):
             target = wanted.get(job_id)
@@ -233,7 +234,8 @@ class Simulator:
         self.waiting.pop(state.job_id, None)
         self.running[state.job_id] = state
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
-                                             placement.gpus, state.iteration_seconds, estimate.exposed_comm_seconds, restore))
+                                             placement.gpus, state.iteration_seconds,
+                                             estimate.exposed_comm_seconds, restore))
         remaining = state.job.iterations - state.anchor_iterations
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
 

@@ -114,7 +114,8 @@ def main() -> None:
     worker = Ns3Worker()
     t = time.perf_counter()
     worker.ensure_started()
-    print(f"worker start ({worker.info['engine']} engine, loaded in the worker in {worker.info['load_seconds']:.2f} s): "
+    print(f"worker start ({worker.info['engine']} engine, loaded in the worker in "
+          f"{worker.info['load_seconds']:.2f} s): "
           f"{time.perf_counter() - t:.2f} s")
     analytical = AnalyticalModel(topo)
     full = Ns3Model(topo, worker=worker)

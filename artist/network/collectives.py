@@ -227,10 +227,10 @@ def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1,
             for gs in machines:
                 ring = [rank_of[x] for x in gs]
                 raw.extend(_ring_transfers(ring, shards, 0, c, "rs"))
-            for l in range(g):
-                ring = [rank_of[gs[l]] for gs in machines]
-                # After the intra-machine reduce-scatter, local rank l owns shard (l + 1) mod g.
-                owned = shards[(l + 1) % g]
+            for local in range(g):
+                ring = [rank_of[gs[local]] for gs in machines]
+                # After the intra-machine reduce-scatter, local rank `local` owns shard (local + 1) mod g.
+                owned = shards[(local + 1) % g]
                 raw.extend(_ring_transfers(ring, split_bytes(owned, m_count), intra_steps, c))
             inter_steps = 2 * (m_count - 1)
             for gs in machines:

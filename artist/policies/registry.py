@@ -48,7 +48,8 @@ def make_policy(name: str, **params) -> Policy:
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
     unknown = sorted(set(params) - accepted)
     if unknown:
-        raise KeyError(f"policy {name!r} has no parameter {unknown[0]!r}; parameters: {', '.join(sorted(accepted)) or 'none'}")
+        raise KeyError(f"policy {name!r} has no parameter {unknown[0]!r}; "
+                       f"parameters: {', '.join(sorted(accepted)) or 'none'}")
     return cls(**params)
 
 

@@ -26,9 +26,10 @@ from artist.network.cache.store import (CACHE_FILE_NAME, COUNTER_FLUSH_INTERVAL_
 __all__ = [
     "CACHE_FILE_NAME", "COUNTER_FLUSH_INTERVAL_S", "COUNTER_NAMES", "DEFAULT_BUSY_TIMEOUT_S", "DEFAULT_CLAIM_TTL_S",
     "DEFAULT_POLL_INTERVAL_S", "ENTRY_COLUMNS", "KEY_VERSION", "NS3_BACKEND", "SCHEMA_VERSION", "SIDE_FILE_SUFFIXES",
-    "WAIT", "CacheReport", "CacheUnusable", "Cached", "CachedTiming", "Claim", "ClearOutcome", "LatencyStore", "SessionStats",
-    "StoredAnswer", "UnreadableEntry", "cache_command", "cache_files", "cache_key", "canonical_json",
-    "canonical_gpu_map", "check_cache_usable", "collective_key_material", "created_before", "default_cache_dir", "default_cache_path",
-    "graphs_key_material", "inspect_cache", "is_damage", "owner_is_gone", "readable_ns3_results",
-    "remove_cache_files", "result_from_json", "result_to_json", "stored_answer_from_row", "touched_link_parameters",
+    "WAIT", "CacheReport", "CacheUnusable", "Cached", "CachedTiming", "Claim", "ClearOutcome", "LatencyStore",
+    "SessionStats", "StoredAnswer", "UnreadableEntry", "cache_command", "cache_files", "cache_key", "canonical_json",
+    "canonical_gpu_map", "check_cache_usable", "collective_key_material", "created_before", "default_cache_dir",
+    "default_cache_path", "graphs_key_material", "inspect_cache", "is_damage", "owner_is_gone",
+    "readable_ns3_results", "remove_cache_files", "result_from_json", "result_to_json", "stored_answer_from_row",
+    "touched_link_parameters",
 ]

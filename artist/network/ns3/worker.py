@@ -92,7 +92,8 @@ int set_scalar(T& field, long long integer, double real, int is_real)
 }}
 
 template <class T>
-int view(const std::vector<T>& field, const T** data, size_t* n) {{ *data = field.data(); *n = field.size(); return 0; }}
+int view(const std::vector<T>& field, const T** data, size_t* n)
+{{ *data = field.data(); *n = field.size(); return 0; }}
 
 template <class T, class F>
 int get(const F& field, T* out)
@@ -232,7 +233,8 @@ class CompiledEngine:
         if status == -2:
             raise TypeError(f"Spec field {name!r} is an integer in engine.h; got a float")
         if status != 0:
-            raise LookupError(f"the compiled ns-3 engine has no {what} {name!r} (engine.h and worker.py's lists disagree)")
+            raise LookupError(f"the compiled ns-3 engine has no {what} {name!r} "
+                              f"(engine.h and worker.py's lists disagree)")
 
     def run(self, vectors: dict, scalars: dict) -> dict:
         """One simulation: Spec vectors keyed by (kind, name), Spec scalars by name; the result fields."""
