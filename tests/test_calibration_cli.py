@@ -140,7 +140,7 @@ def test_a_rerun_is_answered_from_the_cache_with_the_same_profile(tmp_path, monk
     assert _fit(GOOD_LOG, tmp_path / "a.yaml", "--cache-dir", str(cache)) == 0
     assert LatencyStore(cache / CACHE_FILE_NAME).stats()["entries"] == QUESTIONS
 
-    def no_backend(self, placement, nbytes):
+    def no_backend(self, placement, nbytes, kind="all_reduce"):
         raise AssertionError(f"the backend was asked for {nbytes} B: not answered from the cache")
 
     monkeypatch.setattr(AnalyticalModel, "collective_seconds", no_backend)
@@ -161,11 +161,11 @@ def test_ctrl_c_says_what_the_cache_kept_and_a_rerun_continues_from_it(tmp_path,
     real = AnalyticalModel.collective_seconds
     asked = []
 
-    def ctrl_c_at_the_third(self, placement, nbytes):
+    def ctrl_c_at_the_third(self, placement, nbytes, kind="all_reduce"):
         asked.append(nbytes)
         if len(asked) == 3:
             raise KeyboardInterrupt
-        return real(self, placement, nbytes)
+        return real(self, placement, nbytes, kind)
 
     monkeypatch.setattr(AnalyticalModel, "collective_seconds", ctrl_c_at_the_third)
     cache = tmp_path / "cache"
@@ -179,7 +179,8 @@ def test_ctrl_c_says_what_the_cache_kept_and_a_rerun_continues_from_it(tmp_path,
     assert LatencyStore(cache / CACHE_FILE_NAME).stats()["entries"] == 2 and not out.exists()
 
     asked.clear()
-    monkeypatch.setattr(AnalyticalModel, "collective_seconds", lambda self, p, n: asked.append(n) or real(self, p, n))
+    monkeypatch.setattr(AnalyticalModel, "collective_seconds",
+                        lambda self, p, n, kind="all_reduce": asked.append(n) or real(self, p, n, kind))
     assert _fit(GOOD_LOG, out, "--cache-dir", str(cache)) == 0
     assert len(asked) == QUESTIONS - 2  # only the two questions not answered before Ctrl-C
     assert _fit(GOOD_LOG, tmp_path / "fresh.yaml", "--no-cache") == 0
@@ -187,7 +188,7 @@ def test_ctrl_c_says_what_the_cache_kept_and_a_rerun_continues_from_it(tmp_path,
 
 
 def test_ctrl_c_without_cache_says_nothing_was_kept(tmp_path, monkeypatch, capsys):
-    def ctrl_c(self, placement, nbytes):
+    def ctrl_c(self, placement, nbytes, kind="all_reduce"):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(AnalyticalModel, "collective_seconds", ctrl_c)

@@ -1,4 +1,4 @@
-"""Profiles: YAML round trip, id, the Calibrated wrapper on any CommModel, and the shipped profile."""
+"""Profiles: YAML round trip, id, the Calibrated wrapper on any FabricModel, and the shipped profile."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from artist.calibration import CalibrationProfile, TierCorrection, load_profile
 from artist.calibration.correction import SizeRegime, SizeRegimes
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
-from artist.network.base import CommResult
+from artist.network.base import CommResult, time_node_by_node
 from artist.network.calibrated import Calibrated
+from artist.parallel.ddp import ddp_step
+from artist.parallel.graph import Node, StepGraph
+from artist.perf.model import as_perf_model
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
@@ -26,44 +29,60 @@ def h100():
     return load_topology(REPO / "topologies" / "h100-dgx.yaml")
 
 
+def _step(model, placement, compute_seconds=1.0):
+    """The DDP step graph of `model` on `placement` (compute_seconds only moves the bucket ready times)."""
+    return ddp_step(model, placement, compute_seconds)
+
+
+def _timing(fabric, model, placement, compute_seconds=1.0):
+    """(the step's GraphTiming, the graph) of `model` alone on `placement`."""
+    graph = _step(model, placement, compute_seconds)
+    return fabric.time({"job": graph})["job"], graph
+
+
+def _bucket_seconds(timing, graph):
+    """The all-reduce nodes' durations, in bucket order."""
+    return tuple(timing.node_seconds[n.id] for n in graph.nodes if n.kind == "all_reduce")
+
+
 class FixedBuckets:
-    """A CommModel that is not one of ours, without collective_seconds: every bucket takes a fixed time."""
+    """A FabricModel that is not one of ours, without collective_seconds: every communication node
+    takes a fixed time."""
 
     name = "fixed"
 
-    def __init__(self, seconds):
-        self.seconds = seconds
+    def __init__(self, topology, seconds):
+        self.topology, self.seconds = topology, seconds
 
     def identity(self):
         return {"backend": "fixed", "seconds": self.seconds}
 
-    def iteration_comm_time(self, model, placement):
-        buckets = tuple(self.seconds for _ in model.buckets)
-        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name,
-                          bucket_seconds=buckets)
+    def _node_seconds(self, node):
+        return self.seconds
+
+    def time(self, graphs):
+        return {job: time_node_by_node(g, self._node_seconds, CommResult(self.name)) for job, g in graphs.items()}
 
 
 class Affine(FixedBuckets):
-    """A CommModel that is not one of ours: an all-reduce of n bytes takes base_s + n x per_byte_s on any
+    """A FabricModel that is not one of ours: a collective of n bytes takes base_s + n x per_byte_s on any
     placement, so the correction's t0 (1 byte per rank) is base_s + ranks x per_byte_s, by hand."""
 
     name = "affine"
 
-    def __init__(self, base_s, per_byte_s):
-        self.base_s, self.per_byte_s = base_s, per_byte_s
+    def __init__(self, topology, base_s, per_byte_s):
+        self.topology, self.base_s, self.per_byte_s = topology, base_s, per_byte_s
         self.calls = []
 
     def identity(self):
         return {"backend": "affine", "base_s": self.base_s, "per_byte_s": self.per_byte_s}
 
-    def collective_seconds(self, placement, nbytes):
+    def collective_seconds(self, group, nbytes, kind="all_reduce"):
         self.calls.append(nbytes)
         return self.base_s + nbytes * self.per_byte_s
 
-    def iteration_comm_time(self, model, placement):
-        buckets = tuple(self.base_s + b * self.per_byte_s for b, _ in model.buckets)
-        return CommResult(exposed_seconds=-1.0, collective_seconds=sum(buckets), backend=self.name,
-                          bucket_seconds=buckets)
+    def _node_seconds(self, node):
+        return self.base_s + node.nbytes * self.per_byte_s
 
 
 PER_BYTE = 0.4 / (25 * MIB)  # a 25 MiB bucket takes 0.4 s + base_s
@@ -88,7 +107,7 @@ def _model():
 
 
 def test_calibrated_recomputes_exposed_time_by_hand(h100):
-    inner = Affine(1e-3, PER_BYTE)
+    inner = Affine(h100, 1e-3, PER_BYTE)
     cal = Calibrated(inner, _profile(h100, inner.identity()))
     model = _model()
     (b1, r1), (b2, r2) = model.buckets
@@ -96,44 +115,75 @@ def test_calibrated_recomputes_exposed_time_by_hand(h100):
     # [[4,4]]: rack tier, 2 hops; t = 1 ms + 0.4 s, t0 = 1 ms + 8 bytes;
     # t' = t0 + (t - t0) / 0.5 + 2 x 10 us ~ 0.80102 s per bucket.
     p = placement_from_shape(h100, [[4, 4]])
-    res = cal.iteration_comm_time(model, p)
+    perf = as_perf_model(cal, h100)
+    step = perf.estimate(model, p)
+    graph, compute = perf.graph(model, p)
+    timing = cal.time({"job": graph})["job"]
     t0 = _t0(inner, 8)
     t = t0 + (1e-3 + 0.4 - t0) / 0.5 + 2 * 1e-5
-    assert res.bucket_seconds == pytest.approx((t, t))
+    assert _bucket_seconds(timing, graph) == pytest.approx((t, t))
     # bucket 1 runs 2/3 .. 2/3 + t, bucket 2 follows at once; compute ends at 1 (H100 speed 2 -> 0.5 s)
-    compute = 1.0 / 2.0
+    assert compute == 1.0 / 2.0
     end = max(max(0.0, r1 * compute) + t, r2 * compute) + t
-    assert res.exposed_seconds == pytest.approx(end - compute)
-    assert res.calibrated and res.collective_seconds == pytest.approx(2 * t)
-    assert res.details["calibration_tier"] == "rack"
+    assert step.exposed_comm_seconds == pytest.approx(end - compute)
+    assert step.step_seconds == pytest.approx(end) and timing.step_seconds == pytest.approx(end)
+    assert step.comm.calibrated and step.comm_seconds == pytest.approx(2 * t)
+    assert step.comm.details["calibration_tier"] == "rack"
+    # The inner model's own timeline is not the calibrated one: the correction recomputed it.
+    raw = inner.time({"job": graph})["job"]
+    assert not raw.result.calibrated and raw.step_seconds < timing.step_seconds
+
+
+def test_other_kinds_pass_uncorrected_and_are_named(h100):
+    inner = Affine(h100, 1e-3, PER_BYTE)
+    cal = Calibrated(inner, _profile(h100, inner.identity()))
+    group = placement_from_shape(h100, [[4, 4]]).gpus
+    graph = StepGraph((Node(0, "compute", seconds=0.1, group=group),
+                       Node(1, "all_gather", deps=(0,), group=group, nbytes=25 * MIB),
+                       Node(2, "all_reduce", deps=(1,), group=group, nbytes=25 * MIB)))
+    timing = cal.time({"job": graph})["job"]
+    raw = 1e-3 + 25 * MIB * PER_BYTE
+    t0 = _t0(inner, 8)
+    t = t0 + (raw - t0) / 0.5 + 2 * 1e-5
+    assert timing.node_seconds == pytest.approx((0.1, raw, t), rel=1e-12)
+    assert timing.step_seconds == pytest.approx(0.1 + raw + t, rel=1e-12)
+    assert timing.result.details["uncalibrated_kinds"] == ["all_gather"]
+    p = placement_from_shape(h100, [[4, 4]])
+    assert cal.collective_seconds(p, 25 * MIB, "all_gather") == raw  # corrects all_reduce only
 
 
 def test_machine_and_network_tiers_use_their_corrections(h100):
-    inner = Affine(1e-3, PER_BYTE)
+    inner = Affine(h100, 1e-3, PER_BYTE)
     cal = Calibrated(inner, _profile(h100, inner.identity()))
     t = 1e-3 + 0.4  # a 25 MiB bucket
-    m = cal.iteration_comm_time(_model(), placement_from_shape(h100, [[8]]))
-    assert m.bucket_seconds[0] == pytest.approx(_t0(inner, 8) + (t - _t0(inner, 8)) / 2.0 + 14 * 1e-6, rel=1e-12)
-    topo = h100.with_racks(2)
-    n = cal.iteration_comm_time(_model(), placement_from_shape(topo, [[8], [8]]))
+    m, graph = _timing(cal, _model(), placement_from_shape(h100, [[8]]))
+    assert m.result.details["calibration_tier"] == "machine"
+    assert _bucket_seconds(m, graph)[0] == pytest.approx(_t0(inner, 8) + (t - _t0(inner, 8)) / 2.0 + 14 * 1e-6,
+                                                         rel=1e-12)
+    assert h100.racks == 2
+    n, graph = _timing(cal, _model(), placement_from_shape(h100, [[8], [8]]))
+    assert n.result.details["calibration_tier"] == "network"
     t0 = _t0(inner, 16)
-    assert n.bucket_seconds[0] == pytest.approx(t0 + (t - t0) / 0.5 + 2 * 1e-5, rel=1e-12)  # network reuses rack
+    assert _bucket_seconds(n, graph)[0] == pytest.approx(t0 + (t - t0) / 0.5 + 2 * 1e-5, rel=1e-12)  # reuses rack
 
 
 def test_a_backend_without_collective_seconds_is_refused(h100):
-    inner = FixedBuckets(0.4)
+    inner = FixedBuckets(h100, 0.4)
     with pytest.raises(ValueError, match="collective_seconds"):
         Calibrated(inner, _profile(h100, inner.identity()))
 
 
 def test_t0_is_asked_once_per_canonical_shape(h100):
-    inner = Affine(1e-3, PER_BYTE)
+    inner = Affine(h100, 1e-3, PER_BYTE)
     cal = Calibrated(inner, _profile(h100, inner.identity()))
     # Two placements of the same shape [[4,4]] on different GPUs, several sizes: one probe of 8 bytes.
-    for gpus in ([[4, 4]], [[4, 4]]):
+    first = placement_from_shape(h100, [[4, 4]])
+    second = placement_from_shape(h100, [[4, 4]], first_rack=1)
+    assert second.gpus != first.gpus and second.canonical_shape == first.canonical_shape
+    for p in (first, second):
         for nbytes in (MIB, 64 * MIB):
-            cal.collective_seconds(placement_from_shape(h100, gpus), nbytes)
-    cal.iteration_comm_time(_model(), placement_from_shape(h100, [[4, 4]]))
+            cal.collective_seconds(p, nbytes)
+        cal.time({"job": _step(_model(), p)})  # a step's all-reduce nodes on either placement: no new probe
     assert inner.calls.count(8) == 1
 
 
@@ -161,7 +211,9 @@ def test_wrong_backend_or_topology_is_refused(h100, tmp_path):
     dally = load_topology(REPO / "topologies" / "dally-3tier.yaml")
     cal = Calibrated(AnalyticalModel(dally), _profile(h100, AnalyticalModel(dally).identity()))
     with pytest.raises(ValueError, match="machine.bps"):
-        cal.iteration_comm_time(_model(), placement_from_shape(dally, [[8]]))
+        cal.time({"job": _step(_model(), placement_from_shape(dally, [[8]]))})
+    with pytest.raises(ValueError, match="machine.bps"):
+        cal.collective_seconds(placement_from_shape(dally, [[8]]), 64 * MIB)
 
 
 def test_yaml_round_trip_keeps_id_and_corrections(h100, tmp_path):
@@ -184,21 +236,23 @@ class PerSize(FixedBuckets):
     """Every all-reduce takes 1 ms whatever its size (t0 = 0 at the 1-byte-per-rank probe, which is
     below any bucket), so the corrected time shows the regime alone."""
 
-    def collective_seconds(self, placement, nbytes):
-        return 0.0 if nbytes <= placement.size else self.seconds
+    def collective_seconds(self, group, nbytes, kind="all_reduce"):
+        return 0.0 if nbytes <= group.size else self.seconds
 
 
 def test_calibrated_picks_each_buckets_regime_by_its_size(h100):
-    inner = PerSize(1e-3)
+    inner = PerSize(h100, 1e-3)
     cal = Calibrated(inner, _profile(h100, inner.identity(), rack=TWO_REGIMES))
     # Buckets of 8 MiB and 25 MiB (cap 25 MiB): the first in the 1-16 MiB regime, the second above.
     model = ModelProfile("mixed", (25 * MIB, 8 * MIB), 1.0, "H100")
     assert [b for b, _ in model.buckets] == [25 * MIB, 8 * MIB] or [b for b, _ in model.buckets] == [8 * MIB, 25 * MIB]
     p = placement_from_shape(h100, [[4, 4]])  # rack tier, 2 hops
     low, high = 1e-3 / 0.25 + 2 * 0.0, 1e-3 / 2.0 + 2 * 4e-4  # 4 ms and 1.3 ms, by hand
-    res = cal.iteration_comm_time(model, p)
-    assert res.bucket_seconds == pytest.approx(tuple(low if b < SWITCH else high for b, _ in model.buckets), rel=1e-12)
-    assert res.collective_seconds == pytest.approx(low + high)
+    res, graph = _timing(cal, model, p)
+    assert [n.nbytes for n in graph.nodes if n.kind == "all_reduce"] == [b for b, _ in model.buckets]
+    assert _bucket_seconds(res, graph) == pytest.approx(tuple(low if b < SWITCH else high for b, _ in model.buckets),
+                                                         rel=1e-12)
+    assert res.comm_seconds == pytest.approx(low + high)
 
 
 @pytest.mark.parametrize("nbytes, which", [
@@ -207,7 +261,7 @@ def test_calibrated_picks_each_buckets_regime_by_its_size(h100):
     (64 << 30, "high"),  # beyond the measured range: the last regime (nearest)
 ])
 def test_regime_boundary_and_sizes_outside_the_measured_range(h100, nbytes, which):
-    inner = PerSize(1e-3)
+    inner = PerSize(h100, 1e-3)
     cal = Calibrated(inner, _profile(h100, inner.identity(), rack=TWO_REGIMES))
     expected = {"low": 1e-3 / 0.25, "high": 1e-3 / 2.0 + 2 * 4e-4}[which]
     assert cal.collective_seconds(placement_from_shape(h100, [[4, 4]]), nbytes) == pytest.approx(expected, rel=1e-12)
@@ -216,7 +270,7 @@ def test_regime_boundary_and_sizes_outside_the_measured_range(h100, nbytes, whic
 
 
 def test_regimes_round_trip_and_enter_the_id(h100, tmp_path):
-    inner = PerSize(1e-3)
+    inner = PerSize(h100, 1e-3)
     profile = _profile(h100, inner.identity(), rack=TWO_REGIMES)
     path = tmp_path / "p.yaml"
     profile.save(path)
@@ -304,18 +358,21 @@ class IdentityOf:
     identity and answers every all-reduce with a known time, so the correction can be checked by
     hand without running the backend (ns-3 included)."""
 
-    def __init__(self, identity, base_s=1e-4, per_byte_s=1e-11):
+    def __init__(self, identity, topology, base_s=1e-4, per_byte_s=1e-11):
         self._identity, self.base_s, self.per_byte_s, self.name = identity, base_s, per_byte_s, identity["backend"]
+        self.topology = topology
 
     def identity(self):
         return dict(self._identity)
 
-    def collective_seconds(self, placement, nbytes):
+    def collective_seconds(self, group, nbytes, kind="all_reduce"):
         return self.base_s + nbytes * self.per_byte_s
 
-    def iteration_comm_time(self, model, placement):
-        b = tuple(self.base_s + n * self.per_byte_s for n, _ in model.buckets)
-        return CommResult(exposed_seconds=0.0, collective_seconds=sum(b), backend=self.name, bucket_seconds=b)
+    def time(self, graphs):
+        def seconds_of(node):
+            return self.base_s + node.nbytes * self.per_byte_s
+
+        return {job: time_node_by_node(g, seconds_of, CommResult(self.name)) for job, g in graphs.items()}
 
 
 SHIPPED = sorted((REPO / "calibration" / "profiles").glob("*.yaml"))
@@ -330,7 +387,7 @@ def test_shipped_profile_loads_and_is_applied_as_fitted(path):
     profile = load_profile(path)
     topology = load_topology(REPO / profile.topology_path)
     profile.check_topology(topology)
-    inner = IdentityOf(profile.backend)  # t = 100 us + S / 100 GB/s
+    inner = IdentityOf(profile.backend, topology)  # t = 100 us + S / 100 GB/s
     cal = Calibrated(inner, profile)
     assert cal.identity()["calibration_profile"] == profile.id and cal.identity()["inner"] == profile.backend
     # Hand-applied correction: t0 + (t - t0) / f + hops x h, t0 = the backend's time at 1 byte per rank,
@@ -359,8 +416,9 @@ def test_shipped_profile_loads_and_is_applied_as_fitted(path):
             assert got == pytest.approx(expected, rel=1e-12), (tier, nbytes)
         r = regime_of(tier, 25 * MIB)  # _model(): two 25 MiB buckets
         expected = by_hand(r, 25 * MIB, ranks, hops)
-        res = cal.iteration_comm_time(_model(), placement_from_shape(topology, shape))
-        assert res.calibrated and res.bucket_seconds == pytest.approx((expected, expected), rel=1e-12)
+        res, graph = _timing(cal, _model(), placement_from_shape(topology, shape))
+        assert res.result.calibrated and res.result.details["calibration_tier"] == tier
+        assert _bucket_seconds(res, graph) == pytest.approx((expected, expected), rel=1e-12)
     # Every fitted tier covered each of its regimes with held-out sizes when it was fitted.
     for tier, stats in profile.fit["tiers"].items():
         for regime in stats.get("regimes", []):

@@ -273,28 +273,38 @@ def test_sweep_with_a_damaged_cache_fails_before_any_run(capsys, tmp_path):
 
 
 class _Crashing:
-    """A backend whose ns-3 worker dies on the first question."""
+    """A backend whose ns-3 worker dies on the first question (a step or one collective)."""
 
     name = "ns3"
+
+    def __init__(self, topology):
+        self.topology = topology
 
     def identity(self):
         return {"backend": "ns3"}
 
-    def iteration_comm_time(self, model, placement):
+    def _crash(self):
         from artist.network.ns3.runner import Ns3SimulationError
 
         raise Ns3SimulationError("[[8]]", "ns-3 worker crashed (exit code -9)")
+
+    def time(self, graphs):
+        self._crash()
+
+    def collective_seconds(self, group, nbytes, kind="all_reduce"):
+        self._crash()
 
 
 @pytest.mark.parametrize("argv", [
     ["simulate", "--workload", "batch:n=3,gpus=8"],
     ["latency-table", "--shape", "[[8]]", "--model", "resnet50"],
     ["comm", "--shape", "[[8]]", "--model", "resnet50"],
+    ["comm", "--collective", "all_reduce", "--bytes", "64MiB", "--gpus", "0-7"],
 ])
 def test_a_killed_ns3_worker_is_one_line_in_every_command(capsys, monkeypatch, argv):
     from artist.network.stack import CommSpec
 
-    monkeypatch.setattr(CommSpec, "build", lambda self, topology, profile=None: _Crashing())
+    monkeypatch.setattr(CommSpec, "build", lambda self, topology, profile=None: _Crashing(topology))
     line = one_line_error(capsys, argv, code=3)
     assert line == "artist: error: ns-3 simulation of placement [[8]] failed: ns-3 worker crashed (exit code -9)"
 

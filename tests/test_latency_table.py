@@ -296,6 +296,7 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
     from artist.calibration.profile import load_profile
     from artist.network.calibrated import Calibrated
     from artist.network.analytical import AnalyticalModel
+    from artist.perf.model import as_perf_model
     from artist.placement import placement_from_shape
 
     topo = load_topology(H100)
@@ -307,21 +308,22 @@ def test_calibrated_table_goes_through_the_cache_and_says_calibrated(toys, tmp_p
     assert (first.simulations, second.hits) == (4, 4)
     assert table_to_csv(first.table) == table_to_csv(second.table)
     assert list(first.table.calibrated) == [True] * 4
-    direct = Calibrated(AnalyticalModel(topo, channels=8), load_profile(H100_PROFILE))
-    raw = AnalyticalModel(topo, channels=8)
+    direct = as_perf_model(Calibrated(AnalyticalModel(topo, channels=8), load_profile(H100_PROFILE)), topo)
+    raw = as_perf_model(AnalyticalModel(topo, channels=8), topo)
     for _, row in first.table.iterrows():
         p = placement_from_shape(topo, [[4], [4]] if row["shape"] == "[[4],[4]]" else [[8]])
-        assert row.exposed_seconds == direct.iteration_comm_time(toys[row.model], p).exposed_seconds
+        assert row.exposed_seconds == direct.estimate(toys[row.model], p).exposed_comm_seconds
+        assert row.collective_seconds == direct.estimate(toys[row.model], p).comm_seconds
         # The calibration moved the numbers: the column is not a label only.
-        assert row.collective_seconds != raw.iteration_comm_time(toys[row.model], p).collective_seconds
+        assert row.collective_seconds != raw.estimate(toys[row.model], p).comm_seconds
     # The cache holds the raw backend answers (a re-fitted profile re-uses them).
     rows = LatencyStore(spec.cache).export_rows()
-    raw_values = {raw.iteration_comm_time(toys[m], placement_from_shape(topo, s)).exposed_seconds
+    raw_values = {raw.estimate(toys[m], placement_from_shape(topo, s)).exposed_comm_seconds
                   for m in toys for s in shapes}
     # ... and the correction's t0: one raw all-reduce of 1 byte per rank per shape (artist.calibration.correction).
-    probes = [r for r in rows if r["model_name"].startswith("allreduce ")]
-    assert sorted(r["model_name"] for r in probes) == ["allreduce 8 B"] * 2
-    assert {r["collective_seconds"] for r in probes} == {raw.collective_seconds(placement_from_shape(topo, s), 8)
+    probes = [r for r in rows if r["model_name"].startswith("all_reduce ")]
+    assert sorted(r["model_name"] for r in probes) == ["all_reduce 8 B"] * 2
+    assert {r["collective_seconds"] for r in probes} == {raw.fabric.collective_seconds(placement_from_shape(topo, s), 8)
                                                           for s in shapes}
     assert {r["exposed_seconds"] for r in rows if r not in probes} == raw_values
 

@@ -3,8 +3,8 @@
 A small trace on a 2 racks x 2 machines x 4 GPUs topology (tests/conftest.py figures), with the
 two synthetic profiles of tests/golden/models, so every ns-3 run lasts about a second. Expectations
 come from outside the loop: a job's running time is iterations x (compute + exposed time), with the
-exposed time asked of a fresh Ns3Model directly (no cache, no simulator); the second run must be
-served entirely from the cache and give the same table.
+exposed time asked of a fresh Ns3Model directly (through the performance model's step graph: no
+cache, no simulator); the second run must be served entirely from the cache and give the same table.
 
 All ns-3 work goes through the process-wide worker (Ns3Model's default), so ns-3 is imported once
 for this module and the in-process CLI runs.
@@ -22,6 +22,7 @@ import yaml
 from artist.jobstate import FINISHED
 from artist.metrics import job_table
 from artist.network.cache import CACHE_FILE_NAME, Cached, LatencyStore
+from artist.perf.model import as_perf_model
 from artist.policies.registry import make_policy
 from artist.simulator import SimulatorConfig, simulate
 from artist.topology import load_topology
@@ -64,10 +65,10 @@ def _run(inputs, cache_dir, worker=None):
 
 @pytest.fixture(scope="module")
 def direct(inputs):
-    """A fresh Ns3Model asked directly: no cache, no simulator in between (one per module, so a
-    placement asked by two tests is simulated once)."""
+    """A fresh Ns3Model asked directly, through the performance model's step graph: no cache, no
+    simulator in between (one per module, so a placement asked by two tests is simulated once)."""
     ns3, _, topology, _, _ = inputs
-    return ns3.Ns3Model(topology)
+    return as_perf_model(ns3.Ns3Model(topology), topology)
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +99,13 @@ def test_running_time_is_iterations_times_compute_plus_ns3_exposed_time(inputs, 
     assert topology.gpu_type("A100").relative_speed == 1.0  # the profiles' reference GPU: compute as profiled
     for s in result.jobs:
         model = models[s.job.model]
-        expected = direct.iteration_comm_time(model, s.placement)
-        assert expected.backend == "ns3" and s.comm.backend == "ns3"
+        expected = direct.estimate(model, s.placement)
+        assert expected.comm.backend == "ns3" and s.estimate.comm.backend == "ns3"
+        assert expected.compute_seconds == model.compute_seconds
         if s.placement.size > 1:
-            assert expected.packets > 0 and expected.exposed_seconds > 0.0  # really simulated, really exposed
-        per_iteration = model.compute_seconds + expected.exposed_seconds
+            # really simulated, really exposed
+            assert expected.comm.packets > 0 and not expected.comm.cache_hit and expected.exposed_comm_seconds > 0.0
+        per_iteration = model.compute_seconds + expected.exposed_comm_seconds
         assert s.finish - s.first_start == pytest.approx(s.job.iterations * per_iteration, rel=1e-12, abs=1e-12)
 
 
@@ -115,7 +118,7 @@ def test_job_alone_on_the_cluster_has_jct_of_iterations_times_iteration_time(inp
     assert j1.finish < 100.0  # ended before anyone else arrived: it was alone throughout
     assert j1.placement.canonical_shape == ((4, 4),)  # two machines of one rack: NIC hops in the ring
     model = models["toy-three-buckets"]
-    exposed = direct.iteration_comm_time(model, j1.placement).exposed_seconds
+    exposed = direct.estimate(model, j1.placement).exposed_comm_seconds
     assert j1.finish - j1.arrival == pytest.approx(40 * (model.compute_seconds + exposed), rel=1e-12)
 
 
@@ -136,7 +139,7 @@ def test_second_run_is_served_entirely_from_the_cache_with_identical_results(two
     shapes = {(s.job.model, s.placement.canonical_shape) for s in result1.jobs}
     assert session1.misses == len(shapes) and session1.hits == 0  # one simulation per distinct question
     assert session2.misses == 0 and session2.hits == len(shapes)
-    assert all(s.comm.cache_hit for s in result2.jobs)
+    assert all(s.estimate.comm.cache_hit for s in result2.jobs)
     assert job_table(result1).to_csv(index=False) == job_table(result2).to_csv(index=False)
 
 

@@ -103,10 +103,12 @@ class Cached:
         started = time.perf_counter()
         nbytes = int(nbytes)
         question = (kind, nbytes, group.topology, group.canonical_shape)
-        found = self._keys.get(question)
+        found = self._keys.get(question) if self.memo_enabled else None
         if found is None:
             material = collective_key_material(self.inner, group, nbytes, kind)
-            found = self._keys[question] = (cache_key(material), material)
+            found = (cache_key(material), material)
+            if self.memo_enabled:
+                self._keys[question] = found
         key, material = found
 
         def simulate() -> CachedTiming:
