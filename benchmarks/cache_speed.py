@@ -4,7 +4,9 @@
 
 Prints figures only; nothing is asserted (speed is not a unit-test property). Uses a fresh
 cache file in a temporary directory, never the user's cache. The inner backend is the
-analytical model, so a "miss" here costs milliseconds; with ns-3 it costs seconds.
+analytical model, so a "miss" here costs milliseconds; with ns-3 it costs seconds. Questions
+are DDP step graphs (artist/parallel/ddp.py) asked through ``Cached.time``; the random sweep
+lays each graph on the GPUs picked, so every lookup also relabels it onto canonical GPUs.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import numpy as np
 
 from artist.latency_table import build_latency_table, standard_shapes
 from artist.network.analytical import AnalyticalModel
-from artist.network.cache import CACHE_FILE_NAME, Cached, LatencyStore, cache_key, key_material
+from artist.network.cache import CACHE_FILE_NAME, Cached, LatencyStore, cache_key, graphs_key_material
 from artist.network.stack import CommSpec, forget_stacks
+from artist.parallel.ddp import ddp_step
+from artist.perf.compute import ComputeModel
 from artist.placement import Placement, placement_from_shape
 from artist.topology import load_topology
 from artist.workload import load_models
@@ -39,7 +43,7 @@ def _timings(fn, n: int) -> list[float]:
 
 def _report(label: str, seconds: list[float]) -> None:
     us = np.array(seconds) * 1e6
-    print(f"  {label:<34} mean {us.mean():8.1f} us   median {np.median(us):8.1f} us   "
+    print(f"  {label:<38} mean {us.mean():8.1f} us   median {np.median(us):8.1f} us   "
           f"p99 {np.percentile(us, 99):8.1f} us")
 
 
@@ -55,21 +59,23 @@ def main() -> None:
     models = list(load_models().values())
     tmp = Path(tempfile.mkdtemp(prefix="artist-cache-bench-"))
     path = tmp / CACHE_FILE_NAME
+    compute = ComputeModel(topo)
     model = max(models, key=lambda m: len(m.buckets))  # the costliest key material to hash
     placement = placement_from_shape(topo, [[8, 8], [8, 8]])
+    graphs = {"job": ddp_step(model, placement, compute.step_seconds(model, placement))}
     print(f"cache file: {path}")
-    print(f"hit lookup latency ({args.lookups} lookups, model {model.name}, {len(model.buckets)} buckets, "
-          f"shape [[8,8],[8,8]]):")
+    print(f"hit lookup latency ({args.lookups} lookups, model {model.name}, {len(model.buckets)} buckets = "
+          f"{len(graphs['job'].nodes)} graph nodes, shape [[8,8],[8,8]]):")
 
     inner = AnalyticalModel(topo)
-    _report("key only (material + sha256)",
-            _timings(lambda: cache_key(key_material(inner, model, placement)), args.lookups))
+    _report("key only (relabel + material + sha256)",
+            _timings(lambda: cache_key(graphs_key_material(inner, graphs, topo)[0]), args.lookups))
     warm = Cached(AnalyticalModel(topo), LatencyStore(path))
-    first = warm.iteration_comm_time(model, placement)
-    print(f"  first ask (miss, simulated)        {first.wall_seconds * 1e6:8.1f} us")
-    _report("hit, in-process memo", _timings(lambda: warm.iteration_comm_time(model, placement), args.lookups))
+    first = warm.time(graphs)["job"]
+    print(f"  {'first ask (miss, simulated)':<38} {first.result.wall_seconds * 1e6:8.1f} us")
+    _report("hit, in-process memo", _timings(lambda: warm.time(graphs), args.lookups))
     cold = Cached(AnalyticalModel(topo), LatencyStore(path), memo=False)
-    _report("hit, SQLite (memo off)", _timings(lambda: cold.iteration_comm_time(model, placement), args.lookups))
+    _report("hit, SQLite (memo off)", _timings(lambda: cold.time(graphs), args.lookups))
     warm.close()
     cold.close()
 
@@ -88,7 +94,7 @@ def main() -> None:
     print(f"  hit rate over all runs: {100 * hits / lookups:.1f}% (ideal {100 * (args.runs - 1) / args.runs:.1f}%)")
 
     print(f"\nsimulator-like sweep: {args.asks} random placements of 1-32 GPUs (random machines and racks), "
-          "one Cached:")
+          "each model's step graph on the GPUs picked, one Cached:")
     rng = np.random.default_rng(args.seed)
     sweep = Cached(AnalyticalModel(topo), LatencyStore(path.with_name("sweep-" + CACHE_FILE_NAME)))
     hit_times, miss_times = [], []
@@ -96,17 +102,19 @@ def main() -> None:
         size = int(rng.choice([1, 2, 4, 8, 16, 32]))
         gpus = tuple(int(g) for g in rng.choice(topo.gpus, size=size, replace=False))
         m = models[int(rng.integers(len(models)))]
+        p = Placement(topo, gpus)
+        graph = ddp_step(m, p, compute.step_seconds(m, p))
         t = time.perf_counter()
-        r = sweep.iteration_comm_time(m, Placement(topo, gpus))
-        (hit_times if r.cache_hit else miss_times).append(time.perf_counter() - t)
+        r = sweep.time({"job": graph})["job"]
+        (hit_times if r.result.cache_hit else miss_times).append(time.perf_counter() - t)
     sweep.close()
     s = sweep.session
     print(f"  {s.hits} hits, {s.misses} misses: hit rate {100 * s.hits / args.asks:.1f}% "
           f"(distinct canonical shapes x models = {s.misses})")
     if hit_times:
-        _report("hit (memo)", hit_times)
+        _report("hit (relabel + memo)", hit_times)
     if miss_times:
-        print(f"  {'miss (analytical simulation)':<34} mean {statistics.mean(miss_times) * 1e3:8.2f} ms")
+        print(f"  {'miss (analytical simulation)':<38} mean {statistics.mean(miss_times) * 1e3:8.2f} ms")
     print(f"  simulated seconds saved by hits: {s.saved_wall_seconds:.3f}")
 
 

@@ -1,6 +1,8 @@
 """`artist cache verify | clear | stats | export` on healthy, damaged and filtered caches, and in shell pipes."""
 
 import argparse
+import csv
+import io
 import os
 import shlex
 import sqlite3
@@ -13,8 +15,7 @@ import pytest
 
 from artist.cli import main
 from artist.commands.cache import duration
-from artist.network.base import CommResult
-from artist.network.cache import CACHE_FILE_NAME, LatencyStore
+from artist.network.cache import CACHE_FILE_NAME, CachedTiming, LatencyStore
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 
@@ -35,7 +36,7 @@ def cache_dir(tmp_path):
 def put(store, key, backend, wall, placement):
     """One entry as Cached would store it, with a known backend and simulated wall time."""
     claim = store.get_or_claim(key)
-    result = CommResult(exposed_seconds=0.5, collective_seconds=1.0, backend=backend, bucket_seconds=(1.0,))
+    result = CachedTiming(((0.5, 1.0),), exposed_seconds=0.5, collective_seconds=1.0, backend=backend)
     store.put(claim, {"backend": {"backend": backend, "version": "1"}, "model": key}, key, placement, result, wall)
 
 
@@ -111,6 +112,47 @@ def test_verify_counts_an_entry_whose_result_does_not_parse(capsys, cache_dir, p
     assert code == 0 and "cleared 1 entries" in out
     assert keys(path) == ["a0", "a2"]
     assert run_cli(capsys, cache_dir, "verify")[0] == 0
+
+
+def test_verify_and_export_a_cache_written_by_cached(capsys, cache_dir, placement):
+    """Entries as Cached writes them (a step graph, a single collective) verify clean and export with
+    the shape and tier of the GPUs asked about."""
+    from artist.network.analytical import AnalyticalModel
+    from artist.network.cache import Cached
+    from artist.perf.model import as_perf_model
+    from artist.workload import ModelProfile
+
+    cached = Cached(AnalyticalModel(placement.topology), LatencyStore(cache_dir / CACHE_FILE_NAME))
+    as_perf_model(cached, placement.topology).estimate(ModelProfile("m", (30_000_000,), 0.1, "A100"), placement)
+    cached.collective_seconds(placement, 1 << 20)
+    cached.close()
+    code, out, err = run_cli(capsys, cache_dir, "verify")
+    assert code == 0 and err == "" and "entries: 2 (analytical 2)" in out and "unreadable entries: 0" in out
+    code, out, _ = run_cli(capsys, cache_dir, "export", "--csv")
+    rows = sorted(csv.DictReader(io.StringIO(out)), key=lambda r: r["model_name"])
+    assert code == 0
+    assert [(r["model_name"], r["shape"], r["tier"], r["gpus"]) for r in rows] == \
+           [("all_reduce 1048576 B", "[[8]]", "machine", "8"), ("step", "[[8]]", "machine", "8")]
+
+
+WAVE_1_RESULT = ('{"backend":"ns3","bucket_seconds":[0.5],"calibrated":false,"collective_seconds":1.0,'
+                 '"details":{},"exposed_seconds":0.5,"packets":0}')
+
+
+def test_entries_of_the_per_bucket_format_are_named_and_cleared(capsys, cache_dir, placement):
+    """An entry stored before step graphs (bucket_seconds, no node_seconds) is never served (its key is of
+    another KEY_VERSION); verify names it and `clear --unreadable` drops it, keeping the others."""
+    path = cache_dir / CACHE_FILE_NAME
+    fill(path, placement, ns3=[3.0], analytical=[0.1])
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE entries SET result_json = ? WHERE key = 'n0'", (WAVE_1_RESULT,))
+    conn.close()
+    code, out, err = run_cli(capsys, cache_dir, "verify")
+    assert code == 1 and "unreadable entries: 1" in out
+    assert "entry n0" in err and "lacks field 'node_seconds'" in err and "clear --unreadable" in err
+    code, out, _ = run_cli(capsys, cache_dir, "clear", "--unreadable")  # an unreadable ns-3 entry needs no --yes
+    assert code == 0 and "cleared 1 entries" in out and keys(path) == ["a0"]
 
 
 # --------------------------------------------------------------------------- clear on a damaged file

@@ -20,41 +20,70 @@ REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
 
-from artist.network.base import CommResult  # noqa: E402
+from artist.network.base import CommResult, time_node_by_node  # noqa: E402
 from artist.network.cache import Cached, LatencyStore  # noqa: E402
-from artist.placement import placement_from_shape, shape_to_text  # noqa: E402
+from artist.perf.compute import ComputeModel  # noqa: E402
+from artist.perf.model import PerfModel  # noqa: E402
+from artist.placement import Placement, placement_from_shape, shape_to_text  # noqa: E402
 from artist.topology import load_topology  # noqa: E402
 from artist.workload import ModelProfile  # noqa: E402
 
 SHAPES = ([[8]], [[4, 4]], [[4], [4]], [[2, 2], [2, 2]], [[8, 8]], [[1] * 8])
-MODELS = tuple(ModelProfile(f"m{i}", (10_000_000 * (i + 1),), 0.05 * (i + 1), "A100") for i in range(2))
+MODELS = tuple(ModelProfile(f"m{i}", (10_000_000 * (i + 1),), 0.05 * (i + 1), "A100") for i in range(2))  # 1 bucket
 
 
-def expected_answer(model: ModelProfile, placement) -> float:
-    """The fake backend's answer: a formula of GPUs and compute time, so every reader can check it."""
-    return 1e-3 * placement.size + model.compute_seconds
+class FormulaInner:
+    """A fake backend answering by formula, so that every reader can check what it was served."""
 
-
-class LoggingInner:
     name = "logging-fake"
 
-    def __init__(self, log_path: str, sleep_s: float):
-        self.log_path = log_path
-        self.sleep_s = sleep_s
+    def __init__(self, topology):
+        self.topology = topology
 
     def identity(self):
         return {"backend": self.name, "version": "1"}
 
-    def iteration_comm_time(self, model, placement):
+    def collective_seconds(self, group, nbytes, kind="all_reduce"):
+        """A formula of the group's GPUs, machines, racks and the bytes: every shape its own answer."""
+        return 1e-3 * group.size + 1e-4 * len(group.machines) + 1e-5 * len(group.racks) + 1e-13 * nbytes
+
+    def time(self, graphs):
+        def seconds_of(node):
+            return self.collective_seconds(Placement(self.topology, node.group), node.nbytes, node.kind)
+
+        return {job: time_node_by_node(graph, seconds_of, CommResult(self.name, details={"pid": os.getpid()}))
+                for job, graph in graphs.items()}
+
+
+class LoggingInner(FormulaInner):
+    """Appends one line per graph it times: pid, the graph's bytes on the fabric (which model), its shape."""
+
+    def __init__(self, topology, log_path: str, sleep_s: float):
+        super().__init__(topology)
+        self.log_path = log_path
+        self.sleep_s = sleep_s
+
+    def time(self, graphs):
         fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            os.write(fd, f"{os.getpid()} {model.name} {shape_to_text(placement.canonical_shape)}\n".encode())
+            for graph in graphs.values():
+                nbytes = sum(n.nbytes for n in graph.communication())
+                shape = shape_to_text(Placement(self.topology, graph.gpus).canonical_shape)
+                os.write(fd, f"{os.getpid()} {nbytes} {shape}\n".encode())
         finally:
             os.close(fd)
         time.sleep(self.sleep_s)  # widen the window in which other workers ask for the same key
-        value = expected_answer(model, placement)
-        return CommResult(exposed_seconds=value, collective_seconds=2 * value, backend=self.name,
-                          bucket_seconds=(value, value), details={"pid": os.getpid()})
+        return super().time(graphs)
+
+
+def ask(fabric, topo, model: ModelProfile, shape):
+    """One DDP step of `model` alone on `shape`, as a policy asks it (a fresh PerfModel: no memo of its own)."""
+    return PerfModel(fabric, ComputeModel(topo)).estimate(model, placement_from_shape(topo, shape))
+
+
+def expected_exposed(topo, model: ModelProfile, shape) -> float:
+    """The exposed communication the fake backend's formula gives, asked without any cache."""
+    return ask(FormulaInner(topo), topo, model, shape).exposed_comm_seconds
 
 
 class PausingStore(LatencyStore):
@@ -79,28 +108,27 @@ def _wait_for(path: Path, timeout_s: float = 60.0):
 
 def worker_hammer(store_path, log_path, go_path, seed):
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
-    cached = Cached(LoggingInner(log_path, sleep_s=0.05), LatencyStore(store_path))
+    cached = Cached(LoggingInner(topo, log_path, sleep_s=0.05), LatencyStore(store_path))
     tasks = [(m, s) for m in MODELS for s in SHAPES] * 3
     random.Random(seed).shuffle(tasks)
     _wait_for(Path(go_path))
     for model, shape in tasks:
-        p = placement_from_shape(topo, shape)
-        r = cached.iteration_comm_time(model, p)
-        print(json.dumps([model.name, shape_to_text(p.canonical_shape), r.exposed_seconds, r.cache_hit]), flush=True)
+        r = ask(cached, topo, model, shape)
+        print(json.dumps([model.name, shape_to_text(shape), r.exposed_comm_seconds, r.comm.cache_hit]), flush=True)
     cached.close()
 
 
 class GatedInner(LoggingInner):
     """Announces that it holds the claim, then simulates only once the gate file exists."""
 
-    def __init__(self, log_path, gate_path):
-        super().__init__(log_path, 0.0)
+    def __init__(self, topology, log_path, gate_path):
+        super().__init__(topology, log_path, 0.0)
         self.gate_path = Path(gate_path)
 
-    def iteration_comm_time(self, model, placement):
+    def time(self, graphs):
         print("SIMULATING", flush=True)
         _wait_for(self.gate_path, timeout_s=120)
-        return super().iteration_comm_time(model, placement)
+        return super().time(graphs)
 
 
 class AnnouncingStore(LatencyStore):
@@ -116,27 +144,30 @@ class AnnouncingStore(LatencyStore):
 def worker_single(store_path, log_path, gate_path):
     """Asks for one key; prints whether it simulated it or waited for someone else."""
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
-    cached = Cached(GatedInner(log_path, gate_path), AnnouncingStore(store_path))
-    r = cached.iteration_comm_time(MODELS[1], placement_from_shape(topo, [[8, 8]]))
-    print(json.dumps({"hit": r.cache_hit, "waits": cached.session.waits, "exposed": r.exposed_seconds}), flush=True)
+    cached = Cached(GatedInner(topo, log_path, gate_path), AnnouncingStore(store_path))
+    r = ask(cached, topo, MODELS[1], [[8, 8]])
+    print(json.dumps({"hit": r.comm.cache_hit, "waits": cached.session.waits, "exposed": r.exposed_comm_seconds}),
+          flush=True)
 
 
 def worker_pause(store_path, log_path):
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
-    first = Cached(LoggingInner(log_path, 0.0), LatencyStore(store_path))
-    first.iteration_comm_time(MODELS[0], placement_from_shape(topo, SHAPES[0]))  # committed normally
+    first = Cached(LoggingInner(topo, log_path, 0.0), LatencyStore(store_path))
+    ask(first, topo, MODELS[0], SHAPES[0])  # committed normally
     first.close()
-    Cached(LoggingInner(log_path, 0.0), PausingStore(store_path)).iteration_comm_time(
-        MODELS[0], placement_from_shape(topo, SHAPES[1]))
+    ask(Cached(LoggingInner(topo, log_path, 0.0), PausingStore(store_path)), topo, MODELS[0], SHAPES[1])
+
+
+def stream_model(i: int) -> ModelProfile:
+    return ModelProfile(f"s{i}", (1_000_000 + i,), 0.001 * (1 + i), "A100")
 
 
 def worker_stream(store_path, log_path, start):
     """Writes new keys as fast as it can until killed."""
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
-    cached = Cached(LoggingInner(log_path, 0.0), LatencyStore(store_path))
-    p = placement_from_shape(topo, [[4], [4]])
+    cached = Cached(LoggingInner(topo, log_path, 0.0), LatencyStore(store_path))
     for i in range(int(start), int(start) + 1_000_000):
-        cached.iteration_comm_time(ModelProfile(f"s{i}", (1_000_000 + i,), 0.001 * (1 + i), "A100"), p)
+        ask(cached, topo, stream_model(i), [[4], [4]])
         if i == int(start):
             print("STARTED", flush=True)
 
@@ -173,19 +204,19 @@ def test_four_writers_on_overlapping_keys_simulate_each_key_once(tmp_path):
         assert w.returncode == 0, err
         outputs.append([json.loads(line) for line in out.splitlines()])
 
-    keys = {(m.name, shape_to_text(tuple(map(tuple, s)))) for m in MODELS for s in SHAPES}
+    keys = {(str(m.total_bytes), shape_to_text(s)) for m in MODELS for s in SHAPES}
     simulated = Counter(tuple(line.split()[1:]) for line in _log_lines(log_path))
     assert set(simulated) == keys
     assert max(simulated.values()) == 1, f"simulated more than once: {simulated}"
 
-    # Every worker saw the value the formula gives, whoever computed it.
+    # Every worker saw the value the formula gives, whoever computed it, to the last bit.
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
-    by_name = {m.name: m for m in MODELS}
+    want = {(m.name, shape_to_text(s)): expected_exposed(topo, m, s) for m in MODELS for s in SHAPES}
+    assert len(set(want.values())) == len(want)  # every key has its own answer: a mix-up would show
     for out in outputs:
         assert len(out) == 3 * len(keys)
         for name, shape_text, exposed, _ in out:
-            shape = next(s for s in SHAPES if shape_to_text(tuple(map(tuple, s))) == shape_text)
-            assert exposed == expected_answer(by_name[name], placement_from_shape(topo, shape))
+            assert exposed == want[(name, shape_text)]
     # Hits + misses = lookups; misses = simulations.
     misses = sum(1 for out in outputs for *_, hit in out if not hit)
     assert misses == len(keys)
@@ -231,11 +262,11 @@ def test_writer_killed_inside_its_transaction_leaves_a_readable_store_without_ha
 
     # The dead writer's claim does not block anyone: the next asker simulates the key once.
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
-    cached = Cached(LoggingInner(str(log_path), 0.0), LatencyStore(store_path))
+    cached = Cached(LoggingInner(topo, str(log_path), 0.0), LatencyStore(store_path))
     before = len(_log_lines(log_path))
-    r = cached.iteration_comm_time(MODELS[0], placement_from_shape(topo, SHAPES[1]))
-    assert not r.cache_hit and len(_log_lines(log_path)) == before + 1
-    assert cached.iteration_comm_time(MODELS[0], placement_from_shape(topo, SHAPES[0])).cache_hit
+    r = ask(cached, topo, MODELS[0], SHAPES[1])
+    assert not r.comm.cache_hit and len(_log_lines(log_path)) == before + 1
+    assert ask(cached, topo, MODELS[0], SHAPES[0]).comm.cache_hit
     assert LatencyStore(store_path).stats()["inflight_claims"] == 0
 
 
@@ -252,14 +283,19 @@ def test_writers_killed_at_random_moments_leave_only_whole_correct_entries(tmp_p
         w.wait(timeout=30)
         assert _integrity(store_path) == "ok"
         start += 100_000  # the next writer asks for new keys
-    p = placement_from_shape(topo, [[4], [4]])
     conn = sqlite3.connect(store_path)
-    rows = conn.execute("SELECT model_name, exposed_seconds, result_json FROM entries").fetchall()
+    rows = conn.execute("SELECT key_json, exposed_seconds, result_json FROM entries").fetchall()
     assert len(rows) >= 3
-    for name, exposed, result_json in rows:
-        i = int(name[1:])
-        want = expected_answer(ModelProfile(name, (1_000_000 + i,), 0.001 * (1 + i), "A100"), p)
-        assert exposed == want and json.loads(result_json)["exposed_seconds"] == want
+    formula = FormulaInner(topo)
+    for key_json, exposed, result_json in rows:
+        (graph,) = json.loads(key_json)["graphs"]  # nodes as [kind, deps, seconds, group, nbytes]
+        i = graph[-1][4] - 1_000_000  # the one bucket's bytes say which model this was
+        model = stream_model(i)
+        assert exposed == expected_exposed(topo, model, [[4], [4]])
+        stored = json.loads(result_json)
+        assert stored["exposed_seconds"] == exposed
+        step = PerfModel(formula, ComputeModel(topo)).graph(model, placement_from_shape(topo, [[4], [4]]))[0]
+        assert stored["node_seconds"] == [list(formula.time({"j": step})["j"].node_seconds)]
 
 
 if __name__ == "__main__":

@@ -18,12 +18,16 @@ import pytest
 
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
-from artist.network.base import CommResult
-from artist.network.cache import (CACHE_FILE_NAME, CacheUnusable, Cached, Claim, LatencyStore, UnreadableEntry, WAIT,
-                                  check_cache_usable, created_before, default_cache_path, inspect_cache,
-                                  result_from_json, result_to_json)
+from artist.network.base import CommResult, time_node_by_node
+from artist.network.cache import (CACHE_FILE_NAME, CacheUnusable, Cached, CachedTiming, Claim, LatencyStore,
+                                  UnreadableEntry, WAIT, check_cache_usable, created_before, default_cache_path,
+                                  inspect_cache, result_from_json, result_to_json)
 from artist.network.cache.store import _process_start
-from artist.placement import placement_from_shape
+from artist.parallel.ddp import ddp_step
+from artist.parallel.graph import Node, StepGraph
+from artist.perf.compute import ComputeModel
+from artist.perf.model import PerfModel
+from artist.placement import Placement, placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
 
@@ -40,87 +44,127 @@ def store_path(tmp_path):
     return tmp_path / "cache" / CACHE_FILE_NAME
 
 
-MODEL = ModelProfile("m", (30_000_000, 10_000_000), 0.1, "A100")
+MODEL = ModelProfile("m", (30_000_000, 10_000_000), 0.1, "A100")  # two buckets
 
 
 class CountingInner:
-    """Fake backend: counts calls; answer = 1 ms per GPU plus a bucket time, packets = 100 per GPU."""
+    """Fake backend: counts calls; every communication node takes 1 ms per GPU of its group,
+    packets = 100 per GPU of the graph."""
 
     name = "counting"
 
-    def __init__(self, fail=False):
+    def __init__(self, topology, fail=False):
+        self.topology = topology
         self.calls = []
         self.fail = fail
 
     def identity(self):
         return {"backend": self.name, "version": "7", "ns3_version": "3.44"}
 
-    def iteration_comm_time(self, model, placement):
-        self.calls.append((model.name, placement.canonical_shape))
+    def time(self, graphs):
+        self.calls.append(tuple(sorted((job, Placement(self.topology, g.gpus).canonical_shape)
+                                       for job, g in graphs.items())))
         if self.fail:
             raise RuntimeError("simulation crashed")
-        n = placement.size
-        return CommResult(exposed_seconds=1e-3 * n, collective_seconds=2e-3 * n, backend=self.name,
-                          bucket_seconds=(1e-3 * n, 1e-3 * n), packets=100 * n, details={"note": "fake", "n": n})
+        out = {}
+        for job, graph in graphs.items():
+            n = len(graph.gpus)
+            out[job] = time_node_by_node(graph, lambda node: 1e-3 * len(node.group),
+                                         CommResult(self.name, packets=100 * n, details={"note": "fake", "n": n}))
+        return out
+
+    def collective_seconds(self, group, nbytes, kind="all_reduce"):
+        self.calls.append((kind, int(nbytes), group.canonical_shape))
+        return 1e-3 * group.size
+
+
+def step_graph(placement, model=MODEL):
+    return ddp_step(model, placement, ComputeModel(placement.topology).step_seconds(model, placement))
+
+
+def estimate(fabric, placement, model=MODEL):
+    """What a policy asks: one DDP step alone (a fresh PerfModel, so that its own memo hides nothing)."""
+    return PerfModel(fabric, ComputeModel(placement.topology)).estimate(model, placement)
+
+
+def same_timeline(a, b):
+    return (a.node_seconds, a.node_end, a.comm_seconds, a.step_seconds) == \
+           (b.node_seconds, b.node_end, b.comm_seconds, b.step_seconds)
 
 
 def test_miss_then_hit_returns_the_same_answer_flagged_as_hit(topo, store_path):
-    inner = CountingInner()
+    inner = CountingInner(topo)
     cached = Cached(inner, LatencyStore(store_path))
     p = placement_from_shape(topo, [[4], [4]])
-    first = cached.iteration_comm_time(MODEL, p)
-    second = cached.iteration_comm_time(MODEL, p)
+    graph = step_graph(p)
+    first = cached.time({"job": graph})["job"]
+    second = cached.time({"job": graph})["job"]
     assert len(inner.calls) == 1
-    assert (first.cache_hit, second.cache_hit) == (False, True)
-    expected = inner.iteration_comm_time(MODEL, p)
+    assert (first.result.cache_hit, second.result.cache_hit) == (False, True)
+    expected = inner.time({"job": graph})["job"]  # the backend alone, for comparison
+    assert expected.node_seconds[2::2] == (1e-3 * 8, 1e-3 * 8)  # the two buckets' all-reduces
     for r in (first, second):
-        assert (r.exposed_seconds, r.collective_seconds, r.bucket_seconds, r.backend) == \
-               (8e-3, 16e-3, (8e-3, 8e-3), "counting")
-    assert first.packets == expected.packets == 800
-    assert second.packets == 0  # nothing simulated for a hit
-    assert second.details["note"] == "fake" and second.details["cache"]["simulated_packets"] == 800
+        assert same_timeline(r, expected) and r.result.backend == "counting"
+    assert first.result.packets == expected.result.packets == 800
+    assert second.result.packets == 0  # nothing simulated for a hit
+    assert second.result.details["note"] == "fake" and second.result.details["cache"]["simulated_packets"] == 800
+    # What a policy sees through the performance model: the same step, the second time a hit.
+    a, b = estimate(cached, p), estimate(cached, p)
+    assert a.comm.cache_hit and b.comm.cache_hit and len(inner.calls) == 2  # no simulation since
+    assert (a.step_seconds, a.exposed_comm_seconds, a.comm_seconds) == \
+           (b.step_seconds, b.exposed_comm_seconds, b.comm_seconds)
+    assert b.comm_seconds == expected.comm_seconds == 2 * (1e-3 * 8)
+    assert b.exposed_comm_seconds == pytest.approx(8e-3)  # the last bucket, ready when compute ends
 
 
 def test_answers_persist_across_instances_and_survive_exact_float_round_trip(topo, store_path):
     analytical = AnalyticalModel(topo)
     shapes = ([[8]], [[1] * 8], [[4, 4], [2]])
-    direct = [analytical.iteration_comm_time(MODEL, placement_from_shape(topo, s)) for s in shapes]
+    graphs = [step_graph(placement_from_shape(topo, s)) for s in shapes]
+    direct = [analytical.time({"job": g})["job"] for g in graphs]
+    direct_estimates = [estimate(analytical, placement_from_shape(topo, s)) for s in shapes]
     first = Cached(AnalyticalModel(topo), LatencyStore(store_path))
-    for s in shapes:
-        first.iteration_comm_time(MODEL, placement_from_shape(topo, s))
+    for g in graphs:
+        first.time({"job": g})
     first.close()
-    inner = CountingInner()  # a backend that would answer differently: proves the answer comes from the file
+    inner = CountingInner(topo)  # a backend that would answer differently: proves the answer comes from the file
     inner.identity = analytical.identity
     again = Cached(inner, LatencyStore(store_path))
-    for s, want in zip(shapes, direct):
-        got = again.iteration_comm_time(MODEL, placement_from_shape(topo, s))
-        assert got.cache_hit
-        assert got.exposed_seconds == want.exposed_seconds  # bit-exact
-        assert got.bucket_seconds == want.bucket_seconds
+    for g, want in zip(graphs, direct):
+        got = again.time({"job": g})["job"]
+        assert got.result.cache_hit
+        assert same_timeline(got, want)  # bit-exact
+    for s, want in zip(shapes, direct_estimates):
+        got = estimate(again, placement_from_shape(topo, s))
+        assert got.comm.cache_hit
+        assert (got.step_seconds, got.exposed_comm_seconds, got.comm_seconds) == \
+               (want.step_seconds, want.exposed_comm_seconds, want.comm_seconds)  # bit-exact
     assert inner.calls == []
 
 
 def test_row_holds_provenance_and_is_queryable_with_plain_sqlite(topo, store_path):
-    cached = Cached(CountingInner(), LatencyStore(store_path))
-    cached.iteration_comm_time(MODEL, placement_from_shape(topo, [[8, 8]]))
+    cached = Cached(CountingInner(topo), LatencyStore(store_path))
+    timing = cached.time({"job": step_graph(placement_from_shape(topo, [[8, 8]]))})["job"]
     cached.close()
     conn = sqlite3.connect(store_path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     row = conn.execute("SELECT backend, backend_version, ns3_version, model_name, shape, gpus, tier, exposed_seconds, "
-                       "wall_seconds, created_at FROM entries").fetchone()
-    backend, version, ns3, name, shape, gpus, tier, exposed, wall, created = row
-    assert (backend, version, ns3, name, shape, gpus, tier) == ("counting", "7", "3.44", "m", "[[8,8]]", 16, "rack")
-    assert exposed == pytest.approx(16e-3)
+                       "collective_seconds, wall_seconds, created_at, result_json FROM entries").fetchone()
+    backend, version, ns3, name, shape, gpus, tier, exposed, collective, wall, created, result_json = row
+    assert (backend, version, ns3, name, shape, gpus, tier) == ("counting", "7", "3.44", "step", "[[8,8]]", 16, "rack")
+    assert exposed == pytest.approx(16e-3)  # the last bucket runs past the end of compute
+    assert collective == timing.comm_seconds == pytest.approx(32e-3)
     assert wall >= 0 and created.endswith("Z") and created[:2] == "20"
+    assert result_from_json(result_json).node_seconds == (timing.node_seconds,)
     assert conn.execute("SELECT COUNT(*) FROM inflight").fetchone()[0] == 0
 
 
 def test_counters_count_hits_misses_and_saved_seconds_persistently(topo, store_path):
-    cached = Cached(CountingInner(), LatencyStore(store_path))
+    cached = Cached(CountingInner(topo), LatencyStore(store_path))
     shapes = ([[8]], [[4, 4]], [[2], [2]])
     for _ in range(3):
         for s in shapes:
-            cached.iteration_comm_time(MODEL, placement_from_shape(topo, s))
+            estimate(cached, placement_from_shape(topo, s))
     cached.close()
     stats = LatencyStore(store_path).stats()
     assert (stats["entries"], stats["misses"], stats["hits"]) == (3, 3, 6)
@@ -132,10 +176,10 @@ def test_counters_count_hits_misses_and_saved_seconds_persistently(topo, store_p
 
 
 def test_sqlite_hit_without_memo_is_counted_too(topo, store_path):
-    Cached(CountingInner(), LatencyStore(store_path)).iteration_comm_time(MODEL, placement_from_shape(topo, [[8]]))
-    cold = Cached(CountingInner(), LatencyStore(store_path), memo=False)
+    estimate(Cached(CountingInner(topo), LatencyStore(store_path)), placement_from_shape(topo, [[8]]))
+    cold = Cached(CountingInner(topo), LatencyStore(store_path), memo=False)
     for _ in range(4):
-        assert cold.iteration_comm_time(MODEL, placement_from_shape(topo, [[8]])).cache_hit
+        assert estimate(cold, placement_from_shape(topo, [[8]])).comm.cache_hit
     assert cold.inner.calls == []
     cold.flush()  # hits are buffered in memory and written every few seconds, on flush, close and exit
     assert LatencyStore(store_path).counters()["hits"] == 4
@@ -144,12 +188,12 @@ def test_sqlite_hit_without_memo_is_counted_too(topo, store_path):
 def test_failed_simulation_releases_its_claim_and_stores_nothing(topo, store_path):
     store = LatencyStore(store_path)
     with pytest.raises(RuntimeError, match="crashed"):
-        Cached(CountingInner(fail=True), store).iteration_comm_time(MODEL, placement_from_shape(topo, [[8]]))
+        estimate(Cached(CountingInner(topo, fail=True), store), placement_from_shape(topo, [[8]]))
     conn = sqlite3.connect(store_path)
     assert conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM inflight").fetchone()[0] == 0
-    ok = CountingInner()
-    assert not Cached(ok, store).iteration_comm_time(MODEL, placement_from_shape(topo, [[8]])).cache_hit
+    ok = CountingInner(topo)
+    assert not estimate(Cached(ok, store), placement_from_shape(topo, [[8]])).comm.cache_hit
     assert len(ok.calls) == 1
 
 
@@ -191,8 +235,8 @@ def test_a_reused_pid_does_not_keep_a_claim_alive(store_path):
 
 
 def test_store_pickles_to_workers_and_reopens(topo, store_path):
-    cached = Cached(CountingInner(), LatencyStore(store_path))
-    cached.iteration_comm_time(MODEL, placement_from_shape(topo, [[8]]))
+    cached = Cached(CountingInner(topo), LatencyStore(store_path))
+    estimate(cached, placement_from_shape(topo, [[8]]))
     clone = pickle.loads(pickle.dumps(cached.store))
     assert clone.path == store_path
     assert clone.stats()["entries"] == 1
@@ -228,10 +272,10 @@ def _cli(argv):
 
 
 def test_cli_stats_export_clear(topo, store_path, tmp_path):
-    cached = Cached(CountingInner(), LatencyStore(store_path))
+    cached = Cached(CountingInner(topo), LatencyStore(store_path))
     for s in ([[8]], [[4], [4]]):
-        cached.iteration_comm_time(MODEL, placement_from_shape(topo, s))
-    cached.iteration_comm_time(MODEL, placement_from_shape(topo, [[8]]))
+        estimate(cached, placement_from_shape(topo, s))
+    estimate(cached, placement_from_shape(topo, [[8]]))
     cached.close()
     d = str(store_path.parent)
 
@@ -262,8 +306,9 @@ def test_cli_cache_uses_artist_cache_dir(monkeypatch, tmp_path):
 
 
 def test_in_process_shortcut_never_serves_a_stale_key(topo, store_path):
-    """The memo maps (model, topology, shape, GPU speeds, identity) to keys; topologies that compare
-    equal but differ in GPU speeds, or a backend whose settings change, must still get new keys."""
+    """The in-process shortcut maps questions (step graphs) to keys; topologies that compare equal but
+    differ in GPU speeds give other graphs (other compute), and a backend whose settings change must
+    still get new keys."""
     import dataclasses
 
     from artist.topology import GpuType
@@ -273,30 +318,36 @@ def test_in_process_shortcut_never_serves_a_stale_key(topo, store_path):
     slow = dataclasses.replace(topo, gpu_types={"A100": GpuType("A100", 1.0)})
     fast = dataclasses.replace(topo, gpu_types={"A100": GpuType("A100", 4.0)})
     assert slow == fast  # gpu_types is not part of Topology equality
-    a = cached.iteration_comm_time(model, placement_from_shape(slow, [[8, 8]]))
-    b = cached.iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
-    assert not a.cache_hit and not b.cache_hit
-    alone = AnalyticalModel(fast).iteration_comm_time(model, placement_from_shape(fast, [[8, 8]]))
-    assert b.exposed_seconds == alone.exposed_seconds
-    assert a.exposed_seconds != b.exposed_seconds
+    a = estimate(cached, placement_from_shape(slow, [[8, 8]]), model)
+    b = estimate(cached, placement_from_shape(fast, [[8, 8]]), model)
+    assert not a.comm.cache_hit and not b.comm.cache_hit
+    alone = estimate(AnalyticalModel(fast), placement_from_shape(fast, [[8, 8]]), model)
+    assert b.exposed_comm_seconds == alone.exposed_comm_seconds
+    assert a.exposed_comm_seconds != b.exposed_comm_seconds
 
-    # A backend whose settings change after creation gets new keys (its identity is read every time).
-    inner = CountingInner()
+    # A backend whose settings change after creation gets new keys (its identity is read every time),
+    # for step graphs and for single collectives alike.
+    inner = CountingInner(topo)
     versioned = Cached(inner, LatencyStore(store_path))
     p = placement_from_shape(slow, [[8, 8]])
-    versioned.iteration_comm_time(model, p)
+    graph = step_graph(p, model)
+    versioned.time({"job": graph})
+    versioned.collective_seconds(p, 1_000_000)
+    assert versioned.time({"job": graph})["job"].result.cache_hit
     inner.identity = lambda: {"backend": "counting", "version": "8"}
-    assert not versioned.iteration_comm_time(model, p).cache_hit
-    assert len(inner.calls) == 2
+    assert not versioned.time({"job": graph})["job"].result.cache_hit
+    versioned.collective_seconds(p, 1_000_000)
+    assert len(inner.calls) == 4
+    assert versioned.session.misses == 4
 
 
-def test_single_collectives_are_cached_apart_from_iterations(topo, store_path):
+def test_single_collectives_are_cached_apart_from_steps(topo, store_path):
     class CountingAnalytical(AnalyticalModel):
         calls = 0
 
-        def collective_seconds(self, placement, nbytes):
+        def collective_seconds(self, group, nbytes, kind="all_reduce"):
             CountingAnalytical.calls += 1
-            return super().collective_seconds(placement, nbytes)
+            return super().collective_seconds(group, nbytes, kind)
 
     p = placement_from_shape(topo, [[8], [8]])
     cached = Cached(CountingAnalytical(topo), LatencyStore(store_path))
@@ -306,15 +357,26 @@ def test_single_collectives_are_cached_apart_from_iterations(topo, store_path):
     again = Cached(CountingAnalytical(topo), LatencyStore(store_path), memo=False)
     assert again.collective_seconds(p, 8_000_000) == want  # from the file
     assert CountingAnalytical.calls == calls and again.session.hits == 1
+    # Which GPUs of the shape were picked does not matter either.
+    other_gpus = Placement(topo, tuple(range(8, 16)) + tuple(range(72, 80)))  # machines 1 and 9
+    assert other_gpus.canonical_shape == p.canonical_shape and other_gpus.gpus != p.gpus
+    assert again.collective_seconds(other_gpus, 8_000_000) == want
+    assert CountingAnalytical.calls == calls and again.session.hits == 2
     assert again.collective_seconds(p, 8_000_001) == AnalyticalModel(topo).collective_seconds(p, 8_000_001)
-    # An iteration of a one-bucket model of the same bytes is another question, with its own entry.
+    gather = AnalyticalModel(topo).collective_seconds(p, 8_000_000, "all_gather")
+    assert gather != want and again.collective_seconds(p, 8_000_000, "all_gather") == gather  # its own entry
+    # A step of a one-bucket model of the same bytes is another question, with its own entry; so is a
+    # graph of that one all-reduce alone (a graph question, not a collective one), though its answer agrees.
     one_bucket = ModelProfile("one", (8_000_000,), 0.1, "A100")
-    assert not cached.iteration_comm_time(one_bucket, p).cache_hit
+    assert not estimate(cached, p, one_bucket).comm.cache_hit
+    alone = StepGraph((Node(0, "all_reduce", group=p.gpus, nbytes=8_000_000),))
+    timing = cached.time({"job": alone})["job"]
+    assert not timing.result.cache_hit and timing.node_seconds == (want,)
     names = sorted(r["model_name"] for r in LatencyStore(store_path).export_rows())
-    assert names == ["allreduce 8000000 B", "allreduce 8000001 B", "one"]
+    assert names == ["all_gather 8000000 B", "all_reduce 8000000 B", "all_reduce 8000001 B", "step", "step"]
 
 
-def test_calibrated_over_cached_answers_collectives(store_path):
+def test_calibrated_over_cached_answers_collectives_and_steps(store_path):
     from artist.calibration.profile import load_profile
     from artist.network.calibrated import Calibrated
 
@@ -324,19 +386,24 @@ def test_calibrated_over_cached_answers_collectives(store_path):
     through_cache = Calibrated(Cached(AnalyticalModel(h100, channels=8), LatencyStore(store_path)), profile)
     direct = Calibrated(AnalyticalModel(h100, channels=8), profile)
     assert through_cache.collective_seconds(p, 1 << 26) == direct.collective_seconds(p, 1 << 26)
+    graph = step_graph(p)
+    want = direct.time({"job": graph})["job"]
+    for _ in range(2):  # a miss, then a hit: the correction is applied to the cached raw answer alike
+        got = through_cache.time({"job": graph})["job"]
+        assert same_timeline(got, want) and got.result.calibrated
 
 
 def test_a_forked_child_does_not_write_its_parents_unwritten_hits_again(topo, store_path):
     import multiprocessing
 
-    cached = Cached(CountingInner(), LatencyStore(store_path))
+    cached = Cached(CountingInner(topo), LatencyStore(store_path))
     p = placement_from_shape(topo, [[8]])
-    cached.iteration_comm_time(MODEL, p)  # miss, written
+    estimate(cached, p)  # miss, written
     for _ in range(3):
-        cached.iteration_comm_time(MODEL, p)  # 3 hits, pending in memory
+        estimate(cached, p)  # 3 hits, pending in memory
 
     def child():
-        cached.iteration_comm_time(MODEL, p)  # 1 hit of its own
+        estimate(cached, p)  # 1 hit of its own
         cached.flush()
 
     proc = multiprocessing.get_context("fork").Process(target=child)
@@ -355,8 +422,7 @@ def _fill(store_path, topo, n, backend="counting"):
     store = LatencyStore(store_path)
     p = placement_from_shape(topo, [[8]])
     for i in range(n):
-        result = CommResult(exposed_seconds=0.5, collective_seconds=1.0, backend=backend,
-                            bucket_seconds=(0.25,) * 4, details={"pad": "x" * 900})
+        result = CachedTiming(((0.25,) * 4,), 0.5, 1.0, backend, details={"pad": "x" * 900})
         store.put(store.get_or_claim(f"k{i:04d}"), {"backend": {"version": "1"}, "model": f"m{i}"}, f"m{i}", p,
                   result, 2.0)
     store.close()
@@ -462,18 +528,25 @@ def test_an_unreadable_entry_is_named_not_a_key_error(topo, store_path):
     assert store.get("k0001") is None  # a miss now: simulated again when next asked
 
 
+FIELDS = '"collective_seconds": 1, "backend": "b", "calibrated": false, "packets": 0, "details": {}'
+
+
 @pytest.mark.parametrize("text,why", [
     ("not json", "not JSON"),
     ("[1, 2]", "not a JSON object"),
     ('{"exposed_seconds": 1}', "lacks field 'collective_seconds'"),
-    ('{"exposed_seconds": "1", "collective_seconds": 1, "backend": "b", "calibrated": false, "bucket_seconds": [],'
-     ' "packets": 0, "details": {}}', "'exposed_seconds' is not a finite number"),
-    ('{"exposed_seconds": NaN, "collective_seconds": 1, "backend": "b", "calibrated": false, "bucket_seconds": [],'
-     ' "packets": 0, "details": {}}', "'exposed_seconds' is not a finite number"),
-    ('{"exposed_seconds": 1, "collective_seconds": 1, "backend": "b", "calibrated": false, "bucket_seconds": [1, "x"],'
-     ' "packets": 0, "details": {}}', "'bucket_seconds' is not a list of finite numbers"),
-    ('{"exposed_seconds": 1, "collective_seconds": 1, "backend": "b", "calibrated": 0, "bucket_seconds": [],'
-     ' "packets": 0, "details": {}}', "'calibrated' is not true or false"),
+    ('{"exposed_seconds": "1", "node_seconds": [], ' + FIELDS + '}', "'exposed_seconds' is not a finite number"),
+    ('{"exposed_seconds": NaN, "node_seconds": [], ' + FIELDS + '}', "'exposed_seconds' is not a finite number"),
+    ('{"exposed_seconds": 1, "node_seconds": [1, 2], ' + FIELDS + '}',
+     "'node_seconds' is not a list of lists of finite numbers"),
+    ('{"exposed_seconds": 1, "node_seconds": [[1, "x"]], ' + FIELDS + '}',
+     "'node_seconds' is not a list of lists of finite numbers"),
+    ('{"exposed_seconds": 1, "node_seconds": [[1], [Infinity]], ' + FIELDS + '}',
+     "'node_seconds' is not a list of lists of finite numbers"),
+    ('{"exposed_seconds": 1, "node_seconds": [], ' + FIELDS.replace("false", "0") + '}',
+     "'calibrated' is not true or false"),
+    # An entry written before step graphs (per-bucket seconds): named, not served.
+    ('{"exposed_seconds": 1, "bucket_seconds": [0.5], ' + FIELDS + '}', "lacks field 'node_seconds'"),
 ])
 def test_result_from_json_says_what_is_wrong(text, why):
     with pytest.raises(ValueError, match=re.escape(why)):
@@ -481,9 +554,11 @@ def test_result_from_json_says_what_is_wrong(text, why):
 
 
 def test_result_round_trips_through_json():
-    r = CommResult(exposed_seconds=0.1, collective_seconds=0.3, backend="b", calibrated=True,
-                   bucket_seconds=(0.1, 0.2), packets=7, details={"a": [1]})
-    assert result_from_json(result_to_json(r)) == r
+    awkward = (0.1 + 0.2, 1 / 3, 5e-324, 1.7976931348623157e308, 2.0 ** -40, 0.0)
+    r = CachedTiming(((0.1, 0.2), awkward, ()), 0.1, 0.3, "b", calibrated=True, packets=7, details={"a": [1]})
+    back = result_from_json(result_to_json(r))
+    assert back == r and back.details == {"a": [1]}
+    assert back.node_seconds[1] == awkward  # bit-exact: floats are written as their shortest repr
 
 
 def test_check_cache_usable_creates_a_missing_cache_and_passes_a_healthy_one(topo, store_path):

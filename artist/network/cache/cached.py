@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from artist.jsonkey import canonical_json
 from artist.network.base import CommResult, GraphTiming
 from artist.network.cache.key import cache_key, collective_key_material, graphs_key_material
 from artist.network.cache.store import CachedTiming, Claim, LatencyStore, StoredAnswer
@@ -52,7 +53,9 @@ class Cached:
         self.store = store if isinstance(store, LatencyStore) else LatencyStore(store)
         self.memo_enabled = memo
         self._memo: dict[str, StoredAnswer] = {}
-        self._keys: dict = {}  # in-process shortcut: question -> (key, material, order, relabelled graphs)
+        # in-process shortcut: (backend identity, question) -> (key, material, order, relabelled graphs); the
+        # identity is read every time, so a backend whose settings change after creation gets new keys
+        self._keys: dict = {}
         self.session = SessionStats()
 
     @property
@@ -67,7 +70,7 @@ class Cached:
         return self.inner.identity()  # caching never changes an answer
 
     def _graph_key(self, graphs: Mapping[str, StepGraph]):
-        question = tuple(sorted(graphs.items()))
+        question = (canonical_json(self.inner.identity()), tuple(sorted(graphs.items())))
         found = self._keys.get(question) if self.memo_enabled else None
         if found is None:
             material, order, relabelled = graphs_key_material(self.inner, graphs, self.inner.topology)
@@ -102,7 +105,7 @@ class Cached:
         """One collective of nbytes alone, cached like a step."""
         started = time.perf_counter()
         nbytes = int(nbytes)
-        question = (kind, nbytes, group.topology, group.canonical_shape)
+        question = (canonical_json(self.inner.identity()), kind, nbytes, group.topology, group.canonical_shape)
         found = self._keys.get(question) if self.memo_enabled else None
         if found is None:
             material = collective_key_material(self.inner, group, nbytes, kind)
