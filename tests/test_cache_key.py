@@ -183,14 +183,20 @@ def test_machine_order_within_racks_and_rack_order_do_not_matter(topo, model):
     assert key(inner, model, a) == key(inner, model, b)
 
 
-def test_several_jobs_share_a_key_wherever_they_sit_and_whatever_they_are_called(topo, model):
-    inner = AnalyticalModel(topo)
+def two_jobs_two_ways(topo, model):
+    """Two jobs' steps, and the same two steps listed the other way round, on other racks and
+    machines, under other names."""
     small = ModelProfile("s", (4_000_000,), 0.05, "A100")
     first = {"a": step_graph(model, placement_from_shape(topo, [[8]], first_rack=0)),
              "b": step_graph(small, Placement(topo, tuple(gpus_on(topo, 1, 0, range(4)))))}
-    # The same two steps listed the other way round, on other racks and machines, under other names.
     second = {"x": step_graph(small, Placement(topo, tuple(gpus_on(topo, 2, 5, range(4, 8))))),
               "y": step_graph(model, Placement(topo, tuple(gpus_on(topo, 3, 7, range(8)))))}
+    return first, second
+
+
+def test_several_jobs_share_a_key_wherever_they_sit_and_whatever_they_are_called(topo, model):
+    inner = AnalyticalModel(topo)
+    first, second = two_jobs_two_ways(topo, model)
     assert graphs_key(inner, first, topo) == graphs_key(inner, second, topo)
     _, order_first, _ = graphs_key_material(inner, first, topo)
     _, order_second, _ = graphs_key_material(inner, second, topo)
@@ -407,11 +413,7 @@ def test_several_jobs_get_their_own_answers_from_a_shared_entry(topo, model, tmp
     """A question of two jobs is stored once under graphs in key order; a later question of the same
     two steps under other names, on other GPUs, listed the other way round, gets each its own timing."""
     inner = AnalyticalModel(topo)
-    small = ModelProfile("s", (4_000_000,), 0.05, "A100")
-    first = {"a": step_graph(model, placement_from_shape(topo, [[8]], first_rack=0)),
-             "b": step_graph(small, Placement(topo, tuple(gpus_on(topo, 1, 0, range(4)))))}
-    second = {"x": step_graph(small, Placement(topo, tuple(gpus_on(topo, 2, 5, range(4, 8))))),
-              "y": step_graph(model, Placement(topo, tuple(gpus_on(topo, 3, 7, range(8)))))}
+    first, second = two_jobs_two_ways(topo, model)
     cached = Cached(AnalyticalModel(topo), LatencyStore(tmp_path / "c.sqlite"))
     for question in (first, second):
         answers = cached.time(question)
