@@ -225,7 +225,9 @@ class _DallyBase(Policy):
     """Offers, delay scheduling and preemption; subclasses say where timers come from."""
 
     def timers(self, state: JobState, now: float) -> tuple[float, float]:
-        """(machine timer, rack timer) of this job now, before size rules are applied."""
+        """(machine timer, rack timer) of this job now, before size rules are applied. A function of
+        the job's GPU count, the time and the offers accepted so far: schedule() asks once per GPU
+        count between accepted offers."""
         raise NotImplementedError
 
     def accepted(self, now: float, placement: Placement, gpus: int, wait: float) -> None:
@@ -266,58 +268,78 @@ class _DallyBase(Policy):
         topo = view.topology
         allocations = view.current_allocations()
         free = view.plan()
-        priority = {s.job_id: network_priority(s, now) for s in view.running + view.waiting}
+        priority = {}  # P of every job the round looks at: waiting jobs now, running ones when needed
+        heap = []
+        for s in view.waiting:
+            p = priority[s.job_id] = network_priority(s, now)
+            heap.append((p, s.arrival, s.job_id, s))
+        heapq.heapify(heap)
+        running_priorities = False  # P of the running jobs added to `priority` (first preemption try)
         holding = {s.job_id: s for s in view.running}  # running and not preempted this round
         preempted: set[str] = set()
-        heap = [(priority[s.job_id], s.arrival, s.job_id, s) for s in view.waiting]
-        heapq.heapify(heap)
-        # Both caches hold until the free map changes (an accepted offer). A failed
+        # The caches hold until the free map and the tuner change (an accepted offer). A failed
         # preemption stays failed for later jobs: they have higher P, so fewer victims.
         offers: dict[int, Placement | None] = {}  # GPUs -> best free placement
         no_preemption: set[tuple[int, str]] = set()  # (GPUs, allowed tier) that found no victims
+        timers_of: dict[int, tuple[float, float]] = {}  # GPUs -> job_timers (timers() reads the size only)
         wake: float | None = None
         while heap:
             p_job, _, job_id, state = heapq.heappop(heap)
             n = state.gpus
             # A job preempted this round starts a new wait now.
-            wait = 0.0 if job_id in preempted else now - state.waiting_since
-            timers = self.job_timers(view, state)
-            allowed = self.allowed_tier(timers, wait)
-            if n not in offers:
-                offers[n] = free.find(n)
-            offer = offers[n]
-            best = best_tier_for_size(topo, n)
+            if job_id in preempted:
+                since = now
+                wait = 0.0
+            else:
+                since = state.waiting_since
+                wait = now - since
+            timers = timers_of.get(n)
+            if timers is None:
+                timers = timers_of[n] = self.job_timers(view, state)
+            if n in offers:
+                offer = offers[n]
+            else:
+                offer = offers[n] = free.find(n)
             choice = None
-            if offer is not None and offer.tier != best and (n, allowed) not in no_preemption:
-                victims = sorted((s for j, s in holding.items() if priority[j] > p_job),
-                                 key=lambda s: (-priority[s.job_id], s.job_id))
-                candidates = [(s.job_id, allocations[s.job_id]) for s in victims]
-                for tier in (MACHINE, RACK):
-                    rank = TIER_ORDER[tier]
-                    if not (TIER_ORDER[best] <= rank < TIER_ORDER[offer.tier] and rank <= TIER_ORDER[allowed]):
-                        continue
-                    got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t))
-                    if got is not None:
-                        choice, free = got.placement, got.free
-                        for victim in got.victims:
-                            v = holding.pop(victim)
-                            del allocations[victim]
-                            preempted.add(victim)
-                            heapq.heappush(heap, (priority[victim], v.arrival, victim, v))
-                        break
-                else:
-                    no_preemption.add((n, allowed))
-            if choice is None and offer is not None and TIER_ORDER[offer.tier] <= TIER_ORDER[allowed]:
-                choice = offer
-                free.take(offer.gpus)
+            if offer is not None:
+                allowed = self.allowed_tier(timers, wait)
+                best = best_tier_for_size(topo, n)
+                if offer.tier != best and (n, allowed) not in no_preemption:
+                    candidates = None
+                    for tier in (MACHINE, RACK):
+                        rank = TIER_ORDER[tier]
+                        if not (TIER_ORDER[best] <= rank < TIER_ORDER[offer.tier] and rank <= TIER_ORDER[allowed]):
+                            continue
+                        if candidates is None:
+                            if not running_priorities:
+                                for s in view.running:
+                                    priority[s.job_id] = network_priority(s, now)
+                                running_priorities = True
+                            victims = sorted((s for j, s in holding.items() if priority[j] > p_job),
+                                             key=lambda s: (-priority[s.job_id], s.job_id))
+                            candidates = [(s.job_id, allocations[s.job_id]) for s in victims]
+                        got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t))
+                        if got is not None:
+                            choice, free = got.placement, got.free
+                            for victim in got.victims:
+                                v = holding.pop(victim)
+                                del allocations[victim]
+                                preempted.add(victim)
+                                heapq.heappush(heap, (priority[victim], v.arrival, victim, v))
+                            break
+                    else:
+                        no_preemption.add((n, allowed))
+                if choice is None and TIER_ORDER[offer.tier] <= TIER_ORDER[allowed]:
+                    choice = offer
+                    free.take(offer.gpus)
             if choice is None:
-                since = now if job_id in preempted else state.waiting_since
                 expiry = self.next_expiry(timers, wait, since)
                 if expiry is not None and expiry > now and (wake is None or expiry < wake):
                     wake = expiry
                 continue
             offers.clear()
             no_preemption.clear()
+            timers_of.clear()
             allocations[job_id] = choice
             self.accepted(now, choice, n, wait)
         return Decision(allocations, wake_at=wake)
