@@ -201,7 +201,8 @@ def main() -> int:
                   f"dally-3tier x {args.racks} racks ({args.racks * 64} GPUs); analytical, no cache; "
                   f"best of {args.repeat} run(s)")
             print()
-            header = f"{'policy':<10} {'old jobs/s':>11} {'new jobs/s':>11} {'new/old':>8} {'old s':>8} {'new s':>8}  results identical"
+            w = max(10, *map(len, policies))
+            header = f"{'policy':<{w}} {'old jobs/s':>11} {'new jobs/s':>11} {'new/old':>8} {'old s':>8} {'new s':>8}  results identical"
             print(header)
             rows = []
             for policy in policies:
@@ -218,7 +219,7 @@ def main() -> int:
                 problems = compare_tables(outs["old"], outs["new"])
                 old, new = best["old"], best["new"]
                 old_rate, new_rate = args.jobs / old["wall"], args.jobs / new["wall"]
-                print(f"{policy:<10} {old_rate:>11.0f} {new_rate:>11.0f} {new_rate / old_rate:>7.2f}x "
+                print(f"{policy:<{w}} {old_rate:>11.0f} {new_rate:>11.0f} {new_rate / old_rate:>7.2f}x "
                       f"{old['wall']:>8.2f} {new['wall']:>8.2f}  {'yes' if not problems else 'no'}", flush=True)
                 rows.append((policy, old, new, problems))
             print()
