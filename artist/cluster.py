@@ -8,7 +8,7 @@ hold it.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from artist.placement import MACHINE, NETWORK, RACK, TIER_ORDER, Placement
 from artist.topology import Topology
@@ -19,51 +19,79 @@ class AllocationError(RuntimeError):
 
 
 class FreeMap:
-    def __init__(self, topology: Topology, free_by_machine: list[list[int]] | None = None):
+    def __init__(self, topology: Topology, free_by_machine: Sequence[Iterable[int]] | None = None):
         self.topology = topology
         gpm = topology.gpus_per_machine
         if free_by_machine is None:
-            free_by_machine = [list(range(m * gpm, (m + 1) * gpm)) for m in range(topology.machines)]
-        self.free_by_machine = free_by_machine  # sorted lists of free GPU ids
-        self.free_count = [len(f) for f in free_by_machine]
+            free_by_machine = [range(m * gpm, (m + 1) * gpm) for m in range(topology.machines)]
+        # Sorted tuples of free GPU ids, one per machine. Tuples, never changed in place (take and
+        # give put new ones), so that copy() can share them.
+        self.free_by_machine: list[tuple[int, ...]] = [tuple(f) for f in free_by_machine]
+        self.free_count = [len(f) for f in self.free_by_machine]
         mpr = topology.machines_per_rack
         self.rack_free = [sum(self.free_count[r * mpr:(r + 1) * mpr]) for r in range(topology.racks)]
         self.total_free = sum(self.rack_free)
 
     def copy(self) -> "FreeMap":
-        return FreeMap(self.topology, [list(f) for f in self.free_by_machine])
+        new = FreeMap.__new__(FreeMap)
+        new.topology = self.topology
+        new.free_by_machine = self.free_by_machine[:]  # the tuples are shared: nothing changes them
+        new.free_count = self.free_count[:]
+        new.rack_free = self.rack_free[:]
+        new.total_free = self.total_free
+        return new
 
     # ---- bookkeeping -------------------------------------------------------
-    def take(self, gpus: Iterable[int]) -> None:
-        t = self.topology
-        by_machine: dict[int, set[int]] = {}
-        for g in gpus:
-            by_machine.setdefault(t.machine_of(g), set()).add(g)
-        for m, gs in by_machine.items():
-            free = self.free_by_machine[m]
-            if not gs.issubset(free):
-                raise AllocationError(f"GPUs {sorted(gs - set(free))} on machine {m} are not free")
-        for m, gs in by_machine.items():
-            self.free_by_machine[m] = [g for g in self.free_by_machine[m] if g not in gs]
-            self.free_count[m] -= len(gs)
-            self.rack_free[t.rack_of_machine(m)] -= len(gs)
-            self.total_free -= len(gs)
-
-    def give(self, gpus: Iterable[int]) -> None:
-        t = self.topology
+    def _by_machine(self, gpus: Iterable[int]) -> dict[int, list[int]]:
+        """GPUs grouped by machine (topology.machine_of), in the order given."""
+        gpm = self.topology.gpus_per_machine
         by_machine: dict[int, list[int]] = {}
         for g in gpus:
-            by_machine.setdefault(t.machine_of(g), []).append(g)
+            m = g // gpm
+            group = by_machine.get(m)
+            if group is None:
+                by_machine[m] = [g]
+            else:
+                group.append(g)
+        return by_machine
+
+    def take(self, gpus: Iterable[int]) -> None:
+        by_machine = self._by_machine(gpus)
+        free_by_machine = self.free_by_machine
+        taken: list[tuple[int, set[int]]] = []
+        for m, group in by_machine.items():
+            gs = set(group)
+            free = free_by_machine[m]
+            if not gs.issubset(free):
+                raise AllocationError(f"GPUs {sorted(gs - set(free))} on machine {m} are not free")
+            taken.append((m, gs))
+        mpr = self.topology.machines_per_rack
+        for m, gs in taken:
+            free = free_by_machine[m]
+            k = len(gs)
+            free_by_machine[m] = () if k == len(free) else tuple([g for g in free if g not in gs])
+            self.free_count[m] -= k
+            self.rack_free[m // mpr] -= k
+            self.total_free -= k
+
+    def give(self, gpus: Iterable[int]) -> None:
+        by_machine = self._by_machine(gpus)
+        free_by_machine = self.free_by_machine
+        gpm = self.topology.gpus_per_machine
         for m, gs in by_machine.items():
-            if set(gs) & set(self.free_by_machine[m]) or len(set(gs)) != len(gs):
+            free = free_by_machine[m]
+            if (free and not set(free).isdisjoint(gs)) or len(set(gs)) != len(gs):
                 raise AllocationError(f"GPUs {gs} on machine {m} are already free")
-            if self.free_count[m] + len(gs) > t.gpus_per_machine:
-                raise AllocationError(f"machine {m} would exceed its {t.gpus_per_machine} GPUs")
+            if self.free_count[m] + len(gs) > gpm:
+                raise AllocationError(f"machine {m} would exceed its {gpm} GPUs")
+        mpr = self.topology.machines_per_rack
         for m, gs in by_machine.items():
-            self.free_by_machine[m] = sorted(self.free_by_machine[m] + gs)
-            self.free_count[m] += len(gs)
-            self.rack_free[t.rack_of_machine(m)] += len(gs)
-            self.total_free += len(gs)
+            free = free_by_machine[m]
+            free_by_machine[m] = tuple(sorted(free + tuple(gs))) if free else tuple(sorted(gs))
+            k = len(gs)
+            self.free_count[m] += k
+            self.rack_free[m // mpr] += k
+            self.total_free += k
 
     # ---- search ------------------------------------------------------------
     def best_tier_possible(self, n: int) -> str | None:

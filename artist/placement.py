@@ -42,7 +42,8 @@ class Placement:
     def __eq__(self, other):
         return isinstance(other, Placement) and self.gpus == other.gpus and self.topology == other.topology
 
-    @property
+    # size and tier are read many times per scheduling round: computed once (like the shapes below).
+    @cached_property
     def size(self) -> int:
         return len(self.gpus)
 
@@ -68,7 +69,7 @@ class Placement:
     def racks(self) -> tuple[int, ...]:
         return tuple(self.machines_by_rack)
 
-    @property
+    @cached_property
     def tier(self) -> str:
         if len(self.gpus_by_machine) == 1:
             return MACHINE

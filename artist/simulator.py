@@ -80,6 +80,7 @@ class Simulator:
         self.now = 0.0
         self._events: list = []
         self._seq = 0
+        self._future_work = 0  # ARRIVAL and WAKE events in the heap (_has_future_work)
         self.waiting: dict[str, JobState] = {}  # insertion order = arrival order
         self.running: dict[str, JobState] = {}
         self.utilisation: list[tuple[float, int]] = [(0.0, 0)]
@@ -90,6 +91,8 @@ class Simulator:
     # ---- event queue -------------------------------------------------------
     def _push(self, time: float, kind: int, payload=None) -> None:
         self._seq += 1
+        if kind == ARRIVAL or kind == WAKE:
+            self._future_work += 1
         heapq.heappush(self._events, (time, kind, self._seq, payload))
 
     def run(self) -> SimulationResult:
@@ -106,6 +109,8 @@ class Simulator:
             while self._events and self._events[0][0] == time:
                 _, kind, _, payload = heapq.heappop(self._events)
                 self.events += 1
+                if kind == ARRIVAL or kind == WAKE:
+                    self._future_work -= 1
                 if kind == COMPLETION:
                     job_id, version = payload
                     state = self.states[job_id]
@@ -151,8 +156,9 @@ class Simulator:
         return now + interval
 
     def _has_future_work(self) -> bool:
-        """Anything left that could change what the policy decides (not a bare periodic round)."""
-        return any(kind in (ARRIVAL, WAKE) for _, kind, _, _ in self._events)
+        """Anything left that could change what the policy decides (not a bare periodic round).
+        A count kept by _push and the pop in run(), not a scan of the heap after every event."""
+        return self._future_work > 0
 
     # ---- scheduling --------------------------------------------------------
     def _schedule(self) -> None:

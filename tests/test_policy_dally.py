@@ -6,6 +6,7 @@ second with 0.1 s of compute per iteration, so their P is 0.1 / iteration_second
 """
 
 import math
+import random
 import statistics
 
 import pytest
@@ -127,6 +128,31 @@ def test_auto_tuner_is_mean_plus_two_sample_std_of_retained_waits():
     assert tuner.timer(105.0, NETWORK, 4) == 0.0  # none: no waiting
     # At t = 115 the t = 10 entry is 105 s old: dropped; 20 and 30 remain.
     assert tuner.timer(115.0, MACHINE, 4) == pytest.approx(25.0 + 2 * statistics.stdev([20.0, 30.0]), rel=1e-12)
+
+
+def test_auto_tuner_timer_is_bit_identical_to_the_statistics_module():
+    # The tuner keeps exact running sums instead of calling statistics on the whole list: its
+    # timers must still be statistics.fmean + 2 x statistics.stdev to the last bit, as entries
+    # come and go (wake-up times and offers depend on them).
+    rng = random.Random(12)
+    for trial in range(300):
+        tuner = AutoTuner(history_s=50.0)
+        now, kept = 0.0, []
+        for _ in range(rng.randint(2, 60)):
+            now += rng.expovariate(0.2)
+            wait = rng.choice([rng.expovariate(1 / 3000), rng.uniform(0, 1e-3), float(rng.randint(0, 9)),
+                               1e5 + rng.random() * 1e-6, 0.0])
+            tuner.record(now, MACHINE, 8, wait)
+            kept = [(t, w) for t, w in kept + [(now, wait)] if now - t <= 50.0]
+            waits = [w for _, w in kept]
+            expected = (0.0 if not waits else waits[0] if len(waits) == 1
+                        else statistics.fmean(waits) + 2.0 * statistics.stdev(waits))
+            assert repr(tuner.timer(now, MACHINE, 8)) == repr(expected), (trial, waits)
+    # A wait that is not a float is left to the statistics module itself.
+    tuner = AutoTuner()
+    for t, w in [(0.0, 3), (1.0, 4.5), (2.0, 10)]:
+        tuner.record(t, RACK, 2, w)
+    assert tuner.timer(2.0, RACK, 2) == statistics.fmean([3, 4.5, 10]) + 2.0 * statistics.stdev([3, 4.5, 10])
 
 
 def test_auto_tuned_dally_records_accepted_waits(topo):

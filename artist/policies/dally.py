@@ -69,7 +69,9 @@ from __future__ import annotations
 import heapq
 import math
 import statistics
+import sys
 from collections import deque
+from fractions import Fraction
 
 from artist.jobstate import JobState
 from artist.placement import MACHINE, NETWORK, RACK, TIER_ORDER, Placement
@@ -93,6 +95,86 @@ def network_priority(state: JobState, now: float) -> float:
     return done * state.ideal_seconds() / held
 
 
+# Exact sums of the retained waits: a finite float is an integer over a power of two no larger
+# than 2^1074, so every wait is held as an integer multiple of 2^-1074 and its square as one of
+# 2^-2148. Adding and dropping waits is then exact, whatever their order.
+_SCALE_BITS = 1074
+
+
+def _sqrt_of_fraction(n: int, m: int) -> float:
+    """sqrt(n / m) (n / m in lowest terms, >= 0) rounded as statistics.stdev rounds it."""
+    if _CORRECTLY_ROUNDED_SQRT:
+        # Python >= 3.11: the correctly rounded root (statistics._float_sqrt_of_frac's method:
+        # an integer root rounded to odd with 2 x 53 + 3 bits, then one rounding to a float).
+        q = (n.bit_length() - m.bit_length() - _SQRT_BIT_WIDTH) // 2
+        if q >= 0:
+            a = math.isqrt(n // (m << 2 * q))
+            return ((a | (a * a * (m << 2 * q) != n)) << q) / 1
+        a = math.isqrt((n << -2 * q) // m)
+        return (a | (a * a * m != n << -2 * q)) / (1 << -q)
+    # Python 3.10: the variance rounded to a float, then math.sqrt.
+    return math.sqrt(n / m)
+
+
+_CORRECTLY_ROUNDED_SQRT = sys.version_info >= (3, 11)
+_SQRT_BIT_WIDTH = 2 * sys.float_info.mant_dig + 3
+
+
+def mean_plus_two_stdev(sum_scaled: int, sum_squares_scaled: int, count: int) -> float:
+    """statistics.fmean(waits) + 2 x statistics.stdev(waits), bit for bit, from the exact sums of
+    the waits (x 2^1074) and of their squares (x 2^2148), count >= 2.
+
+    Both statistics functions are functions of these exact sums only: fmean is the correctly
+    rounded sum (math.fsum) over the count; stdev rounds the square root of the exact sample
+    variance (n sxx - sx^2) / (n (n - 1)) (correctly on Python >= 3.11, via a float variance on
+    3.10)."""
+    mean = sum_scaled / (1 << _SCALE_BITS) / count
+    variance = Fraction(count * sum_squares_scaled - sum_scaled * sum_scaled,
+                        count * (count - 1) << 2 * _SCALE_BITS)
+    return mean + 2.0 * _sqrt_of_fraction(variance.numerator, variance.denominator)
+
+
+class _Waits:
+    """One auto-tuner list: (time, wait) oldest first, with exact running sums of the waits."""
+
+    __slots__ = ("entries", "sum", "sum_squares", "other")
+
+    def __init__(self):
+        self.entries: deque[tuple[float, float]] = deque()
+        self.sum = 0  # sum of the waits x 2^1074 (exact)
+        self.sum_squares = 0  # sum of the squared waits x 2^2148 (exact)
+        self.other = 0  # retained waits that are not finite floats (never in a simulation)
+
+    def _add(self, wait: float, sign: int) -> None:
+        if type(wait) is not float or not math.isfinite(wait):
+            self.other += sign
+            return
+        n, d = wait.as_integer_ratio()
+        scaled = n << (_SCALE_BITS - d.bit_length() + 1)
+        self.sum += sign * scaled
+        self.sum_squares += sign * scaled * scaled
+
+    def append(self, now: float, wait: float) -> None:
+        self.entries.append((now, wait))
+        self._add(wait, 1)
+
+    def drop_older(self, now: float, history_s: float) -> None:
+        entries = self.entries
+        while entries and now - entries[0][0] > history_s:
+            self._add(entries.popleft()[1], -1)
+
+    def timer(self) -> float:
+        entries = self.entries
+        if not entries:
+            return 0.0
+        if len(entries) == 1:
+            return entries[0][1]
+        if self.other:  # the statistics module's own way
+            waits = [w for _, w in entries]
+            return statistics.fmean(waits) + 2.0 * statistics.stdev(waits)
+        return mean_plus_two_stdev(self.sum, self.sum_squares, len(entries))
+
+
 class AutoTuner:
     """Algorithm 2: delay timers from the waits of recently accepted offers."""
 
@@ -100,46 +182,52 @@ class AutoTuner:
         if not history_s > 0:
             raise ValueError(f"auto-tuner history must be > 0 seconds, got {history_s}")
         self.history_s = float(history_s)
-        self._waits: dict[tuple[str, int], deque[tuple[float, float]]] = {}
+        self._waits: dict[tuple[str, int], _Waits] = {}
         self._cache: dict[tuple[str, int], float] = {}  # timers at _cache_time (many jobs share a key)
         self._cache_time: float | None = None
 
     def record(self, now: float, tier: str, gpus: int, wait: float) -> None:
-        self._waits.setdefault((tier, gpus), deque()).append((now, wait))
-        self._cache.pop((tier, gpus), None)
+        key = (tier, gpus)
+        waits = self._waits.get(key)
+        if waits is None:
+            waits = self._waits[key] = _Waits()
+        waits.append(now, wait)
+        self._cache.pop(key, None)
 
     def waits(self, now: float, tier: str, gpus: int) -> list[float]:
         """The retained waits, oldest first (entries older than the history limit are dropped)."""
-        entries = self._waits.get((tier, gpus))
-        if not entries:
+        waits = self._waits.get((tier, gpus))
+        if waits is None:
             return []
-        while entries and now - entries[0][0] > self.history_s:
-            entries.popleft()
-        return [w for _, w in entries]
+        waits.drop_older(now, self.history_s)
+        return [w for _, w in waits.entries]
 
     def timer(self, now: float, tier: str, gpus: int) -> float:
-        """mean + 2 x sample standard deviation of the retained waits; 0 with none, the wait with one."""
+        """mean + 2 x sample standard deviation of the retained waits; 0 with none, the wait with one.
+        Exactly statistics.fmean + 2 x statistics.stdev, from running sums instead of the list."""
         if now != self._cache_time:
             self._cache.clear()
             self._cache_time = now
         key = (tier, gpus)
-        if key not in self._cache:
-            waits = self.waits(now, tier, gpus)
-            if not waits:
+        value = self._cache.get(key)
+        if value is None:
+            waits = self._waits.get(key)
+            if waits is None:
                 value = 0.0
-            elif len(waits) == 1:
-                value = waits[0]
             else:
-                value = statistics.fmean(waits) + 2.0 * statistics.stdev(waits)
+                waits.drop_older(now, self.history_s)
+                value = waits.timer()
             self._cache[key] = value
-        return self._cache[key]
+        return value
 
 
 class _DallyBase(Policy):
     """Offers, delay scheduling and preemption; subclasses say where timers come from."""
 
     def timers(self, state: JobState, now: float) -> tuple[float, float]:
-        """(machine timer, rack timer) of this job now, before size rules are applied."""
+        """(machine timer, rack timer) of this job now, before size rules are applied. A function of
+        the job's GPU count, the time and the offers accepted so far: schedule() asks once per GPU
+        count between accepted offers."""
         raise NotImplementedError
 
     def accepted(self, now: float, placement: Placement, gpus: int, wait: float) -> None:
@@ -180,58 +268,78 @@ class _DallyBase(Policy):
         topo = view.topology
         allocations = view.current_allocations()
         free = view.plan()
-        priority = {s.job_id: network_priority(s, now) for s in view.running + view.waiting}
+        priority = {}  # P of every job the round looks at: waiting jobs now, running ones when needed
+        heap = []
+        for s in view.waiting:
+            p = priority[s.job_id] = network_priority(s, now)
+            heap.append((p, s.arrival, s.job_id, s))
+        heapq.heapify(heap)
+        running_priorities = False  # P of the running jobs added to `priority` (first preemption try)
         holding = {s.job_id: s for s in view.running}  # running and not preempted this round
         preempted: set[str] = set()
-        heap = [(priority[s.job_id], s.arrival, s.job_id, s) for s in view.waiting]
-        heapq.heapify(heap)
-        # Both caches hold until the free map changes (an accepted offer). A failed
+        # The caches hold until the free map and the tuner change (an accepted offer). A failed
         # preemption stays failed for later jobs: they have higher P, so fewer victims.
         offers: dict[int, Placement | None] = {}  # GPUs -> best free placement
         no_preemption: set[tuple[int, str]] = set()  # (GPUs, allowed tier) that found no victims
+        timers_of: dict[int, tuple[float, float]] = {}  # GPUs -> job_timers (timers() reads the size only)
         wake: float | None = None
         while heap:
             p_job, _, job_id, state = heapq.heappop(heap)
             n = state.gpus
             # A job preempted this round starts a new wait now.
-            wait = 0.0 if job_id in preempted else now - state.waiting_since
-            timers = self.job_timers(view, state)
-            allowed = self.allowed_tier(timers, wait)
-            if n not in offers:
-                offers[n] = free.find(n)
-            offer = offers[n]
-            best = best_tier_for_size(topo, n)
+            if job_id in preempted:
+                since = now
+                wait = 0.0
+            else:
+                since = state.waiting_since
+                wait = now - since
+            timers = timers_of.get(n)
+            if timers is None:
+                timers = timers_of[n] = self.job_timers(view, state)
+            if n in offers:
+                offer = offers[n]
+            else:
+                offer = offers[n] = free.find(n)
             choice = None
-            if offer is not None and offer.tier != best and (n, allowed) not in no_preemption:
-                victims = sorted((s for j, s in holding.items() if priority[j] > p_job),
-                                 key=lambda s: (-priority[s.job_id], s.job_id))
-                candidates = [(s.job_id, allocations[s.job_id]) for s in victims]
-                for tier in (MACHINE, RACK):
-                    rank = TIER_ORDER[tier]
-                    if not (TIER_ORDER[best] <= rank < TIER_ORDER[offer.tier] and rank <= TIER_ORDER[allowed]):
-                        continue
-                    got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t))
-                    if got is not None:
-                        choice, free = got.placement, got.free
-                        for victim in got.victims:
-                            v = holding.pop(victim)
-                            del allocations[victim]
-                            preempted.add(victim)
-                            heapq.heappush(heap, (priority[victim], v.arrival, victim, v))
-                        break
-                else:
-                    no_preemption.add((n, allowed))
-            if choice is None and offer is not None and TIER_ORDER[offer.tier] <= TIER_ORDER[allowed]:
-                choice = offer
-                free.take(offer.gpus)
+            if offer is not None:
+                allowed = self.allowed_tier(timers, wait)
+                best = best_tier_for_size(topo, n)
+                if offer.tier != best and (n, allowed) not in no_preemption:
+                    candidates = None
+                    for tier in (MACHINE, RACK):
+                        rank = TIER_ORDER[tier]
+                        if not (TIER_ORDER[best] <= rank < TIER_ORDER[offer.tier] and rank <= TIER_ORDER[allowed]):
+                            continue
+                        if candidates is None:
+                            if not running_priorities:
+                                for s in view.running:
+                                    priority[s.job_id] = network_priority(s, now)
+                                running_priorities = True
+                            victims = sorted((s for j, s in holding.items() if priority[j] > p_job),
+                                             key=lambda s: (-priority[s.job_id], s.job_id))
+                            candidates = [(s.job_id, allocations[s.job_id]) for s in victims]
+                        got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t))
+                        if got is not None:
+                            choice, free = got.placement, got.free
+                            for victim in got.victims:
+                                v = holding.pop(victim)
+                                del allocations[victim]
+                                preempted.add(victim)
+                                heapq.heappush(heap, (priority[victim], v.arrival, victim, v))
+                            break
+                    else:
+                        no_preemption.add((n, allowed))
+                if choice is None and TIER_ORDER[offer.tier] <= TIER_ORDER[allowed]:
+                    choice = offer
+                    free.take(offer.gpus)
             if choice is None:
-                since = now if job_id in preempted else state.waiting_since
                 expiry = self.next_expiry(timers, wait, since)
                 if expiry is not None and expiry > now and (wake is None or expiry < wake):
                     wake = expiry
                 continue
             offers.clear()
             no_preemption.clear()
+            timers_of.clear()
             allocations[job_id] = choice
             self.accepted(now, choice, n, wait)
         return Decision(allocations, wake_at=wake)
