@@ -109,7 +109,8 @@ def placement_from_shape(topology: Topology, shape: Sequence[Sequence[int]], fir
     machine j of a rack on that rack's machine j, GPUs from local index 0."""
     shape = normalise_shape(shape)
     if first_rack + len(shape) > topology.racks:
-        raise ValueError(f"shape {shape_to_text(shape)} needs {len(shape)} racks from rack {first_rack}; topology has {topology.racks}")
+        raise ValueError(f"shape {shape_to_text(shape)} needs {len(shape)} racks from rack {first_rack}; "
+                         f"topology has {topology.racks}")
     gpus: list[int] = []
     for i, machines in enumerate(shape):
         rack = first_rack + i
