@@ -176,7 +176,17 @@ class Simulator:
 
     def _apply(self, decision: Decision) -> None:
         wanted = decision.allocations
+        running = self.running
+        # A policy hands back every job that should run, mostly the running jobs' own Placement
+        # objects: only the other entries (starts, migrations) need checking and acting on. Every
+        # loop keeps the order of the full walk it replaces (running jobs in start order, wanted
+        # in the policy's order), so results do not change.
+        changed = []
         for job_id, placement in wanted.items():
+            current = running.get(job_id)
+            if current is None or current.placement is not placement:
+                changed.append((job_id, placement))
+        for job_id, placement in changed:
             state = self.states.get(job_id)
             if state is None or state.status == FINISHED:
                 raise SimulationError(f"policy {self.policy.name!r} placed unknown or finished job {job_id!r}")
@@ -184,12 +194,15 @@ class Simulator:
                 raise SimulationError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; "
                                       f"it asks {state.gpus}")
         # Stop first (preemptions, migrations), then start, so GPUs can change hands.
-        for job_id, state in list(self.running.items()):
-            target = wanted.get(job_id)
-            if target is None or target.gpus != state.placement.gpus:
-                self._stop(state, migrating=target is not None)
+        moved = {job_id for job_id, placement in changed
+                 if job_id in running and placement.gpus != running[job_id].placement.gpus}
+        if moved or len(running) > len(wanted) - len(changed):
+            for job_id, state in list(running.items()):
+                target = wanted.get(job_id)
+                if target is None or job_id in moved:
+                    self._stop(state, migrating=target is not None)
         try:
-            for job_id, placement in wanted.items():
+            for job_id, placement in changed:
                 state = self.states[job_id]
                 if state.status != RUNNING:
                     self._start(state, placement)

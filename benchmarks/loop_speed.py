@@ -52,7 +52,8 @@ if inner is not None:
         timing["wall"] = time.perf_counter() - started
         timing["events"] = getattr(result, "events", None)
         timing["scheduling_calls"] = getattr(result, "scheduling_calls", None)
-        memos = [len(a._memo) for a in list(args) + list(kwargs.values()) if isinstance(getattr(a, "_memo", None), dict)]
+        memos = [len(a._memo) for a in list(args) + list(kwargs.values())
+                 if isinstance(getattr(a, "_memo", None), dict)]
         timing["shapes"] = memos[0] if memos else None
         return result
     command.simulate = timed
@@ -155,7 +156,8 @@ def compare_tables(old: Path, new: Path) -> list[str]:
             if left != right:
                 diff = sum(x != y for x, y in zip(left, right))
                 first = next(i for i, (x, y) in enumerate(zip(left, right)) if x != y)
-                problems.append(f"{name}.{column}: {diff} row(s) differ, first row {first}: {left[first]} vs {right[first]}")
+                problems.append(f"{name}.{column}: {diff} row(s) differ, "
+                                f"first row {first}: {left[first]} vs {right[first]}")
         if name == "jobs":
             only = sorted(set(a.columns) ^ set(b.columns))
             if only:
@@ -167,7 +169,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--racks", type=int, default=20, help="dally-3tier racks (20 x 64 = 1 280 GPUs)")
-    ap.add_argument("--interarrival", type=float, default=5.0, help="mean seconds between arrivals (5 s loads the cluster to ~90 %%)")
+    ap.add_argument("--interarrival", type=float, default=5.0,
+                    help="mean seconds between arrivals (5 s loads the cluster to ~90 %%)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--policies", default="fifo,dally", help="comma-separated policies (e.g. fifo,dally,tiresias)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tree and policy, alternating; the best counts")
@@ -193,7 +196,8 @@ def main() -> int:
         try:
             flags = {k: simulate_flags(t, envs[k]) for k, t in trees.items()}
             for k, t in trees.items():
-                a, b = (t / "topologies" / "dally-3tier.yaml").read_bytes(), (REPO / "topologies" / "dally-3tier.yaml").read_bytes()
+                a = (t / "topologies" / "dally-3tier.yaml").read_bytes()
+                b = (REPO / "topologies" / "dally-3tier.yaml").read_bytes()
                 if k == "old" and a != b:
                     print("note: the trees ship different dally-3tier.yaml files: results may differ for that reason")
             print(f"wave 1 = {full[:12]} (extracted to a temporary directory); new = {REPO} (working tree)")
@@ -202,7 +206,8 @@ def main() -> int:
                   f"best of {args.repeat} run(s)")
             print()
             w = max(10, *map(len, policies))
-            header = f"{'policy':<{w}} {'old jobs/s':>11} {'new jobs/s':>11} {'new/old':>8} {'old s':>8} {'new s':>8}  results identical"
+            header = (f"{'policy':<{w}} {'old jobs/s':>11} {'new jobs/s':>11} {'new/old':>8} {'old s':>8} "
+                      f"{'new s':>8}  results identical")
             print(header)
             rows = []
             for policy in policies:

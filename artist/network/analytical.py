@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import Mapping
 
+import numpy as np
+
 from artist.network.base import CommResult, GraphTiming, time_node_by_node
 from artist.network.collectives import Schedule, channel_ring, collective_schedule
 from artist.network.links import NVLINK, link_bandwidth_bps, path
@@ -148,18 +150,23 @@ def ring_allreduce_linear(placement: Placement, channels: int, latency: StartupL
                 load[link] += chunk
         hops.append(channel_hops)
     steps = 2 * (n - 1)
-    ready: dict[tuple[int, int], float] = {}
+    # Latency chain: every step each rank of each channel's ring receives once, from its ring
+    # predecessor, at the predecessor's latest receive + the hop's weight (a rank that has received
+    # nothing yet counts 0.0). Vectorised over (channel, rank); element-wise float64 additions, the
+    # same operations as the generic walk, so the result is bit-identical.
+    src = np.array([c * n + h[0] for c, channel_hops in enumerate(hops) for h in channel_hops])
+    dst = np.array([c * n + h[1] for c, channel_hops in enumerate(hops) for h in channel_hops])
+    w = np.array([h[2] for channel_hops in hops for h in channel_hops], dtype=np.float64)
+    ready_now = np.zeros(channels * n)
     for _ in range(steps):
-        arrivals = {}
-        for c, channel_hops in enumerate(hops):
-            for src, dst, w in channel_hops:
-                arrivals[(dst, c)] = max(0.0, ready.get((src, c), 0.0) + w)
-        ready.update(arrivals)
+        arrived = np.empty_like(ready_now)
+        arrived[dst] = ready_now[src] + w
+        ready_now = arrived
     per_step = max(8.0 * b / link_bandwidth_bps(topology, link) for link, b in load.items())
     total = 0.0
     for _ in range(steps):
         total += per_step
-    return LinearCollective(latency.base_s + max(ready.values()), total / _reference_bytes(placement, channels))
+    return LinearCollective(latency.base_s + float(ready_now.max()), total / _reference_bytes(placement, channels))
 
 
 class AnalyticalModel:
