@@ -77,11 +77,6 @@ class FabricModel(Protocol):
         ...
 
 
-def node_group(graph_node, topology) -> Placement:
-    """A communication node's GPUs as a Placement (send_recv keeps its direction in node.group)."""
-    return Placement(topology, tuple(graph_node.group))
-
-
 def time_node_by_node(graph: StepGraph, seconds_of: Callable, result: CommResult) -> GraphTiming:
     """Time a graph whose communication nodes a backend can time one by one, in isolation:
     seconds_of(node) for every communication node, compute nodes their own seconds."""

@@ -32,10 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from artist.parallel.graph import COMMUNICATION
 from artist.placement import Placement
 
 ALGORITHMS = ("ring", "hierarchical")
-KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 
 
 @dataclass(frozen=True)
@@ -256,7 +256,7 @@ def collective_schedule(kind: str, algorithm: str, group: Placement, nbytes: int
         if len(src_dst) != 2 or src_dst[0] == src_dst[1]:
             raise ValueError(f"send_recv needs two different GPUs, got {src_dst}")
         return send_recv(src_dst[0], src_dst[1], nbytes, channels)
-    raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
+    raise ValueError(f"unknown collective {kind!r}; known: {', '.join(COMMUNICATION)}")
 
 
 def allreduce_schedule(algorithm: str, placement: Placement, nbytes: int, channels: int = 1,

@@ -126,7 +126,3 @@ def schedule_graph(graph: StepGraph, durations: Sequence[float]) -> GraphSchedul
         end.append(start + seconds)
     return GraphSchedule(tuple(float(s) for s in durations), tuple(end))
 
-
-def compute_durations(graph: StepGraph) -> list[float | None]:
-    """Durations known without a network model (compute nodes); None for communication."""
-    return [None if n.is_communication else n.seconds for n in graph.nodes]
