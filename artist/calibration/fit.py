@@ -1,4 +1,4 @@
-"""Fitting a per-tier, per-size-regime correction of a CommModel to measured nccl-tests all-reduce times.
+"""Fitting a per-tier, per-size-regime correction of a network backend to measured nccl-tests all-reduce times.
 
 For every all_reduce test of every log: lay the log's ranks out on the
 calibration topology (nodes -> machines, packed into as few racks as possible),

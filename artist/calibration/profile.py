@@ -1,4 +1,4 @@
-"""Calibration profiles (YAML); artist.network.calibrated.Calibrated applies one to any CommModel.
+"""Calibration profiles (YAML); artist.network.calibrated.Calibrated applies one to any FabricModel.
 
 A profile holds, per tier (machine, rack, network), the fitted corrections, one
 per NCCL size regime (correction.SizeRegimes), or says which tier's corrections

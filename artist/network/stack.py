@@ -2,7 +2,7 @@
 
     spec = CommSpec("ns3", channels=8, calibration="calibration/profiles/h100-ns3.yaml",
                     cache=str(default_cache_path()))
-    comm = spec.build(topology)          # a CommModel; or fabric_for(spec, topology): once per process
+    comm = spec.build(topology)          # a FabricModel; or fabric_for(spec, topology): once per process
 
 A CommSpec is what every command parses its network options into (backend,
 algorithm, channels, backend options, calibration profile, cache file); it is

@@ -11,7 +11,7 @@ Execution over the runs that are not done yet:
   or ``auto``), one Ray task per run; needs ``pip install 'ray[default]'`` everywhere.
 Workers need ArtISt (and ns-3 for ns3 runs) installed, nothing else: they get
 every input loaded and return tables, which the driver writes (store.py).
-Each worker process builds its own CommModel once and shares the latency cache
+Each worker process builds its own network stack once and shares the latency cache
 of its machine ($ARTIST_CACHE_DIR; on a cluster each machine keeps its own, on
 a local disk: SQLite's WAL does not work over NFS).
 
