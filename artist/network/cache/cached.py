@@ -95,8 +95,10 @@ class Cached:
             return CachedTiming(tuple(t.node_seconds for t in done), exposed, collective, first.backend,
                                 first.calibrated, sum(t.result.packets for t in done), first.details)
 
-        gpus = sorted({g for graph in graphs.values() for g in graph.gpus})
-        union = Placement(self.inner.topology, tuple(gpus)) if gpus else None
+        def union() -> Placement | None:  # the stored row's shape columns; only a miss writes a row
+            gpus = sorted({g for graph in graphs.values() for g in graph.gpus})
+            return Placement(self.inner.topology, tuple(gpus)) if gpus else None
+
         name = "+".join(sorted(graphs)) if len(graphs) > 1 else "step"
         answer, provenance = self._answer(key, material, name, union, started, simulate)
         return {job: GraphTiming.of(graphs[job], answer.node_seconds[i], provenance) for i, job in enumerate(order)}
@@ -118,10 +120,10 @@ class Cached:
             seconds = float(self.inner.collective_seconds(group, nbytes, kind))
             return CachedTiming(((seconds,),), seconds, seconds, self.inner.name)
 
-        answer, _ = self._answer(key, material, f"{kind} {nbytes} B", group, started, simulate)
+        answer, _ = self._answer(key, material, f"{kind} {nbytes} B", lambda: group, started, simulate)
         return answer.node_seconds[0][0]
 
-    def _answer(self, key: str, material: dict, question_name: str, placement, started: float,
+    def _answer(self, key: str, material: dict, question_name: str, placement_of, started: float,
                 simulate) -> tuple[CachedTiming, CommResult]:
         answer = self._memo.get(key)
         if answer is None:
@@ -132,7 +134,7 @@ class Cached:
             if isinstance(outcome, StoredAnswer):
                 answer = outcome
             elif isinstance(outcome, Claim):
-                return self._simulate(outcome, material, question_name, placement, simulate)
+                return self._simulate(outcome, material, question_name, placement_of, simulate)
             else:
                 waited = True
                 answer = self._wait_for(key)
@@ -162,7 +164,7 @@ class Cached:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
 
-    def _simulate(self, claim: Claim, material: dict, question_name: str, placement,
+    def _simulate(self, claim: Claim, material: dict, question_name: str, placement_of,
                   simulate) -> tuple[CachedTiming, CommResult]:
         started = time.perf_counter()
         try:
@@ -171,7 +173,7 @@ class Cached:
             self.store.release(claim)
             raise
         wall = time.perf_counter() - started
-        created_at = self.store.put(claim, material, question_name, placement, result, wall)
+        created_at = self.store.put(claim, material, question_name, placement_of(), result, wall)
         if self.memo_enabled:
             self._memo[claim.key] = StoredAnswer(result, wall, created_at)
         self.session.misses += 1
