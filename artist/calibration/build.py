@@ -6,17 +6,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from artist.calibration.correction import KINDS
 from artist.calibration.fit import (AUTO, FIT, HELD_OUT, MIB, OUTSIDE, SINGLE, TIERS, Point, apply_corrections,
-                                    error_summary, fit_tiers, median_abs, regime_summary, simulate_test)
+                                    error_summary, fit_tiers, median_abs, regime_summary, simulate_test, test_kind)
 from artist.calibration.nccl_tests import NcclLog, parse_nccl_tests
-from artist.calibration.profile import CalibrationProfile
+from artist.calibration.profile import NIC_TIER_FALLBACK, CalibrationProfile
 from artist.calibration.regimes import KINK_RATIO, MIN_REGIME_SIZES, find_kinks
 from artist.errors import InputError
 from artist.topology import Topology
 
-# Which fitted tier an unfitted tier borrows from, nearest first: the rack and network tiers
-# both cross NICs, so they share corrections before falling back to NVLink's.
-FALLBACK = {"machine": ("rack", "network"), "rack": ("network", "machine"), "network": ("rack", "machine")}
+# Which fitted kind of a tier an unmeasured kind of that tier reuses, first found first: all-reduce
+# crosses the tier's links in both ring passes, the others in one pass or one step.
+KIND_PREFERENCE = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv")
+
+
+class WorseThanUncalibrated(InputError):
+    """A fitted profile makes a hold-out log worse than the uncalibrated backend (refused without --force)."""
 
 
 @dataclass
@@ -38,9 +43,9 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
         log = parse_nccl_tests(path, allow_wrong=allow_wrong)
         lp = LogPoints(log)
         for test in log.tests:
-            if test.collective != "all_reduce":
+            if test_kind(test) is None:
                 lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test "
-                                  f"(only all_reduce is simulated)")
+                                  f"(no backend simulates it)")
                 continue
             points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from, regimes)
             inside = [p for p in points if p.role != OUTSIDE]
@@ -48,58 +53,156 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
                                                    [p.line for p in inside])
             lp.points.extend(points)
         if not lp.points:
-            raise InputError(log.source, None, "no all_reduce rows to calibrate against "
+            raise InputError(log.source, None, "no rows of a collective the backends simulate to calibrate against "
                                                f"(tests: {', '.join(t.collective or 'unnamed' for t in log.tests)})")
         out.append(lp)
     return out
 
 
+def kind_sources(corrections: dict[str, dict]) -> dict[str, dict[str, str]]:
+    """Per calibrated tier, the fitted kind each unmeasured kind reuses (KIND_PREFERENCE order)."""
+    out = {}
+    for tier, fitted in corrections.items():
+        source = next(k for k in KIND_PREFERENCE if k in fitted)
+        out[tier] = {k: source for k in KINDS if k not in fitted}
+    return out
+
+
+def terms_constrained(points: Sequence[Point]) -> dict:
+    """Which terms of a tier's and kind's correction the data constrain, and by which logs."""
+    fit = [p for p in points if p.role == FIT]
+    logs = sorted({p.log for p in fit})
+    hops = sorted({p.hops for p in fit})
+    sizes = {p.size_bytes for p in fit}
+    if len(sizes) < 2:
+        return {"bandwidth_factor": logs, "latency_s": "not fitted: one size cannot separate it from bandwidth"}
+    out = {"bandwidth_factor": logs, "latency_s": logs}
+    if len(hops) > 1:
+        out["hop_latency_s"] = f"{', '.join(logs)} (hop counts {hops})"
+    else:
+        out["hop_latency_s"] = (f"not fitted: the logs have one hop count ({hops[0] if hops else 0}), which cannot "
+                                f"tell a per-hop latency from a fixed one; the backend's own per-hop latency is kept")
+    return out
+
+
+def error_rows(points: Sequence[Point], min_bytes: int = MIB, roles: tuple = (FIT, HELD_OUT, OUTSIDE)) -> list[dict]:
+    """Per (log, collective): the sizes >= min_bytes among the given roles and the median |error|
+    uncalibrated and calibrated and the largest calibrated one, in percent (the --check --json rows)."""
+    out = []
+    keys = sorted({(p.log, p.kind) for p in points}, key=lambda k: (k[0], KINDS.index(k[1])))
+    for log, kind in keys:
+        mine = [p for p in points if p.log == log and p.kind == kind and p.role in roles
+                and p.size_bytes >= min_bytes]
+        if not mine:
+            continue
+        after = [abs(p.error_after) for p in mine if p.error_after is not None]
+        out.append({"log": log, "collective": kind, "tier": mine[0].tier, "shape": mine[0].shape,
+                    "sizes": len(mine),
+                    "median_err_uncalibrated_pct": _pct(median_abs(p.error_before for p in mine)),
+                    "median_err_calibrated_pct": _pct(median_abs(p.error_after for p in mine)),
+                    "max_err_calibrated_pct": _pct(max(after)) if after else None})
+    return out
+
+
+def worse_rows(rows: Sequence[dict]) -> list[dict]:
+    """Rows whose calibrated median |error| is above the uncalibrated one."""
+    return [r for r in rows if r["median_err_calibrated_pct"] is not None
+            and r["median_err_calibrated_pct"] > r["median_err_uncalibrated_pct"]]
+
+
 def fit_profile(name: str, topology: Topology, backend_identity: dict, logs: Sequence[LogPoints],
                 min_bytes: int = MIB, notes: Sequence[str] = (), fit_from: int | None = None,
-                regimes: str = AUTO, command: str | None = None) -> tuple[CalibrationProfile, list[Point]]:
+                regimes: str = AUTO, command: str | None = None, holdout: Sequence[LogPoints] = (),
+                force: bool = False) -> tuple[CalibrationProfile, list[Point]]:
+    """Fit a profile on logs, check it on the hold-out logs (every size held out): a profile that
+    makes a hold-out log's collective worse than uncalibrated (median |error| over sizes >=
+    min_bytes) is refused (WorseThanUncalibrated) unless force, which records a warning in it.
+    Returns the profile and every point (fitted logs' and hold-out logs'), corrected."""
     points = [p for lp in logs for p in lp.points]
     corrections = fit_tiers(points)
     if not corrections:
         raise ValueError("no fit points")
-    points = apply_corrections(points, corrections)
-    inherited = {}
+    sources = kind_sources(corrections)
+    inherited = {t: NIC_TIER_FALLBACK[t] for t in TIERS
+                 if t not in corrections and NIC_TIER_FALLBACK.get(t) in corrections}
+    shell = CalibrationProfile(name=name, topology_name=topology.name, link_parameters=topology.link_parameters(),
+                               backend=backend_identity, corrections=corrections, kind_sources=sources,
+                               inherited=inherited)
+    points = apply_corrections(points, shell.correction)
+    held_points = apply_corrections([replace(p, role=HELD_OUT if p.role != OUTSIDE else OUTSIDE)
+                                     for lp in holdout for p in lp.points], shell.correction)
     tier_stats: dict[str, dict] = {}
     for tier in TIERS:
-        mine = [p for p in points if p.tier == tier]
         if tier in corrections:
-            held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
-            tier_stats[tier] = {
-                "fitted_on": sorted({p.log for p in mine}),
-                "fit_points": sum(p.role == FIT for p in mine),
-                "held_out_points": len(held),
-                "fit_median_abs_error": _round(median_abs(p.error_after for p in mine if p.role == FIT)),
-                "held_out_median_abs_error": _round(median_abs(p.error_after for p in held)),
-                "regimes": [_regime_stats(corrections[tier], k, mine, min_bytes)
-                            for k in range(len(corrections[tier].regimes))],
-            }
+            kinds = {}
+            for kind in KINDS:
+                mine = [p for p in points if p.tier == tier and p.kind == kind]
+                if kind in corrections[tier]:
+                    held = [p for p in mine if p.role == HELD_OUT and p.size_bytes >= min_bytes]
+                    kinds[kind] = {
+                        "fitted_on": sorted({p.log for p in mine}),
+                        "terms_constrained": terms_constrained(mine),
+                        "fit_points": sum(p.role == FIT for p in mine),
+                        "held_out_points": len(held),
+                        "fit_median_abs_error": _round(median_abs(p.error_after for p in mine if p.role == FIT)),
+                        "held_out_median_abs_error": _round(median_abs(p.error_after for p in held)),
+                        "regimes": [_regime_stats(corrections[tier][kind], k, mine, min_bytes)
+                                    for k in range(len(corrections[tier][kind].regimes))]}
+                else:
+                    kinds[kind] = {"note": f"no log of this tier measured {kind}; the tier's network terms are "
+                                           f"carried from its {sources[tier][kind]} fit"}
+            tier_stats[tier] = {"kinds": kinds}
+        elif tier in inherited:
+            tier_stats[tier] = {"note": f"no log spans the {tier} tier; reuses the {inherited[tier]} tier's "
+                                        f"corrections (both cross the same NICs)"}
         else:
-            source = next(t for t in FALLBACK[tier] if t in corrections)
-            inherited[tier] = source
-            tier_stats[tier] = {"note": f"no log spans the {tier} tier; reuses the {source} tier's correction"}
+            tier_stats[tier] = {"note": f"no log spans the {tier} tier: its collectives stay uncalibrated"}
     log_entries, log_errors = [], {}
-    for lp in logs:
+    for lp, role in [(lp, "fit") for lp in logs] + [(lp, "holdout") for lp in holdout]:
         fname = Path(lp.log.source).name
-        tests = sorted({(p.test_line, p.shape, p.tier, p.ranks) for p in lp.points})
-        log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256,
-                            "all_reduce_tests": [_test_entry(lp, line, s, t, r) for line, s, t, r in tests]})
-        mine = [p for p in points if p.log == fname]
-        log_errors[fname] = {k: _round(v) for k, v in error_summary(mine, min_bytes).items()}
-        by_tier = [regime_summary([p for p in mine if p.tier == t], corrections[t], min_bytes)
-                   for t in TIERS if t in corrections and any(p.tier == t for p in mine)]
-        log_errors[fname]["regimes"] = [{k: _round(v) for k, v in r.items()} for rs in by_tier for r in rs]
+        mine = [p for p in (points if role == "fit" else held_points) if p.log == fname]
+        tests = sorted({(p.test_line, p.kind, p.shape, p.tier, p.ranks) for p in lp.points})
+        log_entries.append({"file": fname, "path": lp.log.source, "sha256": lp.log.sha256, "role": role,
+                            "tests": [_test_entry(lp, line, k, s, t, r, role) for line, k, s, t, r in tests]})
+        if role == "fit":
+            log_errors[fname] = {}
+            for kind in KINDS:
+                of_kind = [p for p in mine if p.kind == kind]
+                if not of_kind:
+                    continue
+                entry = {k: _round(v) for k, v in error_summary(of_kind, min_bytes).items()}
+                regs = shell.correction(of_kind[0].tier, kind)
+                entry["regimes"] = [{k: _round(v) for k, v in r.items()}
+                                    for r in regime_summary(of_kind, regs, min_bytes)]
+                log_errors[fname][kind] = entry
+    held_rows = error_rows(held_points, min_bytes)
+    warnings = []
+    worse = worse_rows(held_rows)
+    if worse:
+        what = "; ".join(f"{r['log']} {r['collective']}: {r['median_err_calibrated_pct']:.2f} % calibrated vs "
+                         f"{r['median_err_uncalibrated_pct']:.2f} % uncalibrated" for r in worse)
+        if not force:
+            raise WorseThanUncalibrated(
+                worse[0]["log"], None, f"the fitted profile is worse than uncalibrated on hold-out data ({what}; "
+                                       f"median |error| over sizes >= {min_bytes} B): refused (write it anyway with "
+                                       f"--force, which records this warning in the profile)")
+        warnings.append(f"written with --force although worse than uncalibrated on hold-out data: {what}")
     profile = CalibrationProfile(
         name=name, topology_name=topology.name, link_parameters=topology.link_parameters(), backend=backend_identity,
-        corrections=corrections, inherited=inherited, topology_path=topology.path, logs=tuple(log_entries),
-        fit={"tiers": tier_stats, "logs": log_errors},
+        corrections=corrections, kind_sources=sources, inherited=inherited, topology_path=topology.path,
+        logs=tuple(log_entries),
+        fit={"tiers": tier_stats, "logs": log_errors, "holdout": {"min_bytes": min_bytes, "rows": held_rows}
+             if holdout else {}},
         notes=(f"errors are median |relative time error|; held-out = sizes >= {min_bytes} B inside the fitted range "
-               f"that the fit did not use (sizes alternate between fit and held-out in each log's fitted range)",
-               _range_note(fit_from, regimes), *(() if command is None else (f"fitted with: {command}",)), *notes))
-    return profile, points
+               f"that the fit did not use (sizes alternate between fit and held-out in each log's fitted range); "
+               f"hold-out logs (role: holdout) are not used by the fit at all",
+               _range_note(fit_from, regimes), *(() if command is None else (f"fitted with: {command}",)), *notes),
+        warnings=tuple(warnings))
+    return profile, points + held_points
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else round(100.0 * x, 4)
 
 
 def _regime_stats(regimes, k: int, points: Sequence[Point], min_bytes: int) -> dict:
@@ -118,23 +221,25 @@ def _range_note(fit_from, regimes) -> str:
     where = ("every simulated size" if fit_from is None
              else f"sizes >= {int(fit_from)} B (given); smaller simulated sizes are 'outside', never fitted")
     if regimes == SINGLE:
-        return f"fitted range per log: {where}; one correction per tier over the whole range"
+        return (f"fitted range per log: {where}; one correction per tier and collective over the whole range; sizes "
+                f"below it keep only its bandwidth factor")
     return (f"fitted range per log: {where}, split into NCCL size regimes with one correction each: a regime boundary "
             f"is where the measured incremental bandwidth dS/dt changes by more than {KINK_RATIO}x or the time stops "
             f"growing; stretches of fewer than {MIN_REGIME_SIZES} sizes join the neighbouring regime whose affine line "
             f"is nearer their times (artist.calibration.regimes); decided on measured times before the fit/held-out "
             f"split; sizes alternate between fit and held-out inside each regime. A size uses the regime containing "
-            f"it; sizes below the first regime use the first, sizes beyond the last measured size the last")
+            f"it; sizes beyond the last measured size the last; sizes below the first regime keep only the first "
+            f"regime's bandwidth factor (their protocol's fixed cost is not in the logs)")
 
 
-def _test_entry(lp: LogPoints, line: int, shape: str, tier: str, ranks: int) -> dict:
+def _test_entry(lp: LogPoints, line: int, kind: str, shape: str, tier: str, ranks: int, role: str) -> dict:
     mine = [p for p in lp.points if p.test_line == line]
     fitted = [p.size_bytes for p in mine if p.role != OUTSIDE]
-    entry = {"line": line, "shape": shape, "tier": tier, "ranks": ranks,
+    entry = {"line": line, "collective": kind, "shape": shape, "tier": tier, "ranks": ranks, "role": role,
              "simulated_sizes_bytes": [min(p.size_bytes for p in mine), max(p.size_bytes for p in mine)],
-             "fitted_range_bytes": [min(fitted), max(fitted)] if fitted else None}
+             "fitted_range_bytes": [min(fitted), max(fitted)] if fitted and role == "fit" else None}
     starts = sorted({p.regime_from for p in mine if p.role != OUTSIDE})
-    if starts:
+    if starts and role == "fit":
         entry["regime_starts_bytes"] = starts
     kinks = lp.kinks.get(line, [])
     if kinks:
@@ -145,7 +250,7 @@ def _test_entry(lp: LogPoints, line: int, shape: str, tier: str, ranks: int) -> 
 def check_points(profile: CalibrationProfile, logs: Sequence[LogPoints]) -> list[Point]:
     """Apply an existing profile to new logs: no point is fitted, all are held out."""
     points = [replace(p, role=HELD_OUT if p.role != OUTSIDE else OUTSIDE) for lp in logs for p in lp.points]
-    return apply_corrections(points, {t: profile.correction(t) for t in TIERS})
+    return apply_corrections(points, profile.correction)
 
 
 def _round(x):

@@ -1,14 +1,18 @@
-"""Fitting a per-tier, per-size-regime correction of a network backend to measured nccl-tests all-reduce times.
+"""Fitting a per-tier, per-collective, per-size-regime correction of a backend to measured nccl-tests times.
 
-For every all_reduce test of every log: lay the log's ranks out on the
-calibration topology (nodes -> machines, packed into as few racks as possible),
-ask the backend for the all-reduce time of each size, and pair it with the
-measured time. Points are grouped by the tier the placement spans (machine,
-rack, network) and, within a tier, by NCCL regime: the size ranges in which the
-measured times show one algorithm / protocol / channel count (regimes.py,
-decided on the measured times only, before the split). Each regime's
-TierCorrection (bandwidth factor, extra per-step latency per hop) is the
-least-squares solution of the relative time errors of its fit points. Inside
+For every test of every log (all_reduce, all_gather, reduce_scatter, alltoall,
+sendrecv): lay the log's ranks out on the calibration topology (nodes ->
+machines, packed into as few racks as possible), ask the backend for the time
+of the same collective at each size, and pair it with the measured time
+(sendrecv: nccl-tests' every rank sending to the next, timed as one pair of ring
+neighbours, whose links no other pair uses). Points are grouped by the tier the
+group spans (machine, rack, network), by collective kind and, within those, by
+NCCL regime: the size ranges in which the measured times show one algorithm /
+protocol / channel count (regimes.py, decided on the measured times only,
+before the split). Each regime's TierCorrection (bandwidth factor, fixed
+latency per call, and a latency per hop only where the points span two or more
+hop counts) is the least-squares solution of the relative time errors of its
+fit points. Inside
 each regime sizes alternate between fitting and held out (sorted by size, the
 first, third, ... are fitted), so every regime (>= 3 sizes, regimes.py) reports
 an error on sizes the fit never saw. Sizes below an explicit fit_from are
@@ -25,7 +29,8 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from artist.calibration.correction import SizeRegime, SizeRegimes, TierCorrection, base_seconds, latency_hops
+from artist.calibration.correction import (NCCL_TEST_KIND, SizeRegime, SizeRegimes, TierCorrection, base_seconds,
+                                          latency_hops)
 from artist.calibration.nccl_tests import NcclLog, NcclTest
 from artist.calibration.regimes import RegimePlan, plan_regimes
 from artist.errors import InputError
@@ -38,9 +43,12 @@ AUTO = "auto"  # size regimes from regimes.regime_starts
 SINGLE = "single"  # one regime over the whole fitted range
 MIB = 1024 * 1024
 # Bounds of the fitted parameters: the factor may not change the modelled bandwidth by more than
-# 1000x either way; extra per-hop latency is >= 0 because NCCL's tuning-table latencies, which
-# the backends charge already, are lower bounds of what real runs pay.
+# 1000x either way; the fixed latency per call may take back at most the backend's own fixed time
+# t0 of the fitted groups (a time never goes below zero) and add at most 10 ms; the extra per-hop
+# latency is >= 0 because NCCL's tuning-table latencies, which the backends charge already, are
+# lower bounds of what real runs pay.
 FACTOR_BOUNDS = (1e-3, 1e3)
+LATENCY_MAX_US = 1e4
 HOP_LATENCY_BOUNDS_US = (0.0, 1e4)
 
 
@@ -58,6 +66,7 @@ class Point:
     tier: str
     shape: str
     role: str  # FIT, HELD_OUT or OUTSIDE (below the fitted size range)
+    kind: str = "all_reduce"  # collective kind (correction.KINDS)
     regime_from: int = 0  # first size of the point's NCCL regime in its own test (regimes.plan_regimes)
     corrected_s: float | None = None
 
@@ -154,23 +163,36 @@ def size_regimes(sizes: Sequence[int], times_s: Sequence[float], regimes: str = 
     raise ValueError(f"regimes must be {AUTO!r} or {SINGLE!r}, got {regimes!r}")
 
 
+def test_kind(test: NcclTest) -> str | None:
+    """The collective kind a test measures (correction.KINDS), None for one no backend simulates."""
+    return NCCL_TEST_KIND.get(test.collective or "")
+
+
 def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
                   claimed_layout: Sequence[int] | None = None, min_bytes: int = 1,
                   max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO) -> list[Point]:
-    """Pair every usable all_reduce row of a test with the backend's time for it.
+    """Pair every usable row of a test with the backend's time for the same collective.
     Rows below fit_from (None: no limit) are OUTSIDE the fit; the others are split into size
     regimes (size_regimes, on the measured times) and alternate between fit and held-out in each."""
-    if test.collective != "all_reduce":
+    kind = test_kind(test)
+    if kind is None:
         raise InputError(log.source, f"line {test.first_line}",
-                         f"only all_reduce tests can be fitted (the backends simulate all-reduce); this test is "
-                         f"{test.collective or 'of an unknown collective'}")
+                         f"only {', '.join(NCCL_TEST_KIND)} tests can be fitted (the collectives the backends "
+                         f"simulate); this test is {test.collective or 'of an unknown collective'}")
     rank_issues = [i for i in test.issues if i.kind == "ranks"]
     if rank_issues:
         raise InputError(log.source, f"line {rank_issues[0].line}", rank_issues[0].message)
     layout = layout_of_test(test, claimed_layout)
     placement = placement_for_layout(topology, layout, log.source, f"line {test.devices_line or test.first_line}")
-    hops = latency_hops(placement)
-    t0 = base_seconds(model, placement)
+    if kind == "send_recv":
+        if placement.size < 2:
+            raise InputError(log.source, f"line {test.first_line}", "a sendrecv test needs at least 2 ranks")
+        # nccl-tests' sendrecv: every rank sends to the next one at once; the pairs share no link
+        # direction, so one pair of ring neighbours (ranks 0 and 1) takes the time of all.
+        order = placement.ranks_in_ring_order()
+        placement = Placement(placement.topology, (order[0], order[1]))
+    hops = latency_hops(placement, kind)
+    t0 = base_seconds(model, placement, kind)
     shape = "[" + ",".join("[" + ",".join(map(str, r)) + "]" for r in placement.canonical_shape) + "]"
     rows = sorted((r for r in test.rows
                    if r.size_bytes >= min_bytes and (max_bytes is None or r.size_bytes <= max_bytes)),
@@ -183,32 +205,43 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     inside = [r for r in rows if r.size_bytes >= start]
     plans = size_regimes([r.size_bytes for r in inside], [r.time_us * 1e-6 for r in inside], regimes)
     return [Point(log=name, line=r.line, test_line=test.first_line, size_bytes=r.size_bytes, ranks=placement.size,
-                  measured_s=r.time_us * 1e-6, simulated_s=float(model.collective_seconds(placement, r.size_bytes)),
-                  base_s=t0, hops=hops, tier=placement.tier, shape=shape, role=role,
+                  measured_s=r.time_us * 1e-6,
+                  simulated_s=float(model.collective_seconds(placement, r.size_bytes, kind)),
+                  base_s=t0, hops=hops, tier=placement.tier, shape=shape, role=role, kind=kind,
                   regime_from=0 if plan is None else plan.from_bytes)
             for r, (role, plan) in zip(rows, _roles([r.size_bytes for r in rows], plans, start))]
 
 
 def fit_correction(points: Sequence[Point]) -> TierCorrection:
-    """Least squares on relative time error: minimise sum_i ((t0_i + (t_i - t0_i)/f + h_i x) / m_i - 1)^2.
-    Linear in (1/f, x), so solved exactly by a bounded linear least squares (deterministic)."""
+    """Least squares on relative time error: minimise
+    sum_i ((max(0, t0_i + c + h_i x) + (t_i - t0_i)/f) / m_i - 1)^2 over (1/f, c[, x]), linear in
+    them (the bounds keep the fixed part >= 0 on the fitted points), so solved exactly by a bounded
+    linear least squares (deterministic). x, the extra latency per hop, is a parameter only when the
+    points span two or more hop counts (node counts): one hop count cannot tell a fixed cost from a
+    per-hop one, so the backend's own per-hop latency is kept and c absorbs the rest."""
     if not points:
         raise ValueError("no points to fit")
     m = np.array([p.measured_s for p in points])
     t0 = np.array([p.base_s for p in points])
     u = (np.array([p.simulated_s for p in points]) - t0) / m  # size-dependent part, relative
-    b = 1.0 - t0 / m  # what the factor and hop latency must make up
+    b = 1.0 - t0 / m  # what the factor and the latencies must make up
     h = np.array([p.hops for p in points], dtype=float)
     lo_f, hi_f = FACTOR_BOUNDS
     if len({p.size_bytes for p in points}) < 2:
         # One size cannot separate bandwidth from latency: fit the bandwidth factor alone.
         a = float(np.clip(np.sum(u * b) / np.sum(u ** 2), 1 / hi_f, 1 / lo_f))
-        return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=0.0)
-    A = np.column_stack([u, h * 1e-6 / m])  # second unknown in microseconds, for conditioning
-    res = lsq_linear(A, b, bounds=([1 / hi_f, HOP_LATENCY_BOUNDS_US[0]], [1 / lo_f, HOP_LATENCY_BOUNDS_US[1]]),
-                     method="bvls")
-    a, x_us = (float(v) for v in res.x)
-    return TierCorrection(bandwidth_factor=1.0 / a, hop_latency_s=x_us * 1e-6)
+        return TierCorrection(bandwidth_factor=1.0 / a)
+    lo_c = -float(np.min(t0)) * 1e6
+    columns, lower, upper = [u, 1e-6 / m], [1 / hi_f, lo_c], [1 / lo_f, LATENCY_MAX_US]  # latencies in us
+    per_hop = len(set(h)) > 1
+    if per_hop:
+        columns.append(h * 1e-6 / m)
+        lower.append(HOP_LATENCY_BOUNDS_US[0])
+        upper.append(HOP_LATENCY_BOUNDS_US[1])
+    res = lsq_linear(np.column_stack(columns), b, bounds=(lower, upper), method="bvls")
+    values = [float(v) for v in res.x]
+    return TierCorrection(bandwidth_factor=1.0 / values[0], latency_s=values[1] * 1e-6,
+                          hop_latency_s=values[2] * 1e-6 if per_hop else 0.0)
 
 
 def tier_regime_starts(points: Sequence[Point]) -> list[int]:
@@ -227,14 +260,13 @@ def tier_regime_starts(points: Sequence[Point]) -> list[int]:
     return starts
 
 
-def fit_tiers(points: Iterable[Point]) -> dict[str, SizeRegimes]:
-    """Per tier, one correction per size regime, fitted on that regime's FIT points only."""
-    by_tier: dict[str, list[Point]] = {}
+def fit_tiers(points: Iterable[Point]) -> dict[str, dict[str, SizeRegimes]]:
+    """Per tier and collective kind, one correction per size regime, fitted on that regime's FIT points only."""
+    groups: dict[tuple[str, str], list[Point]] = {}
     for p in points:
-        by_tier.setdefault(p.tier, []).append(p)
-    out = {}
-    for tier in TIERS:
-        mine = by_tier.get(tier, [])
+        groups.setdefault((p.tier, p.kind), []).append(p)
+    out: dict[str, dict[str, SizeRegimes]] = {}
+    for (tier, kind), mine in sorted(groups.items()):
         if not any(p.role == FIT for p in mine):
             continue
         starts = tier_regime_starts(mine)
@@ -243,16 +275,18 @@ def fit_tiers(points: Iterable[Point]) -> dict[str, SizeRegimes]:
         for p in mine:
             if p.role == FIT:
                 fits[shell.index_for(p.size_bytes)].append(p)
-        out[tier] = SizeRegimes(tuple(SizeRegime(s, fit_correction(f)) for s, f in zip(starts, fits)))
+        out.setdefault(tier, {})[kind] = SizeRegimes(
+            tuple(SizeRegime(s, fit_correction(f)) for s, f in zip(starts, fits)))
     return out
 
 
-def apply_corrections(points: Iterable[Point], corrections: dict[str, SizeRegimes]) -> list[Point]:
-    """Points with corrected_s set (None for a tier the corrections do not cover)."""
+def apply_corrections(points: Iterable[Point], correction_of) -> list[Point]:
+    """Points with corrected_s set; correction_of(tier, kind) -> SizeRegimes, or None for a tier
+    and kind without a correction (corrected_s = the backend's own time: uncalibrated)."""
     out = []
     for p in points:
-        c = corrections.get(p.tier)
-        corrected = c.apply(p.simulated_s, p.hops, p.size_bytes, p.base_s) if c is not None else None
+        c = correction_of(p.tier, p.kind)
+        corrected = c.apply(p.simulated_s, p.hops, p.size_bytes, p.base_s) if c is not None else p.simulated_s
         out.append(replace(p, corrected_s=corrected))
     return out
 

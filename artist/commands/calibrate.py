@@ -18,9 +18,11 @@ from artist.topology import load_topology
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "calibrate", help="fit a calibration profile to nccl-tests logs (or --check one)",
-        description="Simulate the all_reduce sizes and rank layouts of nccl-tests logs with a backend, fit a "
-                    "per-tier correction (bandwidth factor, per-step latency) and write it as a profile; or, with "
-                    "--check, evaluate an existing profile on other logs.")
+        description="Simulate the sizes and rank layouts of nccl-tests logs (all_reduce, all_gather, "
+                    "reduce_scatter, alltoall, sendrecv) with a backend, fit a per-tier, per-collective correction "
+                    "(bandwidth factor, fixed latency; a per-hop latency only from logs of two node counts) and write "
+                    "it as a profile, checked on --holdout logs; or, with --check, evaluate an existing profile on "
+                    "other logs.")
     p.add_argument("--logs", nargs="+", required=True, help="nccl-tests output files")
     p.add_argument("--topology", default=None, help="topology YAML (default with --check: the profile's)")
     p.add_argument("--backend", default="analytical", choices=BACKENDS, help="network backend to calibrate")
@@ -31,6 +33,20 @@ def add_parser(sub) -> None:
     p.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
     p.add_argument("--check", default=None, metavar="PROFILE",
                    help="evaluate this profile on --logs instead of fitting")
+    p.add_argument("--holdout", nargs="+", default=[], metavar="LOG",
+                   help="nccl-tests logs the fit does not use: every size is checked, and a profile worse than "
+                        "uncalibrated on any of their collectives (median |error| over sizes >= 1 MiB) is refused "
+                        "unless --force")
+    p.add_argument("--force", action="store_true",
+                   help="write the profile even when it is worse than uncalibrated on a --holdout log (the warning "
+                        "is recorded in the profile)")
+    p.add_argument("--json", action="store_true",
+                   help="print only a JSON list with one object per (log, collective): log, collective, sizes, "
+                        "median_err_uncalibrated_pct, median_err_calibrated_pct, max_err_calibrated_pct (sizes >= "
+                        "1 MiB; notes go to stderr)")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help="write a calibration report here: report.md and one busbw-vs-size PNG per log and "
+                        "collective (measured, uncalibrated, calibrated)")
     p.add_argument("--layout", default=None,
                    help="GPUs per node for logs without a 'Using devices' block: NODESxGPUS (2x8) or 8,8; "
                         "checked against the logs that have one")
@@ -141,6 +157,10 @@ def _command_line(args) -> str:
         parts += ["--layout", args.layout]
     if args.allow_wrong:
         parts += ["--allow-wrong"]
+    if args.holdout:
+        parts += ["--holdout", *args.holdout]
+    if args.force:
+        parts += ["--force"]
     return " ".join(parts)
 
 
@@ -155,11 +175,13 @@ def run(args) -> int:
 
 
 def _run(args, models: list) -> int:
-    from artist.calibration.build import check_points, fit_profile
+    import json
+
+    from artist.calibration.build import check_points, error_rows, fit_profile
     from artist.calibration.fit import parse_layout
     from artist.calibration.profile import load_profile
     from artist.network.calibrated import Calibrated
-    from artist.calibration.report import plot_busbw, points_table, summary_table
+    from artist.calibration.report import plot_busbw, points_table, summary_table, write_report
 
     try:
         layout = parse_layout(args.layout) if args.layout else None
@@ -169,9 +191,13 @@ def _run(args, models: list) -> int:
     if args.max_bytes is not None and args.min_bytes > args.max_bytes:
         raise InputError("command line", "--min-bytes", f"{args.min_bytes} is above --max-bytes {args.max_bytes}: "
                                                         f"no size would be simulated")
+    if args.check and args.holdout:
+        raise InputError("command line", "--holdout", "--check evaluates a profile on --logs; --holdout goes with "
+                                                      "fitting")
     cache_path = cache_path_from_args(args)
     options = dict(layout=layout, min_bytes=args.min_bytes, max_bytes=args.max_bytes, fit_from=fit_from,
                    regimes=args.regimes, allow_wrong=args.allow_wrong)
+    out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON list only
 
     if args.check:
         profile = load_profile(args.check)
@@ -187,7 +213,8 @@ def _run(args, models: list) -> int:
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
         logs = _simulate(model, cache_path, topology, args.logs, **options)
         points = check_points(profile, logs)
-        print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}")
+        print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}",
+              file=out)
     else:
         if not args.out:
             raise SystemExit("artist calibrate: give --out PROFILE.yaml to fit, or --check PROFILE to evaluate")
@@ -197,41 +224,58 @@ def _run(args, models: list) -> int:
         model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
         models.append(model)
         logs = _simulate(model, cache_path, topology, args.logs, **options)
+        held = _simulate(model, cache_path, topology, args.holdout, **options) if args.holdout else []
         name = args.name or Path(args.out).stem
-        profile, points = fit_profile(name, topology, model.identity(), logs, notes=args.note, fit_from=fit_from,
-                                      regimes=args.regimes, command=_command_line(args))
+        profile, points = fit_profile(name, topology, model.identity(), logs,
+                                      notes=args.note, fit_from=fit_from, regimes=args.regimes,
+                                      command=_command_line(args), holdout=held, force=args.force)
         profile.save(args.out)
-        print(f"wrote {args.out}: profile {name} (id {profile.id}), topology {topology.name}, backend {args.backend}")
+        logs = list(logs) + list(held)
+        print(f"wrote {args.out}: profile {name} (id {profile.id}), topology {topology.name}, backend {args.backend}",
+              file=out)
+        for warning in profile.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         for tier in ("machine", "rack", "network"):
-            how = f"reuses {profile.inherited[tier]}" if tier in profile.inherited else "fitted"
-            for k, g in enumerate(profile.correction(tier).regimes):
-                c = g.correction
-                where = "all sizes" if len(profile.correction(tier).regimes) == 1 else (
-                    f"from {g.from_bytes} B" if k else f"below {profile.correction(tier).regimes[1].from_bytes} B")
-                print(f"  {tier:<8} {where:<22} bandwidth_factor {c.bandwidth_factor:.4f}  "
-                      f"hop_latency {c.hop_latency_s * 1e6:.2f} us  ({how})")
+            for kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"):
+                source = profile.source_of(tier, kind)
+                regimes = profile.correction(tier, kind)
+                if regimes is None:
+                    print(f"  {tier:<8} {kind:<15} uncalibrated (no log spans this tier)", file=out)
+                    continue
+                how = "fitted" if source == (tier, kind) else f"reuses {source[0]} {source[1]}"
+                for k, g in enumerate(regimes.regimes):
+                    c = g.correction
+                    where = "all sizes" if len(regimes.regimes) == 1 else (
+                        f"from {g.from_bytes} B" if k else f"below {regimes.regimes[1].from_bytes} B")
+                    print(f"  {tier:<8} {kind:<15} {where:<22} bandwidth_factor {c.bandwidth_factor:.4f}  "
+                          f"latency {c.latency_s * 1e6:+.2f} us  hop_latency {c.hop_latency_s * 1e6:.2f} us  "
+                          f"({how})", file=out)
 
     for lp in logs:
         for line, kinks in lp.kinks.items():
             for k in kinks:
-                print(f"note: {lp.log.source}: line {k.line}: NCCL regime change: {k.reason}")
+                print(f"note: {lp.log.source}: line {k.line}: NCCL regime change: {k.reason}", file=out)
         for issue in lp.log.issues:
             print(f"warning: {lp.log.source}: line {issue.line}: {issue.message}", file=sys.stderr)
         for reason in lp.skipped:
-            print(f"note: {lp.log.source}: {reason}")
+            print(f"note: {lp.log.source}: {reason}", file=out)
         if lp.log.ignored_lines:
             lines = ", ".join(str(n) for n, _ in lp.log.ignored_lines)
             print(f"note: {lp.log.source}: {len(lp.log.ignored_lines)} line(s) are not nccl-tests output and were "
-                  f"not read: {lines}")
+                  f"not read: {lines}", file=out)
     if not args.quiet:
-        print()
-        print(points_table(points))
-    print()
-    print(summary_table(points))
+        print(file=out)
+        print(points_table(points), file=out)
+    print(file=out)
+    print(summary_table(points), file=out)
     if args.plot:
-        print(f"wrote {plot_busbw(points, args.plot)}")
+        print(f"wrote {plot_busbw(points, args.plot)}", file=out)
+    if args.report:
+        print(f"wrote {write_report(points, args.report, profile)}", file=out)
     if cache_path is not None:
         s = model.session
         print(f"calibrate: {s.hits} backend answers from the cache, {s.misses} simulated (cache {cache_path})",
               file=sys.stderr)
+    if args.json:
+        print(json.dumps(error_rows(points), indent=1))
     return 0

@@ -1,4 +1,4 @@
-"""Calibrated(inner, profile): a FabricModel whose all-reduce times a calibration profile corrects.
+"""Calibrated(inner, profile): a FabricModel whose collective times a calibration profile corrects.
 
 It lives in network (not calibration) because it is a layer of the network stack,
 Calibrated(Cached(backend)) (stack.py); calibration itself only reads profiles and
@@ -26,14 +26,15 @@ def _identity_matches(wanted: dict, identity: dict) -> bool:
 
 
 class Calibrated:
-    """A FabricModel whose all-reduce times are corrected by a calibration profile.
+    """A FabricModel whose collective times are corrected by a calibration profile.
 
-    Works on any FabricModel: every all-reduce node of a graph is corrected by the
-    correction of the tier its group spans, in the regime of its own size (NCCL picks
-    algorithm and protocol per call), with t0 the inner model's time at 1 byte per
-    rank (once per canonical shape); the graph's timeline is then recomputed from the
-    corrected durations. Other collective kinds and send/recv pass uncorrected: the
-    profiles are fitted on nccl-tests all-reduce logs (details say which kinds were left)."""
+    Works on any FabricModel: every communication node of a graph (all-reduce, all-gather,
+    reduce-scatter, all-to-all, send/recv) is corrected by the profile's correction for the
+    tier its group spans and its kind, in the regime of its own size (NCCL picks algorithm and
+    protocol per call), with t0 the inner model's time for the same kind at 1 byte per rank
+    (once per canonical shape and kind); the graph's timeline is then recomputed from the
+    corrected durations. A tier and kind the profile leaves uncalibrated passes unchanged
+    (details say which kinds were left)."""
 
     def __init__(self, inner, profile: CalibrationProfile):
         identity = inner.identity()
@@ -46,7 +47,7 @@ class Calibrated:
         self.inner = inner
         self.profile = profile
         self.name = f"{inner.name}+calibrated"
-        self._base: dict = {}  # canonical shape -> t0 (the topology's link parameters are the profile's)
+        self._base: dict = {}  # (canonical shape, kind) -> t0 (the topology's link parameters are the profile's)
 
     @property
     def topology(self):
@@ -55,46 +56,55 @@ class Calibrated:
     def identity(self) -> dict:
         return {"calibrated": True, "calibration_profile": self.profile.id, "inner": self.inner.identity()}
 
-    def _correct(self, placement: Placement, seconds: list[float], sizes: list[int]) -> tuple[list[float], str]:
+    def _correct(self, placement: Placement, kind: str, seconds: list[float],
+                 sizes: list[int]) -> tuple[list[float], str, bool]:
+        """(corrected seconds, tier, whether a correction applied)."""
         self.profile.check_topology(placement.topology)
         tier = placement.tier
-        regimes = self.profile.correction(tier)
-        hops = latency_hops(placement)
-        t0 = self._base_seconds(placement) if any(seconds) else 0.0  # nothing to correct: no probe
-        return [regimes.apply(s, hops, n, t0) for s, n in zip(seconds, sizes)], tier
+        regimes = self.profile.correction(tier, kind)
+        if regimes is None:
+            return list(seconds), tier, False
+        hops = latency_hops(placement, kind)
+        t0 = self._base_seconds(placement, kind) if any(seconds) else 0.0  # nothing to correct: no probe
+        return [regimes.apply(s, hops, n, t0) for s, n in zip(seconds, sizes)], tier, True
 
-    def _base_seconds(self, placement: Placement) -> float:
-        """t0 of the correction, once per canonical shape: by the topology's symmetry every
+    def _base_seconds(self, placement: Placement, kind: str) -> float:
+        """t0 of the correction, once per canonical shape and kind: by the topology's symmetry every
         placement of a shape has the same backend times (the backends' own memo key)."""
-        key = placement.canonical_shape
+        key = (placement.canonical_shape, kind)
         if key not in self._base:
-            self._base[key] = base_seconds(self.inner, placement)
+            self._base[key] = base_seconds(self.inner, placement, kind)
         return self._base[key]
 
     def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
         seconds = float(self.inner.collective_seconds(group, nbytes, kind))
-        if group.size < 2 or kind != "all_reduce":
+        if group.size < 2:
             return seconds
-        return self._correct(group, [seconds], [int(nbytes)])[0][0]
+        return self._correct(group, kind, [seconds], [int(nbytes)])[0][0]
 
     def _correct_graph(self, graph: StepGraph, timing: GraphTiming) -> GraphTiming:
         seconds = list(timing.node_seconds)
-        by_group: dict[tuple, list[int]] = {}  # all-reduce nodes per communicator, in node order
+        by_group: dict[tuple, list[int]] = {}  # communication nodes per (communicator, kind), in node order
         for node in graph.nodes:
-            if node.kind == "all_reduce":
-                by_group.setdefault(node.group, []).append(node.id)
-        tiers = set()
-        for group, ids in by_group.items():
+            if node.is_communication:
+                by_group.setdefault((node.group, node.kind), []).append(node.id)
+        tiers, left = set(), set()
+        for (group, kind), ids in by_group.items():
             placement = Placement(self.topology, group)
-            corrected, tier = self._correct(placement, [seconds[i] for i in ids], [graph.nodes[i].nbytes for i in ids])
+            if placement.size < 2:
+                continue
+            corrected, tier, applied = self._correct(placement, kind, [seconds[i] for i in ids],
+                                                     [graph.nodes[i].nbytes for i in ids])
+            if not applied:
+                left.add(kind)
+                continue
             tiers.add(tier)
             for i, s in zip(ids, corrected):
                 seconds[i] = s
-        left = sorted({n.kind for n in graph.nodes if n.is_communication and n.kind != "all_reduce"})
         details = {**timing.result.details, "calibration_profile": self.profile.id,
                    "calibration_tier": ",".join(sorted(tiers))}
         if left:
-            details["uncalibrated_kinds"] = left
+            details["uncalibrated_kinds"] = sorted(left)
         return GraphTiming.of(graph, seconds, timing.result.replace(calibrated=True, details=details))
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
