@@ -2,6 +2,7 @@
 
     workloads/traces/small.csv           canonical trace (job_id,arrival,model,gpus,iterations[,user,vc])
     path/to/cluster_log.csv              Helios schema (recognised by its header), models drawn with the seed
+    philly:path=log.json,busiest_hours=8 a published trace or simulator workload file (artist.workload.traces.spec)
     batch:n=500                          n jobs at t = 0
     poisson:n=400,interarrival=120       n jobs, exponential gaps with that mean (seconds)
 
@@ -26,6 +27,7 @@ from artist.workload.generators import JobMix, batch_jobs, poisson_jobs
 from artist.workload.job import Job
 from artist.workload.model import ModelProfile
 from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
+from artist.workload.traces.spec import TRACE_KINDS, trace_jobs_from_spec
 
 GENERATORS = ("batch", "poisson")
 
@@ -37,6 +39,8 @@ def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
     kind, _, params_text = spec.partition(":")
     if kind in GENERATORS:
         return _generate(kind, params_text, spec, models, seed, cluster_gpus)
+    if kind in TRACE_KINDS:
+        return trace_jobs_from_spec(spec, models, seed)
     path = Path(spec)
     if not path.exists():
         raise InputError(spec, None, f"no such trace file, and not a generator "

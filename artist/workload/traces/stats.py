@@ -1,0 +1,82 @@
+"""What a trace holds, before any mapping: jobs, GPU demands, arrivals per hour, GPU-hours, states."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from artist.workload.traces.formats import detect_format, get_format
+from artist.workload.traces.record import LoadReport, state_class
+from artist.workload.traces.window import busiest_window, hourly_counts
+
+
+def trace_stats(path: str | Path, fmt: str | None = None, skip_bad_rows: bool = False) -> dict:
+    """Counts over every record the reader yields (streamed; only submit times are kept per job).
+    gpu_hours sums gpus x logged run time over jobs that log one (jobs_with_run_time of them)."""
+    path = Path(path)
+    trace_format = get_format(fmt or detect_format(path), str(path))
+    report = LoadReport(str(path), trace_format.name)
+    gpus, states, models, gpu_types = Counter(), Counter(), Counter(), Counter()
+    submits: list[float] = []
+    gpu_seconds, with_run_time = 0.0, 0
+    for r in trace_format.reader(path, report, skip_bad_rows):
+        gpus[r.gpus] += 1
+        states[state_class(r.state)] += 1
+        if r.model:
+            models[r.model] += 1
+        if r.gpu_type:
+            gpu_types[r.gpu_type] += 1
+        submits.append(r.submit)
+        if r.duration is not None:
+            gpu_seconds += r.gpus * r.duration
+            with_run_time += 1
+    submits.sort()
+    counts = hourly_counts(submits)
+    busiest = {}
+    for hours in (1, 8):
+        first, total = busiest_window(counts, hours)
+        busiest[f"busiest_{hours}h"] = {"first_hour": first, "jobs": total}
+    return {
+        "file": str(path),
+        "format": trace_format.name,
+        "jobs": len(submits),
+        "gpu_jobs": len(submits) - gpus.get(0, 0),
+        "cpu_jobs": gpus.get(0, 0),
+        "bad_rows": report.bad_rows,
+        "dropped_by_reader": dict(report.dropped),
+        "gpu_hours": gpu_seconds / 3600.0,
+        "jobs_with_run_time": with_run_time,
+        "gpu_histogram": {str(k): v for k, v in sorted(gpus.items())},
+        "span_hours": (submits[-1] - submits[0]) / 3600.0 if submits else 0.0,
+        "arrivals_per_hour": [int(c) for c in counts],
+        **busiest,
+        "states": dict(sorted(states.items())),
+        "models": dict(sorted(models.items())),
+        "gpu_types": dict(sorted(gpu_types.items())),
+        "notes": list(report.notes),
+    }
+
+
+def stats_lines(s: dict) -> list[str]:
+    """The human-readable summary `artist trace stats` prints."""
+    per_hour = s["arrivals_per_hour"]
+    lines = [
+        f"{s['file']}: {s['format']} trace",
+        f"jobs              {s['jobs']} ({s['gpu_jobs']} GPU, {s['cpu_jobs']} CPU-only)",
+        f"GPU-hours         {s['gpu_hours']:.1f} (over {s['jobs_with_run_time']} jobs with a logged run time)",
+        f"span              {s['span_hours']:.1f} h",
+    ]
+    if per_hour:
+        lines.append(f"arrivals per hour mean {sum(per_hour) / len(per_hour):.1f}, max {max(per_hour)}; busiest 8 h "
+                     f"from hour {s['busiest_8h']['first_hour']}: {s['busiest_8h']['jobs']} jobs")
+    lines.append("GPU demand        " + ", ".join(f"{g} GPU: {n}" for g, n in s["gpu_histogram"].items()))
+    lines.append("states            " + ", ".join(f"{k}: {v}" for k, v in s["states"].items()))
+    for key, title in (("models", "models"), ("gpu_types", "GPU types")):
+        if s[key]:
+            lines.append(f"{title:<18}" + ", ".join(f"{k}: {v}" for k, v in s[key].items()))
+    if s["bad_rows"]:
+        lines.append(f"bad rows skipped  {s['bad_rows']}")
+    for reason, n in s["dropped_by_reader"].items():
+        lines.append(f"not counted       {n}: {reason}")
+    lines.extend(f"note: {n}" for n in s["notes"])
+    return lines
