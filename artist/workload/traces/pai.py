@@ -51,10 +51,12 @@ def read_pai(directory: str | Path, report: LoadReport, skip_bad: bool = False) 
         if not (directory / f"{table}.csv").is_file():
             raise InputError(str(directory), None, f"no {table}.csv: expected the directory holding the PAI "
                                                    f"2020 tables (pai_job_table.csv, pai_task_table.csv)")
-    tasks = _task_totals(directory, report, skip_bad)
+    job_columns = _columns(directory, JOB_TABLE, JOB_COLUMNS, JOB_FIELDS_USED)  # both checked before any row
+    task_columns = _columns(directory, TASK_TABLE, TASK_COLUMNS, TASK_FIELDS_USED)
+    tasks = _task_totals(directory, task_columns, report, skip_bad)
     fractional = 0
     path = directory / f"{JOB_TABLE}.csv"
-    with CsvRows(path, _columns(directory, JOB_TABLE, JOB_COLUMNS, JOB_FIELDS_USED)) as table:
+    with CsvRows(path, job_columns) as table:
         def record(lineno, row):
             nonlocal fractional
             if lineno == 1 and row.get("job_name") == "job_name":
@@ -95,11 +97,11 @@ def read_pai(directory: str | Path, report: LoadReport, skip_bad: bool = False) 
         report.note(f"{len(tasks)} job_name(s) of pai_task_table are not in pai_job_table; ignored")
 
 
-def _task_totals(directory: Path, report: LoadReport, skip_bad: bool) -> dict[str, list]:
+def _task_totals(directory: Path, columns: list[str], report: LoadReport, skip_bad: bool) -> dict[str, list]:
     """job_name -> [GPU percent over its tasks, gpu_type of its largest GPU task, earliest task start]."""
     path = directory / f"{TASK_TABLE}.csv"
     totals: dict[str, list] = {}
-    with CsvRows(path, _columns(directory, TASK_TABLE, TASK_COLUMNS, TASK_FIELDS_USED)) as table:
+    with CsvRows(path, columns) as table:
         for lineno, row in table.rows(None if not skip_bad else (lambda exc: count_bad(report, exc))):
             if lineno == 1 and row.get("job_name") == "job_name":
                 continue
