@@ -50,6 +50,14 @@ def with_path(spec: str, path: Path) -> str:
     return f"{kind}:{','.join(items)}"
 
 
+def trace_identity_files(path: Path) -> list[Path]:
+    """The files whose contents make a trace's identity: the file, or a PAI directory's two tables and
+    their headers (not its other, much larger tables)."""
+    if path.is_file():
+        return [path]
+    return sorted(f for f in path.iterdir() if f.is_file() and f.name.startswith(("pai_job_table", "pai_task_table")))
+
+
 def trace_jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int) -> list[Job]:
     kind, path, values = parse_trace_spec(spec)
     options = options_from_params(values, spec)
