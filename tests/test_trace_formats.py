@@ -359,3 +359,23 @@ def test_every_format_has_a_reader_and_documented_fields():
     for fmt in FORMATS.values():
         assert fmt.fields_used and callable(fmt.reader)
         assert not set(fmt.fields_used) & set(fmt.fields_dropped)
+
+
+def test_a_submission_centuries_later_is_refused_before_any_histogram(tmp_path, models):
+    lines = HELIOS.read_text().splitlines()
+    lines[4] = lines[4].replace("2020-07-01 08:10:30", "2999-07-01 08:10:30", 1)  # job 900004, line 5
+    path = write(tmp_path, "cluster_log.csv", "\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"cluster_log\.csv: line 5: submitted .* at most 1e\+09 s"):
+        load_trace(path, models, 0, "helios", TraceOptions(busiest_hours=8))
+    with pytest.raises(InputError, match=r"cluster_log\.csv: line 5: submitted"):
+        trace_stats(path)
+
+
+def test_simulate_prints_the_load_report_as_notes(capsys, tmp_path):
+    from artist.cli import main
+
+    argv = ["simulate", "--racks", "1", "--no-cache", "--quiet", "--out", str(tmp_path / "o"),
+            "--workload", f"helios:path={HELIOS},states=drop"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "note: dropped 1: CPU-only (0 GPUs)" in err and "note: dropped 1: cancelled (state CANCELLED)" in err

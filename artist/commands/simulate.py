@@ -78,7 +78,10 @@ def run(args) -> int:
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)
-    jobs = jobs_from_spec(args.workload, models, args.seed, topology.gpus)
+    notes: list[str] = []
+    jobs = jobs_from_spec(args.workload, models, args.seed, topology.gpus, notes)
+    for line in notes:  # what a published trace's load kept, dropped and assumed
+        print(f"note: {line.strip()}", file=sys.stderr)
     if not jobs:
         raise InputError(args.workload, None, "no jobs")
     biggest = job_too_large(jobs, topology.gpus)

@@ -33,14 +33,15 @@ GENERATORS = ("batch", "poisson")
 
 
 def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
-                   cluster_gpus: int | None = None) -> list[Job]:
+                   cluster_gpus: int | None = None, notes: list[str] | None = None) -> list[Job]:
     """The jobs of a trace file or a generator text. cluster_gpus: the GPUs of the cluster the jobs
-    will run on, which a generator with interarrival_gpus scales its arrival rate to."""
+    will run on, which a generator with interarrival_gpus scales its arrival rate to. notes: a list that
+    a `FORMAT:path=` trace's load report (kept, dropped, flagged, assumed) is appended to."""
     kind, _, params_text = spec.partition(":")
     if kind in GENERATORS:
         return _generate(kind, params_text, spec, models, seed, cluster_gpus)
     if kind in TRACE_KINDS:
-        return trace_jobs_from_spec(spec, models, seed)
+        return trace_jobs_from_spec(spec, models, seed, notes)
     path = Path(spec)
     if not path.exists():
         raise InputError(spec, None, f"no such trace file, and not a generator "

@@ -71,7 +71,16 @@ def kept_records(path: Path, trace_format: TraceFormat, options: TraceOptions,
             r.gpus = 1
         kept.append(r)
     kept.sort(key=lambda r: (r.submit, r.job_id))
+    check_span(path, kept)
     return kept
+
+
+def check_span(path: Path, records: list[TraceRecord]) -> None:
+    """Submissions span at most MAX_ARRIVAL_S (checked before the hour histogram of a window is built)."""
+    if records and records[-1].submit - records[0].submit > MAX_ARRIVAL_S:
+        last = records[-1]
+        raise InputError(str(path), last.where, f"submitted {last.submit - records[0].submit:g} s after the first "
+                                                f"job; at most {MAX_ARRIVAL_S:g} s (artist.limits)")
 
 
 def _jobs(path: Path, records: list[TraceRecord], trace_format: TraceFormat, models: Mapping[str, ModelProfile],

@@ -58,10 +58,14 @@ def trace_identity_files(path: Path) -> list[Path]:
     return sorted(f for f in path.iterdir() if f.is_file() and f.name.startswith(("pai_job_table", "pai_task_table")))
 
 
-def trace_jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int) -> list[Job]:
+def trace_jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
+                         notes: list[str] | None = None) -> list[Job]:
+    """The jobs of a `FORMAT:path=` workload; its load report's lines appended to `notes` when given."""
     kind, path, values = parse_trace_spec(spec)
     options = options_from_params(values, spec)
     if not path.exists():
         raise InputError(spec, "parameter 'path'", f"no such file or directory: {path}")
-    jobs, _ = load_trace(path, models, seed, kind, options)
+    jobs, report = load_trace(path, models, seed, kind, options)
+    if notes is not None:
+        notes.extend(report.lines())
     return jobs

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from pathlib import Path
+
+from artist.errors import InputError
+from artist.limits import MAX_ARRIVAL_S
 
 from artist.workload.traces.formats import detect_format, get_format
 from artist.workload.traces.record import LoadReport, state_class
@@ -17,7 +21,8 @@ def trace_stats(path: str | Path, fmt: str | None = None, skip_bad_rows: bool = 
     trace_format = get_format(fmt or detect_format(path), str(path))
     report = LoadReport(str(path), trace_format.name)
     gpus, states, models, gpu_types = Counter(), Counter(), Counter(), Counter()
-    submits: list[float] = []
+    submits = array("d")  # 8 bytes per job
+    first = last = None  # the earliest and latest records, to name one if the span is too long
     gpu_seconds, with_run_time = 0.0, 0
     for r in trace_format.reader(path, report, skip_bad_rows):
         gpus[r.gpus] += 1
@@ -27,10 +32,17 @@ def trace_stats(path: str | Path, fmt: str | None = None, skip_bad_rows: bool = 
         if r.gpu_type:
             gpu_types[r.gpu_type] += 1
         submits.append(r.submit)
+        if first is None or r.submit < first.submit:
+            first = r
+        if last is None or r.submit > last.submit:
+            last = r
         if r.duration is not None:
             gpu_seconds += r.gpus * r.duration
             with_run_time += 1
-    submits.sort()
+    if first is not None and last.submit - first.submit > MAX_ARRIVAL_S:
+        raise InputError(str(path), last.where, f"submitted {last.submit - first.submit:g} s after the job on "
+                                                f"{first.where}; at most {MAX_ARRIVAL_S:g} s (artist.limits)")
+    submits = array("d", sorted(submits))
     counts = hourly_counts(submits)
     busiest = {}
     for hours in (1, 8):
