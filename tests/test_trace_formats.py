@@ -255,6 +255,17 @@ def test_acme_zones_and_columns(models):
     assert [(j.gpus, j.model) for j in kalos][0] == (64, "resnet50")  # 64 x 2 h = 128 GPU-hours: XL
 
 
+def test_acme_bad_time_and_ragged_row(tmp_path, models):
+    lines = (DATA / "trace_seren.csv").read_text().splitlines()
+    lines[2] = lines[2].replace("2023-03-01 00:10:00+08:00", "2023-03-01 25:10:00+08:00", 1)
+    lines[3] = lines[3] + ",1"
+    path = write(tmp_path, "trace_seren.csv", "\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"trace_seren\.csv: line 3, column 'submit_time': not a number or a"):
+        load_trace(path, models, 0)
+    jobs, report = load_trace(path, models, 0, options=TraceOptions(skip_bad_rows=True))
+    assert report.bad_rows == 2 and [j.job_id for j in jobs] == ["7000001", "7000004"]
+
+
 # --------------------------------------------------------------------------- workload files
 
 
@@ -319,7 +330,8 @@ def test_workload_file_bad_cells_name_line_and_column(tmp_path, models, name, co
 
 def test_stats_of_the_philly_fixture():
     s = trace_stats(PHILLY)
-    assert s["format"] == "philly" and s["jobs"] == 7  # 0005 has no attempt: no GPUs to count
+    assert s["format"] == "philly" and s["jobs"] == 8 and s["gpu_jobs"] == 7  # 0005 has no attempt: no GPUs
+    assert s["jobs_without_gpus"] == 1
     gpu_seconds = 8 * 3600 + 4 * 7200 + 1 * 60 + 16 * 43200 + 2 * 1800 + 4 * 3600  # 0006 has no run time
     assert s["gpu_hours"] == pytest.approx(gpu_seconds / 3600)
     assert s["gpu_histogram"] == {"1": 1, "2": 2, "4": 2, "8": 1, "16": 1}

@@ -15,7 +15,8 @@ from artist.workload.traces.window import busiest_window, hourly_counts
 
 
 def trace_stats(path: str | Path, fmt: str | None = None, skip_bad_rows: bool = False) -> dict:
-    """Counts over every record the reader yields (streamed; only submit times are kept per job).
+    """Counts over every job the reader reads (streamed; only submit times are kept per job). jobs counts
+    every entry; the histograms, arrivals and GPU-hours cover those with a GPU request (gpu_jobs + cpu_jobs);
     gpu_hours sums gpus x logged run time over jobs that log one (jobs_with_run_time of them)."""
     path = Path(path)
     trace_format = get_format(fmt or detect_format(path), str(path))
@@ -51,9 +52,10 @@ def trace_stats(path: str | Path, fmt: str | None = None, skip_bad_rows: bool = 
     return {
         "file": str(path),
         "format": trace_format.name,
-        "jobs": len(submits),
+        "jobs": report.rows - report.bad_rows,  # every job entry read, described or not
         "gpu_jobs": len(submits) - gpus.get(0, 0),
         "cpu_jobs": gpus.get(0, 0),
+        "jobs_without_gpus": report.rows - report.bad_rows - len(submits),  # e.g. Philly jobs with no attempt
         "bad_rows": report.bad_rows,
         "dropped_by_reader": dict(report.dropped),
         "gpu_hours": gpu_seconds / 3600.0,
@@ -74,7 +76,8 @@ def stats_lines(s: dict) -> list[str]:
     per_hour = s["arrivals_per_hour"]
     lines = [
         f"{s['file']}: {s['format']} trace",
-        f"jobs              {s['jobs']} ({s['gpu_jobs']} GPU, {s['cpu_jobs']} CPU-only)",
+        f"jobs              {s['jobs']} ({s['gpu_jobs']} GPU, {s['cpu_jobs']} CPU-only"
+        + (f", {s['jobs_without_gpus']} with no GPU request in the trace" if s["jobs_without_gpus"] else "") + ")",
         f"GPU-hours         {s['gpu_hours']:.1f} (over {s['jobs_with_run_time']} jobs with a logged run time)",
         f"span              {s['span_hours']:.1f} h",
     ]
