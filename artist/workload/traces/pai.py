@@ -38,7 +38,7 @@ FIELDS_USED = tuple(f"{JOB_TABLE}.{c}" for c in JOB_FIELDS_USED) + tuple(f"{TASK
                                                                           TASK_FIELDS_USED)
 FIELDS_DROPPED = (f"{JOB_TABLE}.inst_id", f"{TASK_TABLE}.task_name", f"{TASK_TABLE}.status",
                   f"{TASK_TABLE}.end_time", f"{TASK_TABLE}.plan_cpu", f"{TASK_TABLE}.plan_mem")
-MAX_INSTANCES = 1_000_000  # instances of one task (PAI's largest jobs have hundreds)
+MAX_INSTANCES = 1_000_000  # bound on inst_num (our ceiling, far above any one task; not a figure of the trace)
 
 
 def is_pai_directory(path: Path) -> bool:
