@@ -59,6 +59,13 @@ def test_trace_errors_are_one_line(capsys, tmp_path):
     line = one_line_error(capsys, ["trace", "convert", str(PHILLY), "--to", str(tmp_path / "x.csv"),
                                    "--states", "maybe"])
     assert "parameter 'states'" in line
+    line = one_line_error(capsys, ["trace", "convert", str(PHILLY), "--to", str(tmp_path / "no" / "dir.csv")])
+    assert line.startswith("artist: error: command line: --to: cannot write")
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    line = one_line_error(capsys, ["trace", "convert", str(empty), "--format", "philly",
+                                   "--to", str(tmp_path / "e.csv")])
+    assert "no jobs kept of 0 read" in line and not (tmp_path / "e.csv").exists()
     bad = tmp_path / "bad.json"
     bad.write_text('[{"jobid": "a"}]')
     assert f"{bad}: line 1 (job a), field 'submitted_time': missing" in one_line_error(

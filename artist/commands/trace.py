@@ -7,6 +7,7 @@ import json
 import sys
 
 from artist.commands._args import integer
+from artist.errors import InputError
 
 FORMAT_HELP = "trace format (default: detected from the file): "
 
@@ -72,7 +73,14 @@ def run_convert(args) -> int:
         values["bad_rows"] = "skip"
     options = options_from_params(values, "command line")
     jobs, report = load_trace(args.file, load_models(args.models), args.seed, args.format, options)
-    write_jobs_csv(jobs, args.to)
+    if not jobs:
+        dropped = "; ".join(f"{n} {reason}" for reason, n in sorted(report.dropped.items())) or "none dropped"
+        raise InputError(args.file, None, f"no jobs kept of {report.rows} read ({dropped}; {report.bad_rows} "
+                                          f"malformed); nothing written")
+    try:
+        write_jobs_csv(jobs, args.to)
+    except OSError as exc:
+        raise InputError("command line", "--to", f"cannot write {args.to} ({exc.strerror or exc})") from None
     for line in report.lines():
         print(line, file=sys.stderr)
     print(f"wrote {len(jobs)} jobs to {args.to}")
