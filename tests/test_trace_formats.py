@@ -162,6 +162,12 @@ def test_philly_bad_field_stops_or_is_skipped_and_counted(tmp_path, models):
     assert "(job b)" in report.first_bad and "skipped 2 malformed row(s)" in report.lines()[1]
 
 
+def test_philly_first_attempt_without_gpus_is_a_log_gap_not_a_cpu_job(tmp_path, models):
+    path = write(tmp_path, "log.json", philly_text([philly_job("a"), philly_job("b", gpus=())]))
+    jobs, report = load_trace(path, models, 0, "philly", TraceOptions(cpu_jobs="keep"))
+    assert [j.job_id for j in jobs] == ["a"] and report.dropped == {"first attempt lists no GPUs (a gap in the log)": 1}
+
+
 def test_philly_duplicate_job_id_names_both_lines(tmp_path, models):
     path = write(tmp_path, "log.json", philly_text([philly_job("a"), philly_job("a")]))
     with pytest.raises(InputError, match=r"job id 'a' appears twice \(first on line 2 \(job a\)\)"):

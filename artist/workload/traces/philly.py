@@ -11,7 +11,8 @@ inside it). Dropped: detail[].ip (machine ids; cluster_machine_list is not read:
 the job log, philly-traces issue #8, e.g. 8-GPU attempts on a machine listed with 2 GPUs, so the job
 log's GPU lists are taken as the truth). Jobs with no attempt, or whose first start or last end is missing
 (still running when the log was taken, or a logging gap, as the README notes), have no run time: dropped,
-counted. Times have no zone: read as UTC (only differences matter).
+counted; so are jobs whose first attempt lists no GPU (every Philly job is a GPU job). Times have no
+zone: read as UTC (only differences matter).
 
 The array is parsed one job object at a time (json.JSONDecoder.raw_decode over a sliding buffer), so the
 memory is that of the records kept, not of the file; one object may not exceed MAX_OBJECT_CHARS.
@@ -137,6 +138,9 @@ def _record(path: Path, line: int, obj, report: LoadReport) -> TraceRecord | Non
         if not isinstance(d, dict) or not isinstance(d.get("gpus"), list):
             raise InputError(str(path), f"{where}, field 'attempts[0].detail[{j}].gpus'", "expected a list of GPUs")
         gpus += len(d["gpus"])
+    if gpus == 0:  # every Philly job is a GPU job: an empty list is a gap in the log, not a CPU job
+        report.drop("first attempt lists no GPUs (a gap in the log)")
+        return None
     if gpus > MAX_GPUS:
         raise InputError(str(path), f"{where}, field 'attempts[0].detail'", f"{gpus} GPUs; at most {MAX_GPUS}")
     start = _time_or_none(attempts[0], "start_time", path, f"{where}, field 'attempts[0].start_time'")
