@@ -84,6 +84,8 @@ def stats_lines(s: dict) -> list[str]:
     if per_hour:
         lines.append(f"arrivals per hour mean {sum(per_hour) / len(per_hour):.1f}, max {max(per_hour)}; busiest 8 h "
                      f"from hour {s['busiest_8h']['first_hour']}: {s['busiest_8h']['jobs']} jobs")
+        if len(per_hour) <= 48:  # a short trace: every hour (--json has them all for any length)
+            lines.append("  by hour         " + " ".join(str(n) for n in per_hour))
     lines.append("GPU demand        " + ", ".join(f"{g} GPU: {n}" for g, n in s["gpu_histogram"].items()))
     lines.append("states            " + ", ".join(f"{k}: {v}" for k, v in s["states"].items()))
     for key, title in (("models", "models"), ("gpu_types", "GPU types")):
