@@ -94,6 +94,6 @@ def stats_lines(s: dict) -> list[str]:
     if s["bad_rows"]:
         lines.append(f"bad rows skipped  {s['bad_rows']}")
     for reason, n in s["dropped_by_reader"].items():
-        lines.append(f"not counted       {n}: {reason}")
+        lines.append(f"no GPU request    {n}: {reason}")
     lines.extend(f"note: {n}" for n in s["notes"])
     return lines
