@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "artist.commands.sweep",
     "artist.commands.plot",
     "artist.commands.list",
+    "artist.commands.trace",
 )
 
 

@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
                        description="Run one scheduling policy over a job trace on a topology.")
     add_topology_arguments(p)
     p.add_argument("--workload", default=str(shipped.DEFAULT_TRACE),
-                   help="trace CSV (canonical or Helios) or a generator: batch:n=500 | poisson:n=400,interarrival=120 "
-                        "(default: workloads/traces/small.csv)")
+                   help="trace CSV (canonical or Helios), a published trace as FORMAT:path=FILE,... (philly, pai, "
+                        "helios, acme, pollux, gavel, tiresias, crius; README) or a generator: batch:n=500 | "
+                        "poisson:n=400,interarrival=120 (default: workloads/traces/small.csv)")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--policy", default="fifo", help=f"one of: {', '.join(policy_names())}")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
@@ -77,7 +78,10 @@ def run(args) -> int:
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)
-    jobs = jobs_from_spec(args.workload, models, args.seed, topology.gpus)
+    notes: list[str] = []
+    jobs = jobs_from_spec(args.workload, models, args.seed, topology.gpus, notes)
+    for line in notes:  # what a published trace's load kept, dropped and assumed
+        print(f"note: {line.strip()}", file=sys.stderr)
     if not jobs:
         raise InputError(args.workload, None, "no jobs")
     biggest = job_too_large(jobs, topology.gpus)

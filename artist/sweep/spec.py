@@ -9,6 +9,7 @@
     workloads:                                   # axis; a generator or trace path, or {spec, label}
       - batch:n=500
       - {spec: ../workloads/traces/small.csv, label: small}
+      - philly:path=../traces/cluster_job_log,busiest_hours=8,rate=20/h   # a published trace (path resolved here)
     seeds: [0, 1, 2]                             # optional (axis); default [0]
     comm:                                        # optional; or just a backend name
       backend: ns3                               # ns3 | analytical, or a list (axis)
@@ -47,6 +48,7 @@ from artist.sweep.runs import Run, expand
 from artist.topology import Topology
 from artist.workload import DEFAULT_MODELS_DIR, ModelProfile, load_models
 from artist.workload.spec import GENERATORS
+from artist.workload.traces.spec import TRACE_KINDS, trace_identity_files, with_path
 from artist.yamlio import Fields, load_yaml_mapping
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
@@ -249,6 +251,9 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
         if kind in GENERATORS:
             out.append(WorkloadChoice(wf.string("label", text), text, text, {"generator": text}))
             continue
+        if kind in TRACE_KINDS:
+            out.append(_trace_workload(wf, text, base))
+            continue
         p = _resolve(base, text)
         if not p.is_file():
             raise wf.error("spec", f"no such trace file {p}, and not a generator "
@@ -256,6 +261,23 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
         out.append(WorkloadChoice(wf.string("label", p.stem), text, str(p), {"trace_sha256": sha256_file(p)}))
     _unique(f, "workloads", [w.label for w in out], "workload")
     return out
+
+
+def _trace_workload(wf: Fields, text: str, base: Path) -> WorkloadChoice:
+    """A `FORMAT:path=...` workload: the path resolved against the spec's directory; the identity holds the
+    options and the trace files' contents, not the path (artist.sweep.identity)."""
+    kind, _, params = text.partition(":")
+    items = [item for item in params.split(",") if item.strip()]
+    path_items = [item for item in items if item.strip().startswith("path=")]
+    if len(path_items) != 1 or not path_items[0].partition("=")[2].strip():
+        raise wf.error("spec", f"{kind}: give the trace as path=FILE once ({kind}:path=...,key=value)")
+    p = _resolve(base, path_items[0].partition("=")[2].strip())
+    if not p.exists():
+        raise wf.error("spec", f"no such trace {p}")
+    options = ",".join(sorted(item.strip() for item in items if item not in path_items))
+    identity = {"trace_format": kind, "trace_options": options,
+                "trace_sha256": {f.name: sha256_file(f) for f in trace_identity_files(p)}}
+    return WorkloadChoice(wf.string("label", f"{kind}-{p.stem}"), text, with_path(text, p), identity)
 
 
 def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str], list[int], dict[str, dict]]:

@@ -2,6 +2,7 @@
 
     workloads/traces/small.csv           canonical trace (job_id,arrival,model,gpus,iterations[,user,vc])
     path/to/cluster_log.csv              Helios schema (recognised by its header), models drawn with the seed
+    philly:path=log.json,busiest_hours=8 a published trace or simulator workload file (artist.workload.traces.spec)
     batch:n=500                          n jobs at t = 0
     poisson:n=400,interarrival=120       n jobs, exponential gaps with that mean (seconds)
 
@@ -26,17 +27,21 @@ from artist.workload.generators import JobMix, batch_jobs, poisson_jobs
 from artist.workload.job import Job
 from artist.workload.model import ModelProfile
 from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
+from artist.workload.traces.spec import TRACE_KINDS, trace_jobs_from_spec
 
 GENERATORS = ("batch", "poisson")
 
 
 def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
-                   cluster_gpus: int | None = None) -> list[Job]:
+                   cluster_gpus: int | None = None, notes: list[str] | None = None) -> list[Job]:
     """The jobs of a trace file or a generator text. cluster_gpus: the GPUs of the cluster the jobs
-    will run on, which a generator with interarrival_gpus scales its arrival rate to."""
+    will run on, which a generator with interarrival_gpus scales its arrival rate to. notes: a list that
+    a `FORMAT:path=` trace's load report (kept, dropped, flagged, assumed) is appended to."""
     kind, _, params_text = spec.partition(":")
     if kind in GENERATORS:
         return _generate(kind, params_text, spec, models, seed, cluster_gpus)
+    if kind in TRACE_KINDS:
+        return trace_jobs_from_spec(spec, models, seed, notes)
     path = Path(spec)
     if not path.exists():
         raise InputError(spec, None, f"no such trace file, and not a generator "
