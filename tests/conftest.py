@@ -50,3 +50,13 @@ def topo_2x2x4():
 def topo_8gpu_machines():
     """2 racks x 2 machines x 8 GPUs: room for the 8- and 16-GPU hand-computed cases."""
     return make_topology(gpus_per_machine=8)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_latency_cache(tmp_path_factory):
+    """Every test session gets an empty latency cache of its own: an answer a user's earlier run left in
+    ~/.cache/artist (or in $ARTIST_CACHE_DIR) must not stand in for a simulation a test expects to run."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ARTIST_CACHE_DIR", str(tmp_path_factory.mktemp("artist-cache")))
+    yield
+    patch.undo()
