@@ -76,7 +76,7 @@ def terms_constrained(points: Sequence[Point]) -> dict:
     sizes = {p.size_bytes for p in fit}
     if len(sizes) < 2:
         return {"bandwidth_factor": logs, "latency_s": "not fitted: one size cannot separate it from bandwidth"}
-    out = {"bandwidth_factor": logs, "latency_s": logs}
+    out = {"bandwidth_factor": logs, "latency_s": list(logs)}  # two lists: YAML would write one as an alias
     if len(hops) > 1:
         out["hop_latency_s"] = f"{', '.join(logs)} (hop counts {hops})"
     else:
