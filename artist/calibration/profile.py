@@ -170,9 +170,9 @@ class CalibrationProfile:
         if not parts or not sizes:
             return None
         return (f"calibration profile {self.name!r}: {what} {_bytes_text(sizes[0])}-{_bytes_text(sizes[-1])}; "
-                f"{'; '.join(parts)}. Outside the fitted sizes the nearest size regime's correction is "
-                f"extrapolated (NCCL may run another algorithm or protocol there): calibrate with logs that "
-                f"cover these sizes (nccl-tests -b/-e) to check them")
+                f"{'; '.join(parts)}. Above the fitted sizes the last regime's correction is extrapolated; below "
+                f"them only its bandwidth factor applies (NCCL may run another protocol there, whose fixed cost "
+                f"no log shows): calibrate with logs that cover these sizes (nccl-tests -b/-e) to check them")
 
     def check_topology(self, topology: Topology) -> None:
         if topology.link_parameters() != self.link_parameters:
