@@ -21,7 +21,8 @@ from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import StepGraph
 from artist.perf.compute import ComputeModel
-from artist.placement import Placement, placement_from_shape
+from artist.network.symmetry import fabric_form, fabric_key
+from artist.placement import Placement
 from artist.workload import ModelProfile
 
 CONTENTION_MODES = ("isolated",)
@@ -61,16 +62,16 @@ class PerfModel:
         self._memo: dict = {}
 
     def graph(self, model: ModelProfile, placement: Placement) -> tuple[StepGraph, float]:
-        """The step graph of a data-parallel job, laid on the canonical placement of its shape
-        (the fabric's answer depends only on the shape), and its compute seconds on the real GPUs."""
+        """The step graph of a data-parallel job, laid on the placement standing for its fabric form
+        (network/symmetry.py: the canonical placement of its shape on a bundle spine), and its
+        compute seconds on the real GPUs."""
         compute = self.compute.step_seconds(model, placement)
-        canonical = placement_from_shape(placement.topology, placement.canonical_shape)
-        return ddp_step(model, canonical, compute), compute
+        return ddp_step(model, fabric_form(placement)[1], compute), compute
 
     def estimate(self, model: ModelProfile, placement: Placement) -> StepEstimate:
-        """One step of `model` alone on `placement`, memoised per (model, shape, GPU types):
-        by the topology's symmetry placements of one shape and GPU mix take the same time."""
-        key = (model, placement.topology, placement.canonical_shape, placement.gpu_type_counts)
+        """One step of `model` alone on `placement`, memoised per (model, fabric form, GPU types):
+        by the topology's symmetry placements of one form (shape) and GPU mix take the same time."""
+        key = (model, placement.topology, fabric_key(placement), placement.gpu_type_counts)
         found = self._memo.get(key)
         if found is None:
             graph, compute = self.graph(model, placement)

@@ -31,6 +31,7 @@ from typing import Mapping
 from artist.jsonkey import digest
 from artist.parallel.graph import StepGraph
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
+from artist.network.symmetry import ecmp_gpu_map, fabric_key
 from artist.topology import Topology
 
 # Bump KEY_VERSION when the meaning of the key material changes.
@@ -53,7 +54,11 @@ def touched_link_parameters(placement: Placement) -> dict:
 
 def canonical_gpu_map(topology: Topology, gpus) -> dict[int, int]:
     """GPU -> GPU of placement_from_shape(canonical shape): racks in the canonical shape's
-    order (ties by id), each rack's machines by GPU count (ties by id), GPUs in id order."""
+    order (ties by id), each rack's machines by GPU count (ties by id), GPUs in id order.
+    On an ecmp spine only racks are renumbered, in order (network/symmetry.py: the hash sees
+    positions inside racks)."""
+    if topology.spine_model != "bundle":
+        return ecmp_gpu_map(topology, gpus)
     placement = Placement(topology, tuple(gpus))
     by_machine = placement.gpus_by_machine
 
@@ -89,13 +94,16 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
 
 def collective_key_material(inner, group: Placement, nbytes: int, kind: str = "all_reduce") -> dict:
     """Key material of one collective of nbytes alone (calibration fits and `artist comm` ask this)."""
-    return {
+    material = {
         "key_version": KEY_VERSION,
         "shape": [list(rack) for rack in group.canonical_shape],
         "links": touched_link_parameters(group),
         "backend": inner.identity(),
         "model": f"{kind}:{int(nbytes)}",
     }
+    if group.topology.spine_model != "bundle":  # the hash sees positions inside racks (symmetry.py)
+        material["fabric_form"] = [list(rack) for rack in fabric_key(group)[1:]]
+    return material
 
 
 def cache_key(material: dict) -> str:
