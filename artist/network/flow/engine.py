@@ -1,0 +1,221 @@
+"""Executes step graphs of one or several jobs as fluid flows sharing the links.
+
+The same rules as the ns-3 engine (network/ns3/engine.cc), with bytes as a
+fluid instead of packets:
+- a node starts when all its dependencies have ended (at 0 without any); every
+  graph of a run starts at 0 together (co-runners from a common start);
+- a compute node ends ``seconds`` later;
+- a communication node runs its collective's schedule (collectives.py): it
+  pays NCCL's base latency, then every transfer starts its start-up latency
+  (alpha, per link kind) after the last transfer it depends on was delivered
+  to its sender (roots: after the base latency);
+- a started transfer is a flow on its route's links (links.py: NVSwitch ports,
+  NICs, the spine bundle or the ECMP-hashed spine ports); the flows active at
+  any moment share every link max-min fairly (maxmin.py), recomputed whenever
+  a flow starts or drains; a drained transfer is delivered its path's
+  propagation and switch latency later;
+- a communication node ends when its last transfer is delivered (at once if it
+  has none: a group of one GPU).
+Time advances from event to event (a flow draining at its current rate, or a
+scheduled start / delivery / end), all changes at one instant are applied
+before the rates are recomputed; iteration is in insertion order, so a run is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from artist.network.collectives import Schedule
+from artist.network.flow.maxmin import max_min_rates
+from artist.network.links import link_bandwidth_bps, path
+from artist.parallel.graph import StepGraph
+from artist.topology import Topology
+
+_ROOTS, _START, _DELIVER, _END = 0, 1, 2, 3
+MAX_TRANSFERS = 5_000_000  # per run: a limit, so that no question allocates without bound
+
+
+@dataclass
+class FlowRunResult:
+    node_start: list[list[float]]  # per graph, per node
+    node_end: list[list[float]]
+    transfers: int
+    rate_updates: int
+    link_bytes: dict  # link id -> bytes carried (conservation checks, utilisation)
+
+
+class _Transfer:
+    __slots__ = ("links", "nbytes", "alpha", "latency", "dependents", "deps_left", "owner")
+
+    def __init__(self, links, nbytes, alpha, latency, owner):
+        self.links = links
+        self.nbytes = nbytes
+        self.alpha = alpha
+        self.latency = latency
+        self.dependents: list[int] = []
+        self.deps_left = 0
+        self.owner = owner  # (graph, node)
+
+
+def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Callable[[object], Schedule],
+               latency) -> FlowRunResult:
+    """Run the graphs together; schedule_of(node) gives a communication node's schedule."""
+    link_index: dict[tuple, int] = {}
+    capacity: list[float] = []
+    route_memo: dict[tuple, tuple[np.ndarray, float, float]] = {}
+
+    def route(src: int, dst: int, channel: int):
+        key = (src, dst, channel)
+        found = route_memo.get(key)
+        if found is None:
+            p = path(topology, src, dst, channel)
+            ids = []
+            for link in p.links:
+                if link not in link_index:
+                    link_index[link] = len(capacity)
+                    capacity.append(link_bandwidth_bps(topology, link) / 8.0)
+                ids.append(link_index[link])
+            found = route_memo[key] = (np.asarray(ids, dtype=np.int64), latency.per_step(p.kind), p.latency_s)
+        return found
+
+    transfers: list[_Transfer] = []
+    comm_roots: dict[tuple[int, int], list[int]] = {}
+    comm_left: dict[tuple[int, int], int] = {}
+    for gi, graph in enumerate(graphs):
+        for node in graph.nodes:
+            if not node.is_communication:
+                continue
+            schedule = schedule_of(node)
+            first = len(transfers)
+            if first + len(schedule.transfers) > MAX_TRANSFERS:
+                raise ValueError(f"the flow model's run would hold more than {MAX_TRANSFERS} transfers")
+            roots = []
+            for i, t in enumerate(schedule.transfers):
+                links, alpha, lat = route(schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
+                tr = _Transfer(links, float(t.nbytes), alpha, lat, (gi, node.id))
+                tr.deps_left = len(t.deps)
+                for d in t.deps:
+                    transfers[first + d].dependents.append(first + i)
+                transfers.append(tr)
+                if not t.deps:
+                    roots.append(first + i)
+            comm_roots[(gi, node.id)] = roots
+            comm_left[(gi, node.id)] = len(schedule.transfers)
+
+    node_start = [[math.nan] * len(g.nodes) for g in graphs]
+    node_end = [[math.nan] * len(g.nodes) for g in graphs]
+    node_deps_left = [[len(n.deps) for n in g.nodes] for g in graphs]
+    node_dependents: list[list[list[int]]] = [[[] for _ in g.nodes] for g in graphs]
+    for gi, graph in enumerate(graphs):
+        for node in graph.nodes:
+            for d in node.deps:
+                node_dependents[gi][d].append(node.id)
+
+    heap: list = []
+    seq = 0
+
+    def push(when: float, action: int, arg) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (when, seq, action, arg))
+
+    def start_node(gi: int, ni: int, now: float) -> None:
+        node_start[gi][ni] = now
+        node = graphs[gi].nodes[ni]
+        if not node.is_communication:
+            push(now + node.seconds, _END, (gi, ni))
+        elif comm_left[(gi, ni)] == 0:
+            push(now, _END, (gi, ni))
+        else:
+            push(now + latency.base_s, _ROOTS, (gi, ni))
+
+    for gi, graph in enumerate(graphs):
+        for node in graph.nodes:
+            if not node.deps:
+                start_node(gi, node.id, 0.0)
+
+    remaining = np.zeros(len(transfers))
+    active: list[int] = []  # transfer ids in start order
+    rates = np.zeros(0)
+    link_bytes = np.zeros(0)
+    capacity_arr = np.asarray(capacity, dtype=np.float64)
+    link_bytes = np.zeros(len(capacity_arr))
+    now = 0.0
+    updates = 0
+    changed = False
+    while heap or active:
+        t_event = heap[0][0] if heap else math.inf
+        drained: list[int] = []
+        if active:
+            rem = remaining[active]
+            times = rem / rates
+            first = int(np.argmin(times))
+            t_done = now + float(times[first])
+            t_next = min(t_event, t_done)
+            dt = t_next - now
+            moved = rates * dt
+            np.add.at(link_bytes, np.concatenate([transfers[i].links for i in active]),
+                      np.repeat(moved, [len(transfers[i].links) for i in active]))
+            rem = rem - moved
+            if t_done <= t_event:
+                rem[first] = 0.0
+            sizes = np.asarray([transfers[i].nbytes for i in active])
+            done = rem <= 1e-9 * sizes + 1e-6
+            remaining[active] = np.where(done, 0.0, rem)
+            if done.any():
+                drained = [i for i, d in zip(active, done) if d]
+                active = [i for i, d in zip(active, done) if not d]
+                changed = True
+            now = t_next
+        else:
+            now = t_event
+        for i in drained:
+            push(now + transfers[i].latency, _DELIVER, i)
+        while heap and heap[0][0] <= now:
+            _, _, action, arg = heapq.heappop(heap)
+            if action == _START:
+                tr = transfers[arg]
+                if tr.nbytes > 0:
+                    remaining[arg] = tr.nbytes
+                    active.append(arg)
+                    changed = True
+                else:
+                    push(now + tr.latency, _DELIVER, arg)
+            elif action == _DELIVER:
+                tr = transfers[arg]
+                for d in tr.dependents:
+                    dep = transfers[d]
+                    dep.deps_left -= 1
+                    if dep.deps_left == 0:
+                        push(now + dep.alpha, _START, d)
+                comm_left[tr.owner] -= 1
+                if comm_left[tr.owner] == 0:
+                    push(now, _END, tr.owner)
+            elif action == _ROOTS:
+                for r in comm_roots[arg]:
+                    push(now + transfers[r].alpha, _START, r)
+            else:  # _END
+                gi, ni = arg
+                node_end[gi][ni] = now
+                for d in node_dependents[gi][ni]:
+                    node_deps_left[gi][d] -= 1
+                    if node_deps_left[gi][d] == 0:
+                        start_node(gi, d, now)
+        if changed and active:
+            flow_of = np.repeat(np.arange(len(active)), [len(transfers[i].links) for i in active])
+            link_of = np.concatenate([transfers[i].links for i in active])
+            rates = max_min_rates(flow_of, link_of, len(active), capacity_arr)
+            updates += 1
+        changed = False
+    for gi, graph in enumerate(graphs):
+        missing = [n.id for n in graph.nodes if math.isnan(node_end[gi][n.id])]
+        if missing:
+            raise RuntimeError(f"flow model: graph {gi} nodes {missing[:5]} never ended (a dependency cycle?)")
+    by_id = {link: float(link_bytes[i]) for link, i in link_index.items()}
+    return FlowRunResult(node_start, node_end, len(transfers), updates, by_id)
