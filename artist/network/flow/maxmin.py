@@ -7,6 +7,12 @@ at that share; repeat until every flow is frozen. The result is the max-min
 fair allocation (Bertsekas & Gallager, Data Networks, sec. 6.5.2): no flow's
 rate can grow without lowering that of a flow with an equal or smaller rate.
 
+Weighted form (weights w > 0): the filling raises flow i's rate as w_i x level,
+so a link's bottleneck level is its remaining capacity / the sum of its
+unfrozen flows' weights. With weights far apart it approximates strict
+priority that is still work-conserving: a heavy flow takes what it can use,
+lighter ones the capacity it leaves (flow/engine.py uses this at senders).
+
 Deterministic: numpy operations in array order, no set iteration; links tied
 at the bottleneck share (within 1e-12 relative) are frozen together.
 """
@@ -18,18 +24,22 @@ import numpy as np
 _TIE = 1e-12  # relative tolerance for links at the same bottleneck share
 
 
-def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity: np.ndarray) -> np.ndarray:
+def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity: np.ndarray,
+                  weights: np.ndarray | None = None) -> np.ndarray:
     """Rates of `flows` flows. (flow_of[i], link_of[i]) lists every (flow, link) crossing, link
-    indices into `capacity` (bytes/s, > 0); every flow must cross at least one link."""
+    indices into `capacity` (bytes/s, > 0); every flow must cross at least one link.
+    weights: per flow, > 0 (default: all 1, plain max-min)."""
     rate = np.zeros(flows)
     if flows == 0:
         return rate
+    weight = np.ones(flows) if weights is None else np.asarray(weights, dtype=np.float64)
+    crossing_weight = weight[flow_of]
     links = len(capacity)
     remaining = capacity.astype(np.float64).copy()
     frozen = np.zeros(flows, dtype=bool)
     active = np.ones(len(flow_of), dtype=bool)  # crossings of unfrozen flows
     while True:
-        count = np.bincount(link_of[active], minlength=links)
+        count = np.bincount(link_of[active], weights=crossing_weight[active], minlength=links)
         used = count > 0
         if not used.any():
             break
@@ -41,10 +51,10 @@ def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity
         newly = np.zeros(flows, dtype=bool)
         newly[flow_of[hit]] = True
         newly &= ~frozen
-        rate[newly] = level
+        rate[newly] = weight[newly] * level
         frozen |= newly
         crossing = active & newly[flow_of]
-        remaining -= np.bincount(link_of[crossing], weights=np.full(crossing.sum(), level), minlength=links)
+        remaining -= np.bincount(link_of[crossing], weights=rate[flow_of[crossing]], minlength=links)
         np.maximum(remaining, 0.0, out=remaining)
         active &= ~crossing
     if not frozen.all():
