@@ -14,6 +14,8 @@ JOB_COLUMNS = [
     "waiting_seconds", "running_seconds", "ideal_seconds", "slowdown", "comm_seconds_per_iteration",
     "collective_seconds_per_iteration", "preemptions", "migrations", "placements", "final_tier", "placement_history",
 ]
+# Added in "shared" contention mode only (isolated tables keep their columns, byte for byte).
+CONTENTION_COLUMNS = ["contention_slowdown", "rate_changes"]
 
 
 def job_table(result: SimulationResult) -> pd.DataFrame:
@@ -45,8 +47,12 @@ def job_table(result: SimulationResult) -> pd.DataFrame:
             "placements": len(s.history),
             "final_tier": s.history[-1].tier if s.history else "",
             "placement_history": ";".join(f"{r.time:.6f}:{r.tier}:{r.shape}" for r in s.history),
+            # time of its iterations with co-runners / alone, and how often co-runners changed its rate
+            "contention_slowdown": s.contention_slowdown,
+            "rate_changes": s.rate_changes,
         })
-    return pd.DataFrame(rows, columns=JOB_COLUMNS)
+    shared = getattr(result, "contention", "isolated") == "shared"
+    return pd.DataFrame(rows, columns=JOB_COLUMNS + (CONTENTION_COLUMNS if shared else []))
 
 
 def utilisation_table(result: SimulationResult) -> pd.DataFrame:
@@ -72,7 +78,7 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
     def pct(values, q):
         return float(np.percentile(values, q)) if len(values) else float("nan")
 
-    return {
+    out = {
         "policy": result.policy,
         "jobs": int(len(jobs)),
         "finished": int(len(done)),
@@ -89,6 +95,10 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
         "preemptions": int(jobs["preemptions"].sum()),
         "migrations": int(jobs["migrations"].sum()),
     }
+    if "contention_slowdown" in jobs:
+        out["contention_slowdown_mean"] = float(done["contention_slowdown"].mean()) if len(done) else float("nan")
+        out["contention_slowdown_max"] = float(done["contention_slowdown"].max()) if len(done) else float("nan")
+    return out
 
 
 def summary_table(result: SimulationResult) -> pd.DataFrame:
