@@ -54,3 +54,22 @@ def test_shared_rates_slow_colliding_jobs_and_leave_the_others_alone():
         assert shared.estimate(*running[job]).step_seconds == alone[job].step_seconds  # policies: alone
     with pytest.raises(ValueError, match="unknown contention mode"):
         PerfModel(FlowModel(topo), ComputeModel(topo), contention="sometimes")
+
+
+def test_plain_python_max_min_equals_the_numpy_one_on_random_instances():
+    from artist.network.flow.maxmin import max_min_rates_small
+
+    rng = np.random.default_rng(14)
+    for _ in range(200):
+        flows, links = int(rng.integers(1, 12)), int(rng.integers(1, 8))
+        flow_links = [sorted(set(rng.integers(0, links, size=int(rng.integers(1, 4))).tolist())) for _ in range(flows)]
+        capacity = rng.uniform(1.0, 10.0, size=links)
+        weights = rng.choice([1.0, 1e-6, 1e-12], size=flows)
+        flow_of = np.repeat(np.arange(flows), [len(x) for x in flow_links])
+        link_of = np.concatenate([np.asarray(x) for x in flow_links])
+        expected = max_min_rates(flow_of, link_of, flows, capacity, weights)
+        got = max_min_rates_small(flow_links, {i: float(c) for i, c in enumerate(capacity)}, weights.tolist())
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        # feasibility: no link over capacity
+        load = np.bincount(link_of, weights=np.asarray(got)[flow_of], minlength=links)
+        assert (load <= capacity * (1 + 1e-9)).all()

@@ -45,7 +45,7 @@ error = flow / ns-3 - 1 of every job's shared step time:
 
     114 jobs in 24 scenarios: flow vs ns-3 shared step time, median |error| 2.99%, max |error| 31.75%
     slowdown (shared / alone): flow - ns-3, median |difference| 0.006, max 0.749
-    wall seconds: flow 5.30, ns-3 9.59 (ns-3 / flow = 1.8; 2 cores shared with other work)
+    wall seconds: flow 1.74, ns-3 8.46 (ns-3 / flow = 4.9; 2 cores shared with other work)
 
 The median meets the goal (<= 5 %); the maximum does NOT (goal <= 15 %; with
 payloads x8, --scale 8: median 1.0 %, max 39 %). The large errors are jobs

@@ -48,7 +48,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from artist.network.collectives import Schedule
-from artist.network.flow.maxmin import max_min_rates
+from artist.network.flow.maxmin import max_min_rates, max_min_rates_small
 from artist.network.links import link_bandwidth_bps, path
 from artist.parallel.graph import StepGraph
 from artist.topology import Topology
@@ -175,39 +175,53 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
             if not node.deps:
                 start_node(gi, node.id, 0.0)
 
-    remaining = np.zeros(len(transfers))
+    count = len(transfers)
+    remaining = np.zeros(count)
+    rate_of = np.zeros(count)
+    nbytes = np.fromiter((tr.nbytes for tr in transfers), dtype=np.float64, count=count)
+    started_as = [0] * count  # start order of each flowing transfer (max-min order, sender priority)
     queued: dict[tuple, list[int]] = {}  # busy connection -> transfers waiting for it, in order
     active: list[int] = []  # transfer ids in start order
-    rates = np.zeros(0)
-    link_bytes = np.zeros(0)
+    active_arr = np.zeros(0, dtype=np.int64)
+    on_link: dict[int, list[int]] = {}  # link -> its flowing transfers, in start order
+    dirty: set[int] = set()  # links whose flows changed since the rates were computed
     capacity_arr = np.asarray(capacity, dtype=np.float64)
-    link_bytes = np.zeros(len(capacity_arr))
     now = 0.0
     updates = 0
-    changed = False
+    starts = 0
+
+    def begin(tid: int) -> None:
+        nonlocal starts
+        remaining[tid] = nbytes[tid]
+        started_as[tid] = starts
+        starts += 1
+        active.append(tid)
+        for link in transfers[tid].links.tolist():
+            on_link.setdefault(link, []).append(tid)
+            dirty.add(link)
+
     while heap or active:
         t_event = heap[0][0] if heap else math.inf
         drained: list[int] = []
         if active:
-            rem = remaining[active]
+            rates = rate_of[active_arr]
+            rem = remaining[active_arr]
             times = rem / rates
             first = int(np.argmin(times))
             t_done = now + float(times[first])
             t_next = min(t_event, t_done)
-            dt = t_next - now
-            moved = rates * dt
-            np.add.at(link_bytes, np.concatenate([transfers[i].links for i in active]),
-                      np.repeat(moved, [len(transfers[i].links) for i in active]))
-            rem = rem - moved
+            rem = rem - rates * (t_next - now)
             if t_done <= t_event:
                 rem[first] = 0.0
-            sizes = np.asarray([transfers[i].nbytes for i in active])
-            done = rem <= 1e-9 * sizes + 1e-6
-            remaining[active] = np.where(done, 0.0, rem)
+            done = rem <= 1e-9 * nbytes[active_arr] + 1e-6
+            remaining[active_arr] = np.where(done, 0.0, rem)
             if done.any():
-                drained = [i for i, d in zip(active, done) if d]
-                active = [i for i, d in zip(active, done) if not d]
-                changed = True
+                drained = active_arr[done].tolist()
+                active = active_arr[~done].tolist()
+                for i in drained:
+                    for link in transfers[i].links.tolist():
+                        on_link[link].remove(i)
+                        dirty.add(link)
             now = t_next
         else:
             now = t_event
@@ -215,10 +229,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
             push(now + transfers[i].latency, _DELIVER, i)
             waiting = queued[transfers[i].connection]
             if waiting:
-                nxt = waiting.pop(0)
-                remaining[nxt] = transfers[nxt].nbytes
-                active.append(nxt)
-                changed = True
+                begin(waiting.pop(0))
             else:
                 del queued[transfers[i].connection]
         while heap and heap[0][0] <= now:
@@ -231,9 +242,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                     queued[tr.connection].append(arg)
                 else:
                     queued[tr.connection] = []
-                    remaining[arg] = tr.nbytes
-                    active.append(arg)
-                    changed = True
+                    begin(arg)
             elif action == _DELIVER:
                 tr = transfers[arg]
                 for d in tr.dependents:
@@ -254,15 +263,57 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                     node_deps_left[gi][d] -= 1
                     if node_deps_left[gi][d] == 0:
                         start_node(gi, d, now)
-        if changed and active:
-            flow_of = np.repeat(np.arange(len(active)), [len(transfers[i].links) for i in active])
-            link_of = np.concatenate([transfers[i].links for i in active])
-            rates = max_min_rates(flow_of, link_of, len(active), capacity_arr, _sender_weights(transfers, active))
-            updates += 1
-        changed = False
+        if dirty:
+            active_arr = np.asarray(active, dtype=np.int64)
+            component = _connected_flows(dirty, on_link, transfers)
+            dirty.clear()
+            if component:
+                component.sort(key=started_as.__getitem__)
+                rate_of[component] = _component_rates(component, transfers, capacity_arr)
+                updates += 1
     for gi, graph in enumerate(graphs):
         missing = [n.id for n in graph.nodes if math.isnan(node_end[gi][n.id])]
         if missing:
             raise RuntimeError(f"flow model: graph {gi} nodes {missing[:5]} never ended (a dependency cycle?)")
-    by_id = {link: float(link_bytes[i]) for link, i in link_index.items()}
+    carried = np.zeros(len(capacity))
+    for tr in transfers:  # every transfer drains completely: a link carries all bytes routed over it
+        carried[tr.links] += tr.nbytes
+    by_id = {link: float(carried[i]) for link, i in link_index.items()}
     return FlowRunResult(node_start, node_end, len(transfers), updates, by_id)
+
+
+def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: list) -> list[int]:
+    """Flowing transfers connected to these links through shared links. Max-min rates of flows
+    that share no link, directly or through others, do not depend on each other, so only these
+    need new rates when the flows on `links` changed."""
+    seen_links = set(links)
+    frontier = list(links)
+    flows: set[int] = set()
+    while frontier:
+        link = frontier.pop()
+        for tid in on_link.get(link, ()):
+            if tid in flows:
+                continue
+            flows.add(tid)
+            for other in transfers[tid].links.tolist():
+                if other not in seen_links:
+                    seen_links.add(other)
+                    frontier.append(other)
+    return list(flows)
+
+
+SMALL_COMPONENT = 24  # flows: below this, plain Python beats numpy's per-call overhead (measured)
+
+
+def _component_rates(flows: list[int], transfers: list, capacity: np.ndarray) -> np.ndarray:
+    """Weighted max-min rates of these flows (in start order) on their links."""
+    weights = _sender_weights(transfers, flows)
+    if len(flows) < SMALL_COMPONENT:
+        flow_links = [transfers[i].links.tolist() for i in flows]
+        caps = {link: float(capacity[link]) for links in flow_links for link in links}
+        return np.asarray(max_min_rates_small(flow_links, caps, weights.tolist()))
+    lengths = [len(transfers[i].links) for i in flows]
+    link_of = np.concatenate([transfers[i].links for i in flows])
+    used, local = np.unique(link_of, return_inverse=True)
+    flow_of = np.repeat(np.arange(len(flows)), lengths)
+    return max_min_rates(flow_of, local, len(flows), capacity[used], weights)
