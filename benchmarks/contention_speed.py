@@ -3,10 +3,11 @@
     PYTHONPATH=. python benchmarks/contention_speed.py [--jobs 60] [--racks 2] [--policies fifo,gandiva]
                                                       [--topology dally-3tier-ecmp-4to1] [--backend flow]
 
-Workload: Poisson jobs (seed 0, mean inter-arrival 60 s, ring all-reduce on --channels rings, 1-32 GPUs with the dally-policies
-sweep's weights, every shipped model) on the Dally cluster with a 4:1 ecmp spine. Each policy runs
-twice with the flow backend and no latency cache, contention isolated then shared, each with a
-fresh stack (nothing memoised carries over); the loop (simulate()) is timed. Printed per policy:
+Workload: Poisson jobs (seed 0, mean inter-arrival 60 s, 1-32 GPUs with the dally-policies sweep's
+weights, every shipped model; ring all-reduces on --channels rings) on the Dally cluster with a 4:1
+ecmp spine. Each policy runs twice with the flow backend and no latency cache, contention isolated
+then shared, each with a fresh stack (nothing memoised carries over); the loop (simulate()) is timed.
+Printed per policy:
 loop seconds both ways, their ratio (goal: shared / isolated <= 3), makespan and mean JCT both
 ways, and the mean and max per-job contention slowdown.
 """
@@ -53,7 +54,8 @@ def main() -> None:
             rows[mode] = summary(result)
         iso, sh = rows["isolated"], rows["shared"]
         print(f"{name:10} {loop['isolated']:>10.2f} {loop['shared']:>9.2f} {loop['shared'] / loop['isolated']:>6.2f} "
-              f"{iso['makespan_s']:>9.0f}/{sh['makespan_s']:<10.0f} {iso['jct_mean_s']:>9.0f}/{sh['jct_mean_s']:<10.0f} "
+              f"{iso['makespan_s']:>9.0f}/{sh['makespan_s']:<10.0f} "
+              f"{iso['jct_mean_s']:>9.0f}/{sh['jct_mean_s']:<10.0f} "
               f"{sh['contention_slowdown_mean']:>8.4f}/{sh['contention_slowdown_max']:<8.4f}")
 
 
