@@ -38,3 +38,31 @@ def test_ns3_jobs_on_disjoint_spine_ports_are_unchanged():
     shared = model.time({"a": allreduce_graph(a, s), "b": allreduce_graph(b, s)})
     assert shared["a"].step_seconds == pytest.approx(alone, rel=1e-6)
     assert shared["a"].result.details["jobs"] == 2
+
+
+def test_artist_comm_jobs_on_ns3_prints_alone_and_shared(tmp_path, monkeypatch, capsys):
+    import json
+
+    import yaml
+    from conftest import small_topology_mapping
+
+    from artist.cli import main
+
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path / "cache"))
+    topo = small_topology_mapping(racks=2, machines_per_rack=4, gpus_per_machine=1, oversubscription=2.0)
+    topo["tiers"]["rack"]["bandwidth_gbps"] = NIC_GBPS
+    topo["tiers"]["spine"].update(bandwidth_gbps=NIC_GBPS, model="ecmp")
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(topo))
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "m.yaml").write_text(yaml.safe_dump(
+        {"name": "m", "tensors": [["w", 1 << 20]],
+         "compute": {"reference_gpu": "A100", "seconds_per_iteration": 1e-6, "source": "test: negligible"}}))
+    a, b = colliding_pairs(ecmp_topology(oversubscription=2.0), collide=True)
+    argv = ["comm", "--topology", str(tmp_path / "t.yaml"), "--models", str(tmp_path / "models"),
+            "--backend", "ns3", "--json", "--job", f"m:{a[0]},{a[1]}", "--job", f"m:{b[0]},{b[1]}"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    bandwidth = (4 << 20) / NIC_BPS  # 4 MiB of fp32 gradient, a 2-rank ring: 2 steps of S/2
+    assert [r["backend"] for r in rows] == ["ns3", "ns3"]
+    for r in rows:
+        assert r["shared_s"] - r["alone_s"] == pytest.approx(bandwidth, rel=0.05)
