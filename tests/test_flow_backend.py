@@ -108,3 +108,16 @@ def test_flow_is_a_registered_backend_and_deterministic():
     again = FlowModel(topo).time(graphs)
     assert [first[j].node_seconds for j in graphs] == [again[j].node_seconds for j in graphs]
     assert model.identity()["contention"] is True
+
+
+def test_a_question_too_large_for_the_flow_model_is_refused_before_building_it(monkeypatch):
+    from artist.errors import InputError
+    from artist.network.flow import engine
+
+    monkeypatch.setattr("artist.network.flow.MAX_TRANSFERS", 1000)
+    topo = ecmp_topology()
+    # 8 GPUs, 2 channels: up to 2 x 8 x 14 = 224 transfers per all-reduce; five of them exceed 1000
+    graph = StepGraph(tuple(Node(i, "all_reduce", group=tuple(range(8)), nbytes=MIB) for i in range(5)))
+    with pytest.raises(InputError, match="more than the flow model's limit of 1000"):
+        FlowModel(topo, channels=2).time({"j": graph})
+    assert engine.MAX_TRANSFERS == 5_000_000  # the engine's own check stays as a second guard

@@ -68,7 +68,8 @@ from typing import Mapping
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
 from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule
-from artist.network.flow.engine import run_graphs
+from artist.errors import InputError
+from artist.network.flow.engine import MAX_TRANSFERS, run_graphs
 from artist.network.symmetry import fabric_form, fabric_key
 from artist.parallel.graph import Node, StepGraph
 from artist.placement import Placement
@@ -114,8 +115,24 @@ class FlowModel:
             self._schedules[key] = found
         return found
 
+    def _check_size(self, graphs: Mapping[str, StepGraph]) -> None:
+        """Refuse, before building anything, a question whose schedules would exceed MAX_TRANSFERS
+        (an upper bound per node: channels x n x max(2(n-1), n-1) transfers for n GPUs)."""
+        total = 0
+        for graph in graphs.values():
+            for node in graph.nodes:
+                if node.is_communication:
+                    n = len(node.group)
+                    total += self.channels * n * max(2 * (n - 1), 1)
+        if total > MAX_TRANSFERS:
+            raise InputError("flow backend", None,
+                             f"these step graphs would need up to {total} transfers in one run, more than the "
+                             f"flow model's limit of {MAX_TRANSFERS}: use fewer channels, fewer GPUs per job, or "
+                             f"the analytical backend")
+
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         started = time.perf_counter()
+        self._check_size(graphs)
         jobs = list(graphs)
         run = run_graphs(self.topology, [graphs[j] for j in jobs], self._schedule, self.latency)
         wall = time.perf_counter() - started
