@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
-from artist.perf.contention import contention_components
+from artist.perf.contention import contention_components, uplink_leaves
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Policy, SchedulerView
@@ -90,7 +90,7 @@ class Simulator:
             perf = PerfModel(perf.fabric, perf.compute, config.contention)
         self.perf = perf
         self.shared = config.contention == "shared"
-        self._touched_racks: set[int] = set()  # racks of jobs started or stopped since the last re-rating
+        self._touched_leaves: set[int] = set()  # uplink leaves of jobs started or stopped since the last re-rating
         self.config = config
         self.cluster = ClusterState(topology)
         self.states: dict[str, JobState] = {}
@@ -160,7 +160,7 @@ class Simulator:
                     reschedule = bool(self.waiting or self.running)
             if reschedule and finished < total:
                 self._schedule()
-            if self._touched_racks:
+            if self._touched_leaves:
                 self._rerate()
             if finished < total and not self.running and not self._has_future_work():
                 stuck = ", ".join(list(self.waiting)[:10])
@@ -250,8 +250,8 @@ class Simulator:
         state.status = status
         state.version += 1
         del self.running[state.job_id]
-        if self.shared and len(state.placement.racks) > 1:
-            self._touched_racks.update(state.placement.racks)
+        if self.shared:
+            self._touched_leaves.update(uplink_leaves(state.placement))
 
     def _stop(self, state: JobState, migrating: bool) -> None:
         self._leave_placement(state, WAITING)
@@ -287,17 +287,16 @@ class Simulator:
         remaining = state.job.iterations - state.anchor_iterations
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
         state.alone_estimate = estimate
-        if self.shared and len(placement.racks) > 1:
-            self._touched_racks.update(placement.racks)
+        if self.shared:
+            self._touched_leaves.update(uplink_leaves(placement))
 
     def _rerate(self) -> None:
-        """Re-rate every running job of a contention component that touches a rack where a job started
-        or stopped: its step with its co-runners, progress folded at the old rate first."""
-        touched, self._touched_racks = self._touched_racks, set()
+        """Re-rate every running job of a contention component that touches a leaf (rack) where a job
+        started or stopped: its step with its co-runners, progress folded at the old rate first."""
+        touched, self._touched_leaves = self._touched_leaves, set()
         placements = {job_id: state.placement for job_id, state in self.running.items()}
         affected = [component for component in contention_components(placements)
-                    if any(touched.intersection(placements[j].racks) for j in component
-                           if len(placements[j].racks) > 1)]
+                    if any(touched.intersection(uplink_leaves(placements[j])) for j in component)]
         if not affected:
             return
         asked = {j: (self.running[j].model, placements[j]) for component in affected for j in component}

@@ -66,3 +66,21 @@ def test_artist_comm_jobs_on_ns3_prints_alone_and_shared(tmp_path, monkeypatch, 
     assert [r["backend"] for r in rows] == ["ns3", "ns3"]
     for r in rows:
         assert r["shared_s"] - r["alone_s"] == pytest.approx(bandwidth, rel=0.05)
+
+
+def test_ns3_and_flow_agree_on_rail_optimised_racks():
+    from test_fabric_rails import rails_topology
+
+    from artist.network.flow import FlowModel
+
+    topo = rails_topology(oversubscription=4.0)  # a rail leaf's uplink: half a NIC
+    graphs = {"cross": allreduce_graph((0, 5), 4 * MIB), "same": allreduce_graph((1, 13), 4 * MIB)}
+    packets = Ns3Model(topo).time(graphs)
+    fluid = FlowModel(topo).time(graphs)
+    for job in graphs:
+        assert fluid[job].step_seconds == pytest.approx(packets[job].step_seconds, rel=0.03)
+    # Both cross the uplink of rack 0's rail-1 leaf (cross: 5 -> 0 leaves rail 1; same: 1 -> 13), 200 Gb/s
+    # at 4:1, 100 Gb/s each: 2 ring steps of 2 MiB at 12.5 GB/s, plus latencies
+    bandwidth = 2 * (2 * MIB) / (100e9 / 8)
+    for job in graphs:
+        assert bandwidth < packets[job].step_seconds < 1.15 * bandwidth

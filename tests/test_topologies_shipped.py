@@ -60,6 +60,8 @@ EXPECTED = {
 # the paper states none): the same datasheet figures, the uplinks oversubscribed.
 for _ratio in (1, 2, 4):
     EXPECTED[f"dally-3tier-ecmp-{_ratio}to1"] = dict(EXPECTED["dally-3tier"], oversubscription=_ratio)
+# The DGX H100 SuperPOD wired rail-optimised as its RA describes: the same datasheet figures.
+EXPECTED["dgx-h100-rails"] = dict(EXPECTED["dgx-h100"])
 
 
 def shipped() -> list[Path]:

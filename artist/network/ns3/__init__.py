@@ -47,7 +47,7 @@ from artist.network.ns3.builder import EngineCollective, build_engine_input
 from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
 from artist.network.ns3.worker import ENGINE_SOURCE, TRANSPORTS
 from artist.parallel.graph import StepGraph
-from artist.network.symmetry import fabric_form, fabric_key
+from artist.network.symmetry import fabric_form, fabric_key, shape_symmetric
 from artist.placement import Placement, shape_to_text
 from artist.topology import Topology
 
@@ -186,9 +186,9 @@ class Ns3Model:
 
     def _may_accelerate(self, jobs: int = 1) -> bool:
         """Steady-state skipping assumes one job's ring repeating its hop pattern: not with co-runners
-        (their traffic is the point), nor on an ecmp spine (each hop's plane is hashed, so the
-        pattern need not repeat); those run in full."""
-        return self.accelerate and jobs == 1 and self.topology.spine_model == "bundle"
+        (their traffic is the point), nor on an ecmp spine or rails (each hop's plane is hashed, or
+        its rail varies, so the pattern need not repeat); those run in full."""
+        return self.accelerate and jobs == 1 and shape_symmetric(self.topology)
 
     def _ring_period(self, schedule: Schedule) -> int:
         """Smallest P such that the ring's hops (links crossed, latency) repeat every P positions."""

@@ -4,10 +4,10 @@ The network realises exactly the links of artist/network/links.py, and only the
 ones the job's transfers cross:
 - per GPU a link to its machine's NVSwitch node (machine tier),
 - per GPU a NIC link to its rack switch node (rack tier),
-- ``bundle`` spine: per rack an uplink to the spine node at topology.rack_uplink_bps
-  (spine tier, oversubscription applied; the bundle of spine ports is one link of
-  that capacity);
-- ``ecmp`` spine: per rack and plane k used, the rack's uplink port k to spine
+- ``bundle`` spine: per leaf switch (a rack's switch, or with rails a rail's) an
+  uplink to the spine node at topology.leaf_uplink_bps (spine tier, oversubscription
+  applied; the bundle of spine ports is one link of that capacity);
+- ``ecmp`` spine: per leaf and plane k used, the leaf's uplink port k to spine
   switch k at the spine port bandwidth (links.py's port links).
 Every route is links.path() for the transfer's channel, so intra-machine traffic
 crosses the NVSwitch, inter-machine traffic the NICs, and inter-rack traffic the
@@ -105,11 +105,11 @@ class _NetworkBuilder:
             a, b = self.rank_of[index], self._switch(("nvswitch", t.machine_of(index)))
             delay = t.machine.link_latency_s + t.machine.switch_latency_s / 2
         elif kind == "nic":
-            a, b = self.rank_of[index], self._switch(("rackswitch", t.rack_of(index)))
+            a, b = self.rank_of[index], self._switch(("rackswitch", t.leaf_of(index)))
             delay = t.rack.link_latency_s + t.rack.switch_latency_s / 2
-        elif kind == "port":  # ecmp: rack index // ports, plane index % ports
-            rack, plane = divmod(index, t.spine_ports)
-            a, b = self._switch(("rackswitch", rack)), self._switch(("spine", plane))
+        elif kind == "port":  # ecmp: leaf index // ports, plane index % ports
+            leaf, plane = divmod(index, t.spine_ports)
+            a, b = self._switch(("rackswitch", leaf)), self._switch(("spine", plane))
             delay = t.spine.link_latency_s + t.rack.switch_latency_s / 2 + t.spine.switch_latency_s / 2
         else:
             a, b = self._switch(("rackswitch", index)), self._switch(("spine",))
