@@ -62,6 +62,13 @@ def utilisation_table(result: SimulationResult) -> pd.DataFrame:
     return df
 
 
+def spine_table(result: SimulationResult) -> pd.DataFrame:
+    """Spine utilisation over time (shared contention mode): from `time_s` to the next row, the busiest
+    spine link's utilisation (step-averaged), the mean over the spine links in use, and the busiest link."""
+    return pd.DataFrame(getattr(result, "spine_utilisation", []),
+                        columns=["time_s", "spine_max_utilisation", "spine_mean_utilisation", "busiest_link"])
+
+
 def mean_utilisation(result: SimulationResult) -> float:
     if result.makespan <= 0:
         return 0.0
@@ -98,6 +105,8 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
     if "contention_slowdown" in jobs:
         out["contention_slowdown_mean"] = float(done["contention_slowdown"].mean()) if len(done) else float("nan")
         out["contention_slowdown_max"] = float(done["contention_slowdown"].max()) if len(done) else float("nan")
+        spine = [row[1] for row in getattr(result, "spine_utilisation", [])]
+        out["spine_utilisation_peak"] = max(spine, default=0.0)
     return out
 
 
@@ -112,6 +121,8 @@ def write_tables(result: SimulationResult, out_dir: str | Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = job_table(result)
     tables = {"jobs": jobs, "summary": pd.DataFrame([summary(result, jobs)]), "utilisation": utilisation_table(result)}
+    if getattr(result, "contention", "isolated") == "shared":
+        tables["spine"] = spine_table(result)
     written = {}
     for name, df in tables.items():
         for fmt in formats:

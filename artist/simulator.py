@@ -15,21 +15,24 @@ together (PerfModel.rates; a flow or ns-3 fabric shows the slowdown, the
 analytical one times each alone): whenever jobs start or stop, every running
 job in a contention component that touches their racks is re-rated (progress
 folded at the old rate, completion re-predicted). Each job accumulates its
-iterations' time at the shared rate and alone (JobState.contention_slowdown).
-Policies still see estimates of jobs alone.
+iterations' time at the shared rate and alone (JobState.contention_slowdown),
+and the spine's utilisation is recorded whenever it changes
+(SimulationResult.spine_utilisation, perf/spine.py). Policies still see
+estimates of jobs alone.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
 from artist.perf.contention import contention_components, uplink_leaves
+from artist.perf.spine import spine_bytes_per_step, spine_utilisation
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Policy, SchedulerView
@@ -70,6 +73,8 @@ class SimulationResult:
     scheduling_calls: int
     events: int
     contention: str = "isolated"
+    # shared mode: (time, busiest spine link's utilisation, mean over spine links in use, busiest link)
+    spine_utilisation: list = field(default_factory=list)
 
 
 class Simulator:
@@ -91,6 +96,8 @@ class Simulator:
         self.perf = perf
         self.shared = config.contention == "shared"
         self._touched_leaves: set[int] = set()  # uplink leaves of jobs started or stopped since the last re-rating
+        self.spine_record: list[tuple[float, float, float, str]] = []
+        self._spine_bytes: dict = {}  # (model, GPUs) -> bytes per step on each spine link
         self.config = config
         self.cluster = ClusterState(topology)
         self.states: dict[str, JobState] = {}
@@ -169,7 +176,8 @@ class Simulator:
                     f"{len(self.waiting)} job(s) waiting on an idle cluster with nothing else to come ({stuck})")
         makespan = max((s.finish for s in self.states.values() if s.finish is not None), default=0.0)
         return SimulationResult(list(self.states.values()), makespan, self.utilisation, self.topology,
-                                self.policy.name, self.scheduling_calls, self.events, self.config.contention)
+                                self.policy.name, self.scheduling_calls, self.events, self.config.contention,
+                                self.spine_record)
 
     def _next_round(self, now: float) -> float:
         """The round after `now`. An idle cluster waiting for an arrival far away skips the empty
@@ -298,6 +306,7 @@ class Simulator:
         affected = [component for component in contention_components(placements)
                     if any(touched.intersection(uplink_leaves(placements[j])) for j in component)]
         if not affected:
+            self._record_spine()
             return
         asked = {j: (self.running[j].model, placements[j]) for component in affected for j in component}
         rates = self.perf.rates(asked)
@@ -314,6 +323,34 @@ class Simulator:
             remaining = state.job.iterations - state.anchor_iterations
             self._push(max(self.now, state.resume_at) + remaining * state.iteration_seconds, COMPLETION,
                        (state.job_id, state.version))
+        self._record_spine()
+
+    def _record_spine(self) -> None:
+        """The spine's utilisation now, from the running leaf-spanning jobs' bytes per step and step times."""
+        loads = {}
+        for job_id, state in self.running.items():
+            if not uplink_leaves(state.placement):
+                continue
+            key = (state.model, state.placement.gpus)
+            per_link = self._spine_bytes.get(key)
+            if per_link is None:
+                algorithm, channels = _fabric_setting(self.perf.fabric, "algorithm", "ring"), \
+                    _fabric_setting(self.perf.fabric, "channels", 1)
+                per_link = self._spine_bytes[key] = spine_bytes_per_step(
+                    state.placement, state.model.total_bytes, algorithm, channels)
+            loads[job_id] = (per_link, state.iteration_seconds)
+        used = spine_utilisation(self.topology, loads)
+        if used:
+            busiest = max(used, key=lambda link: (used[link], link))
+            row = (self.now, used[busiest], sum(used.values()) / len(used), f"{busiest[0]}:{busiest[1]}")
+        else:
+            row = (self.now, 0.0, 0.0, "")
+        if self.spine_record and self.spine_record[-1][1:] == row[1:]:
+            return
+        if self.spine_record and self.spine_record[-1][0] == self.now:
+            self.spine_record[-1] = row
+        else:
+            self.spine_record.append(row)
 
     def _finish(self, state: JobState) -> None:
         self._leave_placement(state, FINISHED, completed=True)
@@ -340,6 +377,15 @@ class Simulator:
                 self.utilisation[-1] = (self.now, allocated)
             else:
                 self.utilisation.append((self.now, allocated))
+
+
+def _fabric_setting(fabric, name: str, default):
+    """A backend setting (algorithm, channels) read through the Cached / Calibrated wrappers."""
+    while fabric is not None:
+        if hasattr(fabric, name):
+            return getattr(fabric, name)
+        fabric = getattr(fabric, "inner", None)
+    return default
 
 
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,

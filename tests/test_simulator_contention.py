@@ -5,10 +5,11 @@ time while its co-runner runs, then at its step alone."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
-from fabric_helpers import colliding_pairs, ecmp_topology
+from fabric_helpers import NIC_GBPS, colliding_pairs, ecmp_topology
 
-from artist.metrics import job_table, summary
+from artist.metrics import job_table, spine_table, summary
 from artist.network.flow import FlowModel
 from artist.perf.compute import ComputeModel
 from artist.perf.model import PerfModel
@@ -63,6 +64,16 @@ def test_colliding_jobs_run_at_the_shared_rate_until_one_finishes():
     expected_b = (100 * shared_a + (300 - done_b) * alone) / (300 * alone)
     assert table.loc["b", "contention_slowdown"] == pytest.approx(expected_b, rel=1e-9)
     assert summary(result)["contention_slowdown_max"] == pytest.approx(shared_a / alone, rel=1e-9)
+    # spine: each 2-rank ring puts its whole gradient T on the port of its forward plane every step
+    # (2 steps of T/2); both share one port while both run, then b alone, then nothing
+    port = NIC_GBPS * 1e9 / 8
+    gradient = MODEL.total_bytes
+    times = [row[0] for row in result.spine_utilisation]
+    peaks = [row[1] for row in result.spine_utilisation]
+    assert times == pytest.approx([0.0, finish["a"], finish["b"]])
+    assert peaks == pytest.approx([2 * gradient / shared_a / port, gradient / alone / port, 0.0], rel=1e-9)
+    assert 0.9 < peaks[0] <= 1.0  # the shared port is (nearly) full: latencies take the rest
+    assert list(spine_table(result).columns)[:2] == ["time_s", "spine_max_utilisation"]
     isolated = _run(topo, jobs, {"a": a, "b": b}, "isolated")
     assert {s.job_id: s.finish for s in isolated.jobs} == pytest.approx({"a": 100 * alone, "b": 300 * alone})
     assert "contention_slowdown" not in job_table(isolated)  # isolated tables keep their columns
@@ -114,3 +125,22 @@ def test_contention_is_a_sweep_setting_recorded_in_the_run_id(tmp_path):
     assert shared[0].identity["simulator"]["contention"] == "shared" and shared[0].simulator.contention == "shared"
     with pytest.raises(InputError, match=r"field 'simulator.contention': unknown contention mode 'sometimes'"):
         load_sweep_spec(tiny_spec(tmp_path, simulator={**simulator, "contention": "sometimes"}))
+
+
+def test_a_shared_sweep_records_slowdown_and_spine_peak_and_plots_them(tmp_path):
+    from sweep_helpers import generated_spec
+
+    from artist.sweep.plots import plot_sweep
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
+
+    spec = generated_spec(tmp_path, racks=[2], seeds=[0], comm="flow",
+                          workloads=["batch:n=6,gpus=8,min_iter=50,max_iter=200"], policies=["fifo"],
+                          simulator={"round_interval_s": None, "restore_seconds": 30, "contention": "shared"})
+    report = run_sweep(load_sweep_spec(spec), tmp_path / "out", n_jobs=1, progress=False,
+                       cache_dir=tmp_path / "cache", plots=False)
+    results = pd.read_csv(report.out_dir / "results.csv")
+    assert {"contention_slowdown_mean", "spine_utilisation_peak"} <= set(results.columns)
+    assert (results["contention_slowdown_mean"] >= 1.0).all() and (results["spine_utilisation_peak"] >= 0).all()
+    written = {p.name for p in plot_sweep(report.out_dir)}
+    assert {"contention.png", "contention.pdf"} <= written
