@@ -52,6 +52,17 @@ class JobState:
     migrations: int = 0
     history: list[PlacementRecord] = field(default_factory=list)
     version: int = 0  # bumps whenever the predicted completion changes
+    # contention ("shared" mode): the step alone on the current placement, rate changes by co-runners,
+    # and the iterations' time at the shared rates and at the rates alone
+    alone_estimate: StepEstimate | None = None
+    rate_changes: int = 0
+    shared_step_total: float = 0.0
+    alone_step_total: float = 0.0
+
+    @property
+    def contention_slowdown(self) -> float:
+        """Time of the iterations done at the shared rates / the same iterations alone (1: never slowed)."""
+        return self.shared_step_total / self.alone_step_total if self.alone_step_total > 0 else 1.0
 
     @property
     def job_id(self) -> str:

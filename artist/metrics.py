@@ -14,6 +14,8 @@ JOB_COLUMNS = [
     "waiting_seconds", "running_seconds", "ideal_seconds", "slowdown", "comm_seconds_per_iteration",
     "collective_seconds_per_iteration", "preemptions", "migrations", "placements", "final_tier", "placement_history",
 ]
+# Added in "shared" contention mode only (isolated tables keep their columns, byte for byte).
+CONTENTION_COLUMNS = ["contention_slowdown", "rate_changes"]
 
 
 def job_table(result: SimulationResult) -> pd.DataFrame:
@@ -45,8 +47,12 @@ def job_table(result: SimulationResult) -> pd.DataFrame:
             "placements": len(s.history),
             "final_tier": s.history[-1].tier if s.history else "",
             "placement_history": ";".join(f"{r.time:.6f}:{r.tier}:{r.shape}" for r in s.history),
+            # time of its iterations with co-runners / alone, and how often co-runners changed its rate
+            "contention_slowdown": s.contention_slowdown,
+            "rate_changes": s.rate_changes,
         })
-    return pd.DataFrame(rows, columns=JOB_COLUMNS)
+    shared = getattr(result, "contention", "isolated") == "shared"
+    return pd.DataFrame(rows, columns=JOB_COLUMNS + (CONTENTION_COLUMNS if shared else []))
 
 
 def utilisation_table(result: SimulationResult) -> pd.DataFrame:
@@ -54,6 +60,13 @@ def utilisation_table(result: SimulationResult) -> pd.DataFrame:
     df = pd.DataFrame(result.utilisation, columns=["time_s", "allocated_gpus"])
     df["utilisation_fraction"] = df["allocated_gpus"] / result.topology.gpus
     return df
+
+
+def spine_table(result: SimulationResult) -> pd.DataFrame:
+    """Spine utilisation over time (shared contention mode): from `time_s` to the next row, the busiest
+    spine link's utilisation (step-averaged), the mean over the spine links in use, and the busiest link."""
+    return pd.DataFrame(getattr(result, "spine_utilisation", []),
+                        columns=["time_s", "spine_max_utilisation", "spine_mean_utilisation", "busiest_link"])
 
 
 def mean_utilisation(result: SimulationResult) -> float:
@@ -72,7 +85,7 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
     def pct(values, q):
         return float(np.percentile(values, q)) if len(values) else float("nan")
 
-    return {
+    out = {
         "policy": result.policy,
         "jobs": int(len(jobs)),
         "finished": int(len(done)),
@@ -89,6 +102,12 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
         "preemptions": int(jobs["preemptions"].sum()),
         "migrations": int(jobs["migrations"].sum()),
     }
+    if "contention_slowdown" in jobs:
+        out["contention_slowdown_mean"] = float(done["contention_slowdown"].mean()) if len(done) else float("nan")
+        out["contention_slowdown_max"] = float(done["contention_slowdown"].max()) if len(done) else float("nan")
+        spine = [row[1] for row in getattr(result, "spine_utilisation", [])]
+        out["spine_utilisation_peak"] = max(spine, default=0.0)
+    return out
 
 
 def summary_table(result: SimulationResult) -> pd.DataFrame:
@@ -102,6 +121,8 @@ def write_tables(result: SimulationResult, out_dir: str | Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = job_table(result)
     tables = {"jobs": jobs, "summary": pd.DataFrame([summary(result, jobs)]), "utilisation": utilisation_table(result)}
+    if getattr(result, "contention", "isolated") == "shared":
+        tables["spine"] = spine_table(result)
     written = {}
     for name, df in tables.items():
         for fmt in formats:

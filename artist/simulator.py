@@ -7,19 +7,33 @@ completion is predicted when it (re)starts and the prediction is invalidated
 (by a version number) whenever its placement changes. Events at one instant
 are all applied before the policy is asked once: completions, then arrivals,
 then wake-ups and periodic rounds.
+
+Contention (SimulatorConfig.contention): "isolated" gives every job the rate of
+its step alone. "shared" gives jobs that can share links (perf/contention.py:
+rack-spanning jobs with a rack in common) the rates of their steps co-simulated
+together (PerfModel.rates; a flow or ns-3 fabric shows the slowdown, the
+analytical one times each alone): whenever jobs start or stop, every running
+job in a contention component that touches their racks is re-rated (progress
+folded at the old rate, completion re-predicted). Each job accumulates its
+iterations' time at the shared rate and alone (JobState.contention_slowdown),
+and the spine's utilisation is recorded whenever it changes
+(SimulationResult.spine_utilisation, perf/spine.py). Policies still see
+estimates of jobs alone.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
-from artist.perf.model import PerfModel, as_perf_model
+from artist.perf.contention import contention_components, uplink_leaves
+from artist.perf.spine import spine_bytes_per_step, spine_utilisation
+from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Policy, SchedulerView
 from artist.topology import Topology
@@ -45,6 +59,8 @@ class SimulatorConfig:
     restore_seconds: float = 30.0
     # Check cluster invariants after every decision (tests turn it on).
     check_invariants: bool = False
+    # "isolated": every job at its rate alone; "shared": co-runners on common links re-rated together.
+    contention: str = "isolated"
 
 
 @dataclass
@@ -56,6 +72,9 @@ class SimulationResult:
     policy: str
     scheduling_calls: int
     events: int
+    contention: str = "isolated"
+    # shared mode: (time, busiest spine link's utilisation, mean over spine links in use, busiest link)
+    spine_utilisation: list = field(default_factory=list)
 
 
 class Simulator:
@@ -65,7 +84,20 @@ class Simulator:
         self.on_finish = on_finish  # (finished, total, now) after every completion: progress output
         self.topology = topology
         self.policy = policy
-        self.perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
+        if config.contention not in CONTENTION_MODES:
+            raise SimulationError(f"unknown contention mode {config.contention!r}; known: "
+                                  f"{', '.join(CONTENTION_MODES)}")
+        if isinstance(perf, PerfModel) and perf.contention != config.contention:
+            raise SimulationError(f"the performance model's contention mode is {perf.contention!r}, the "
+                                  f"simulator's {config.contention!r}")
+        perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
+        if perf.contention != config.contention:
+            perf = PerfModel(perf.fabric, perf.compute, config.contention)
+        self.perf = perf
+        self.shared = config.contention == "shared"
+        self._touched_leaves: set[int] = set()  # uplink leaves of jobs started or stopped since the last re-rating
+        self.spine_record: list[tuple[float, float, float, str]] = []
+        self._spine_bytes: dict = {}  # (model, GPUs) -> bytes per step on each spine link
         self.config = config
         self.cluster = ClusterState(topology)
         self.states: dict[str, JobState] = {}
@@ -135,6 +167,8 @@ class Simulator:
                     reschedule = bool(self.waiting or self.running)
             if reschedule and finished < total:
                 self._schedule()
+            if self._touched_leaves:
+                self._rerate()
             if finished < total and not self.running and not self._has_future_work():
                 stuck = ", ".join(list(self.waiting)[:10])
                 raise SimulationError(
@@ -142,7 +176,8 @@ class Simulator:
                     f"{len(self.waiting)} job(s) waiting on an idle cluster with nothing else to come ({stuck})")
         makespan = max((s.finish for s in self.states.values() if s.finish is not None), default=0.0)
         return SimulationResult(list(self.states.values()), makespan, self.utilisation, self.topology,
-                                self.policy.name, self.scheduling_calls, self.events)
+                                self.policy.name, self.scheduling_calls, self.events, self.config.contention,
+                                self.spine_record)
 
     def _next_round(self, now: float) -> float:
         """The round after `now`. An idle cluster waiting for an arrival far away skips the empty
@@ -223,6 +258,8 @@ class Simulator:
         state.status = status
         state.version += 1
         del self.running[state.job_id]
+        if self.shared:
+            self._touched_leaves.update(uplink_leaves(state.placement))
 
     def _stop(self, state: JobState, migrating: bool) -> None:
         self._leave_placement(state, WAITING)
@@ -257,6 +294,63 @@ class Simulator:
                                              estimate.exposed_comm_seconds, restore))
         remaining = state.job.iterations - state.anchor_iterations
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
+        state.alone_estimate = estimate
+        if self.shared:
+            self._touched_leaves.update(uplink_leaves(placement))
+
+    def _rerate(self) -> None:
+        """Re-rate every running job of a contention component that touches a leaf (rack) where a job
+        started or stopped: its step with its co-runners, progress folded at the old rate first."""
+        touched, self._touched_leaves = self._touched_leaves, set()
+        placements = {job_id: state.placement for job_id, state in self.running.items()}
+        affected = [component for component in contention_components(placements)
+                    if any(touched.intersection(uplink_leaves(placements[j])) for j in component)]
+        if not affected:
+            self._record_spine()
+            return
+        asked = {j: (self.running[j].model, placements[j]) for component in affected for j in component}
+        rates = self.perf.rates(asked)
+        for job_id in asked:
+            state, estimate = self.running[job_id], rates[job_id]
+            if (estimate.step_seconds, estimate.exposed_comm_seconds) == \
+                    (state.iteration_seconds, state.estimate.exposed_comm_seconds):
+                continue
+            self._account_progress(state)
+            state.estimate = estimate
+            state.iteration_seconds = estimate.step_seconds
+            state.version += 1
+            state.rate_changes += 1
+            remaining = state.job.iterations - state.anchor_iterations
+            self._push(max(self.now, state.resume_at) + remaining * state.iteration_seconds, COMPLETION,
+                       (state.job_id, state.version))
+        self._record_spine()
+
+    def _record_spine(self) -> None:
+        """The spine's utilisation now, from the running leaf-spanning jobs' bytes per step and step times."""
+        loads = {}
+        for job_id, state in self.running.items():
+            if not uplink_leaves(state.placement):
+                continue
+            key = (state.model, state.placement.gpus)
+            per_link = self._spine_bytes.get(key)
+            if per_link is None:
+                algorithm, channels = _fabric_setting(self.perf.fabric, "algorithm", "ring"), \
+                    _fabric_setting(self.perf.fabric, "channels", 1)
+                per_link = self._spine_bytes[key] = spine_bytes_per_step(
+                    state.placement, state.model.total_bytes, algorithm, channels)
+            loads[job_id] = (per_link, state.iteration_seconds)
+        used = spine_utilisation(self.topology, loads)
+        if used:
+            busiest = max(used, key=lambda link: (used[link], link))
+            row = (self.now, used[busiest], sum(used.values()) / len(used), f"{busiest[0]}:{busiest[1]}")
+        else:
+            row = (self.now, 0.0, 0.0, "")
+        if self.spine_record and self.spine_record[-1][1:] == row[1:]:
+            return
+        if self.spine_record and self.spine_record[-1][0] == self.now:
+            self.spine_record[-1] = row
+        else:
+            self.spine_record.append(row)
 
     def _finish(self, state: JobState) -> None:
         self._leave_placement(state, FINISHED, completed=True)
@@ -270,6 +364,9 @@ class Simulator:
         if advanced > 0 and state.estimate is not None:
             state.exposed_comm_total += advanced * state.estimate.exposed_comm_seconds
             state.collective_total += advanced * state.estimate.comm_seconds
+            if self.shared:
+                state.shared_step_total += advanced * state.estimate.step_seconds
+                state.alone_step_total += advanced * state.alone_estimate.step_seconds
         state.anchor_iterations = done
         state.anchor_time = self.now
 
@@ -280,6 +377,15 @@ class Simulator:
                 self.utilisation[-1] = (self.now, allocated)
             else:
                 self.utilisation.append((self.now, allocated))
+
+
+def _fabric_setting(fabric, name: str, default):
+    """A backend setting (algorithm, channels) read through the Cached / Calibrated wrappers."""
+    while fabric is not None:
+        if hasattr(fabric, name):
+            return getattr(fabric, name)
+        fabric = getattr(fabric, "inner", None)
+    return default
 
 
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,

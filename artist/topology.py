@@ -3,10 +3,21 @@
 Three tiers, each with its own links:
 - ``machine``: every GPU has one link to its machine's NVSwitch-class switch;
 - ``rack``: every GPU has its own NIC with one link to the rack switch
-  (InfiniBand-class, as on DGX machines with one NIC per GPU);
-- ``spine``: every rack has an uplink to the spine switch (Ethernet-class). Its
-  capacity is the rack's total NIC capacity divided by the oversubscription
-  ratio, i.e. an ideally load-balanced bundle of spine ports.
+  (InfiniBand-class, as on DGX machines with one NIC per GPU). With
+  ``tiers.rack.wiring: rails`` (rail-optimised, as DGX SuperPODs are wired) a
+  rack has one leaf switch per GPU index k ("rail" k), NIC k of every machine
+  on leaf k; two GPUs of a rack on different rails reach each other through
+  the spine. Each leaf then has its own uplinks (its NICs' capacity /
+  oversubscription, or that many ports).
+- ``spine``: racks joined through spine switches. Two models (``tiers.spine.model``):
+  ``bundle`` (default): every rack has ONE uplink whose capacity is the rack's
+  total NIC capacity divided by the oversubscription ratio, i.e. an ideally
+  load-balanced bundle of spine ports (the port bandwidth changes nothing);
+  ``ecmp``: a leaf-spine fabric. Every rack has ``spine_ports`` individual
+  uplink ports of ``spine.bandwidth_bps``, port k to spine plane k, with
+  spine_ports = rack NIC capacity / (oversubscription x port bandwidth); a
+  transfer between racks takes the plane chosen by the ECMP hash
+  (artist/network/ecmp.py) up from its rack and down to the other.
 
 GPU ids are global and dense: GPU g sits on machine g // gpus_per_machine,
 machine m in rack m // machines_per_rack. All bandwidths are per direction.
@@ -23,6 +34,9 @@ from artist.limits import MAX_GPUS
 from artist.yamlio import Fields, load_yaml_mapping
 
 TIER_NAMES = ("machine", "rack", "spine")
+SPINE_MODELS = ("bundle", "ecmp")
+RACK_WIRINGS = ("switch", "rails")  # one rack switch, or one leaf switch per GPU index (rail-optimised)
+MAX_SPINE_PORTS = 1 << 16  # per rack; far above any switch radix (limit, so no topology allocates without bound)
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,8 @@ class Topology:
     rack: Tier
     spine: Tier
     oversubscription: float = 1.0
+    spine_model: str = "bundle"  # SPINE_MODELS: one ideal uplink per rack, or individual ECMP ports
+    rack_wiring: str = "switch"  # RACK_WIRINGS: NICs on one rack switch, or on rail leaves
     rack_gpu_types: tuple[str, ...] = ("generic",)  # cycled over racks
     gpu_types: dict = field(default_factory=dict, compare=False, hash=False)
     source: str = ""
@@ -97,6 +113,22 @@ class Topology:
             raise KeyError(f"unknown tier {name!r}; tiers are {TIER_NAMES}")
         return getattr(self, name)
 
+    # ---- leaf switches (one per rack, or one per rail of a rack) ------------
+    @property
+    def rails(self) -> bool:
+        return self.rack_wiring == "rails"
+
+    @property
+    def leaves_per_rack(self) -> int:
+        return self.gpus_per_machine if self.rails else 1
+
+    def leaf_of(self, gpu: int) -> int:
+        """The leaf switch of GPU g's NIC: its rack's switch, or with rails its rack's switch of rail
+        g mod gpus_per_machine (leaf = rack x gpus_per_machine + rail)."""
+        if not self.rails:
+            return self.rack_of(gpu)
+        return self.rack_of(gpu) * self.gpus_per_machine + gpu % self.gpus_per_machine
+
     # ---- derived link figures --------------------------------------------
     @property
     def rack_uplink_bps(self) -> float:
@@ -104,8 +136,31 @@ class Topology:
         return self.gpus_per_rack * self.rack.bandwidth_bps / self.oversubscription
 
     @property
+    def leaf_uplink_bps(self) -> float:
+        """Capacity of one leaf switch's bundle of spine uplinks (a rack's, without rails)."""
+        if not self.rails:
+            return self.rack_uplink_bps
+        return self.machines_per_rack * self.rack.bandwidth_bps / self.oversubscription
+
+    @property
     def spine_ports_per_rack(self) -> float:
         return self.rack_uplink_bps / self.spine.bandwidth_bps
+
+    @property
+    def spine_ports(self) -> int:
+        """Uplink ports per leaf switch (per rack without rails) of an ``ecmp`` spine: a whole number
+        (checked when loading)."""
+        exact = self.leaf_uplink_bps / self.spine.bandwidth_bps
+        ports = round(exact)
+        if ports < 1 or abs(ports - exact) > 1e-9 * max(1.0, exact):
+            nics = self.gpus_per_rack // self.leaves_per_rack
+            raise ValueError(f"topology {self.name!r}: {nics} NICs x {self.rack.bandwidth_bps / 1e9:g} "
+                             f"Gb/s / oversubscription {self.oversubscription:g} / {self.spine.bandwidth_bps / 1e9:g} "
+                             f"Gb/s per spine port = {exact:g} ports per {'leaf' if self.rails else 'rack'}; an ecmp "
+                             f"spine needs a whole number >= 1")
+        if ports > MAX_SPINE_PORTS:
+            raise ValueError(f"topology {self.name!r}: {ports} spine ports per rack; at most {MAX_SPINE_PORTS}")
+        return ports
 
     def with_racks(self, racks: int) -> "Topology":
         if racks < 1:
@@ -130,8 +185,9 @@ class Topology:
                                  f"source (see topologies/hetero-a100-v100.yaml)")
 
     def link_parameters(self) -> dict:
-        """Everything about the links that can change a latency (cache-key material)."""
-        return {
+        """Everything about the links that can change a latency (cache-key material). The spine
+        model is listed only when it is not the bundle, so that bundle topologies keep their keys."""
+        params = {
             "gpus_per_machine": self.gpus_per_machine,
             "machines_per_rack": self.machines_per_rack,
             "oversubscription": self.oversubscription,
@@ -141,6 +197,11 @@ class Topology:
                 for k, v in (("bps", t.bandwidth_bps), ("link_s", t.link_latency_s), ("switch_s", t.switch_latency_s))
             },
         }
+        if self.spine_model != "bundle":
+            params["spine.model"] = self.spine_model
+        if self.rails:
+            params["rack.wiring"] = self.rack_wiring
+        return params
 
     # ---- loading -----------------------------------------------------------
     @classmethod
@@ -187,6 +248,13 @@ class Topology:
         oversub = f.number("oversubscription", 1.0, positive=True)
         if spine_f.has("oversubscription"):
             oversub = spine_f.number("oversubscription", positive=True)
+        rack_f = tiers_f.sub("rack")
+        wiring = rack_f.string("wiring", "switch")
+        if wiring not in RACK_WIRINGS:
+            raise rack_f.error("wiring", f"unknown rack wiring {wiring!r}; known: {', '.join(RACK_WIRINGS)}")
+        spine_model = spine_f.string("model", "bundle")
+        if spine_model not in SPINE_MODELS:
+            raise spine_f.error("model", f"unknown spine model {spine_model!r}; known: {', '.join(SPINE_MODELS)}")
 
         racks = f.integer("racks", minimum=1, maximum=MAX_GPUS)
         machines_per_rack = f.integer("machines_per_rack", minimum=1, maximum=MAX_GPUS)
@@ -195,7 +263,7 @@ class Topology:
             raise f.error("racks", f"{racks} x {machines_per_rack} x {gpus_per_machine} = "
                                    f"{racks * machines_per_rack * gpus_per_machine} GPUs; at most {MAX_GPUS} are "
                                    f"supported")
-        return cls(
+        topology = cls(
             name=f.string("name"),
             racks=racks,
             machines_per_rack=machines_per_rack,
@@ -204,11 +272,29 @@ class Topology:
             rack=tiers["rack"],
             spine=tiers["spine"],
             oversubscription=oversub,
+            spine_model=spine_model,
+            rack_wiring=wiring,
             rack_gpu_types=rack_types,
             gpu_types=gpu_types,
             source=f.string("source", ""),
             path=source,
         )
+        if spine_model == "ecmp":
+            try:
+                topology.spine_ports
+            except ValueError as exc:
+                raise spine_f.error("oversubscription" if spine_f.has("oversubscription") else "bandwidth_gbps",
+                                    str(exc)) from None
+        return topology
+
+    def with_spine_model(self, model: str) -> "Topology":
+        """The same cluster with another spine model (comparisons: bundle vs ecmp)."""
+        if model not in SPINE_MODELS:
+            raise ValueError(f"unknown spine model {model!r}; known: {', '.join(SPINE_MODELS)}")
+        topology = dataclasses.replace(self, spine_model=model)
+        if model == "ecmp":
+            topology.spine_ports  # raises ValueError when the port count is not whole
+        return topology
 
 
 def _same_gpu(topology_name: str, reference: str) -> bool:
@@ -220,7 +306,8 @@ def _same_gpu(topology_name: str, reference: str) -> bool:
 def _tier(f: Fields, name: str) -> Tier:
     # Only the spine has an oversubscription; a field that changes no answer is refused, not ignored.
     f.unknown_keys({"bandwidth_gbps", "link_latency_us", "switch_latency_us", "source", "notes"}
-                   | ({"oversubscription"} if name == "spine" else set()))
+                   | ({"oversubscription", "model"} if name == "spine" else set())
+                   | ({"wiring"} if name == "rack" else set()))
     if not f.has("source"):
         raise f.error("source", "every tier must say where its figures come from")
     return Tier(

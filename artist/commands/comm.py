@@ -3,10 +3,13 @@
     artist comm --model resnet50 --shape '[[8,8]]'
     artist comm --collective all_gather --bytes 64MiB --gpus 0-7,64-71
     artist comm --collective send_recv --bytes 1GiB --gpus 0,64      (from the first GPU to the second)
+    artist comm --topology dally-3tier-ecmp-4to1 --backend flow --job resnet50:0-7,64-71 --job vgg11:8-15,72-79
+                                   (each job's step alone and with the others on the fabric; --json for a list)
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
@@ -36,6 +39,12 @@ def add_parser(sub) -> None:
     what.add_argument("--model", help="model name under --models, or a model profile YAML file")
     what.add_argument("--collective", choices=COMMUNICATION,
                       help="time one collective alone (payload per rank as nccl-tests' size)")
+    what.add_argument("--job", action="append", metavar="MODEL:GPUS",
+                      help="a data-parallel job of MODEL on GPUS (ids and ranges, e.g. resnet50:0-7,64-71; global "
+                           "ids rack by rack, machine by machine); repeat for jobs sharing the fabric: each job's "
+                           "step time alone and shared (--backend flow or ns3)")
+    p.add_argument("--json", action="store_true",
+                   help="--job: print a JSON list of {job, backend, alone_s, shared_s}")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--bytes", dest="nbytes", default=None,
                    help="--collective: payload per rank, e.g. 67108864, 64MiB, 100MB")
@@ -145,8 +154,57 @@ def run_collective(args, topology) -> int:
     return 0
 
 
+def _jobs(args, topology) -> dict[str, tuple[ModelProfile, Placement]]:
+    """--job MODEL:GPUS texts -> {text: (model, placement)}; GPUs of two jobs must not overlap."""
+    jobs: dict[str, tuple[ModelProfile, Placement]] = {}
+    owner: dict[int, str] = {}
+    for text in args.job:
+        name, sep, gpus_text = text.rpartition(":")
+        if not sep or not name or not gpus_text:
+            raise InputError("command line", f"--job {text}", "expected MODEL:GPUS, e.g. resnet50:0-7,64-71")
+        if text in jobs:
+            raise InputError("command line", f"--job {text}", "the same job is given twice")
+        gpus = parse_gpus(gpus_text, topology)
+        for g in gpus:
+            if g in owner:
+                raise InputError("command line", f"--job {text}", f"GPU {g} is already given to --job {owner[g]}")
+            owner[g] = text
+        args.model = name
+        model = _model(args)
+        topology.check_reference_gpu({model.reference_gpu})
+        jobs[text] = (model, Placement(topology, gpus))
+    return jobs
+
+
+def run_jobs(args, topology) -> int:
+    """Every --job's step alone and with all the jobs on the fabric at once."""
+    if args.backend == "analytical":
+        raise InputError("command line", "--backend analytical",
+                         "--job compares step times alone and shared: the analytical backend times every job "
+                         "alone; use --backend flow or ns3")
+    jobs = _jobs(args, topology)
+    spec = _spec(args)
+    perf = as_perf_model(build_stack(spec, topology), topology)
+    alone = {job: perf.shared({job: jobs[job]})[job] for job in jobs}  # on its own GPUs (the ecmp hash sees them)
+    shared = perf.shared(jobs)
+    rows = [{"job": job, "backend": args.backend, "alone_s": alone[job].step_seconds,
+             "shared_s": shared[job].step_seconds} for job in jobs]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{len(jobs)} job(s) on {topology.name} (spine {topology.spine_model}, oversubscription "
+          f"{topology.oversubscription:g}), backend {args.backend}, {args.algorithm} x{args.channels}")
+    print(f"{'job':40} {'alone s':>12} {'shared s':>12} {'slowdown':>9}")
+    for row in rows:
+        print(f"{row['job']:40} {row['alone_s']:>12.6f} {row['shared_s']:>12.6f} "
+              f"{row['shared_s'] / row['alone_s']:>9.3f}")
+    return 0
+
+
 def run(args) -> int:
     topology = load_topology_from(args)
+    if args.job is not None:
+        return run_jobs(args, topology)
     if args.collective is not None:
         return run_collective(args, topology)
     if args.shape is None:

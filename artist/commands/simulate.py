@@ -38,6 +38,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0)
     p.add_argument("--restore-seconds", type=number(0.0, MAX_RESTORE_S), default=SimulatorConfig.restore_seconds,
                    help="checkpoint-restore cost (s) paid when a preempted job resumes or a job migrates")
+    p.add_argument("--contention", default="isolated", choices=("isolated", "shared"),
+                   help="isolated: every job at its step time alone; shared: jobs on common links re-rated "
+                        "together at every start and stop (use --backend flow or ns3 to see slowdowns)")
     p.add_argument("--round-interval", type=number(MIN_ROUND_INTERVAL_S, MAX_ARRIVAL_S, allow=(0.0,)),
                    default=SimulatorConfig.round_interval_s,
                    help=f"periodic scheduling round in seconds, >= {MIN_ROUND_INTERVAL_S:g} (0: only on events)")
@@ -93,7 +96,8 @@ def run(args) -> int:
     spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
                     cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
-    config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds)
+    config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds,
+                             contention=args.contention)
     if args.backend == "ns3":
         print("note: the ns3 backend answers each new placement shape with a packet-level run (seconds to minutes "
               "each; the first also starts ns-3); answers are cached", file=sys.stderr)

@@ -27,7 +27,8 @@ import numpy as np
 from artist.network.base import CommResult, GraphTiming, time_node_by_node
 from artist.network.collectives import Schedule, channel_ring, collective_schedule
 from artist.network.links import NVLINK, link_bandwidth_bps, path
-from artist.placement import Placement, placement_from_shape
+from artist.network.symmetry import fabric_form
+from artist.placement import Placement
 from artist.parallel.graph import StepGraph
 from artist.topology import Topology
 
@@ -76,11 +77,11 @@ def bandwidth_seconds(schedule: Schedule, topology: Topology) -> float:
     seen: dict[tuple, float] = {}  # a ring repeats one step pattern 2(N-1) times
     total = 0.0
     for step in schedule.by_step():
-        key = tuple((t.src, t.dst, t.nbytes) for t in step)
+        key = tuple((t.src, t.dst, t.nbytes, t.channel) for t in step)
         if key not in seen:
             load: dict = defaultdict(float)
             for t in step:
-                for link in path(topology, gpu_of[t.src], gpu_of[t.dst]).links:
+                for link in path(topology, gpu_of[t.src], gpu_of[t.dst], t.channel).links:
                     load[link] += t.nbytes
             seen[key] = max(8.0 * b / link_bandwidth_bps(topology, link) for link, b in load.items())
         total += seen[key]
@@ -137,11 +138,11 @@ def ring_allreduce_linear(placement: Placement, channels: int, latency: StartupL
     weight: dict[tuple[int, int], float] = {}
     load: dict = defaultdict(float)
     hops = []  # per channel: [(src rank, dst rank, weight)] around the ring
-    for ring in rings:
+    for c, ring in enumerate(rings):
         channel_hops = []
         for p in range(n):
             src, dst = ring[p], ring[(p + 1) % n]
-            route = path(topology, order[src], order[dst])
+            route = path(topology, order[src], order[dst], c)
             w = weight.get((src, dst))
             if w is None:
                 w = weight[(src, dst)] = latency.per_step(route.kind) + route.latency_s
@@ -189,13 +190,14 @@ class AnalyticalModel:
 
     def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
         """One collective of nbytes on this group. By symmetry of the topology the answer
-        depends only on the group's canonical shape (send_recv: its direction does not matter)."""
-        shape = group.canonical_shape
+        depends only on the group's fabric form (network/symmetry.py: its canonical shape on a
+        bundle spine); send_recv: its direction does not matter on a bundle spine, and on an ecmp
+        spine it is timed from the lowest GPU id to the other (time() keeps the node's direction)."""
+        form, canonical = fabric_form(group)
         # settings in the key too: the memo must not outlive a change of algorithm or channels
-        key = (kind, shape, self.algorithm, self.channels, self.latency)
+        key = (kind, form, self.algorithm, self.channels, self.latency)
         linear = self._memo.get(key)
         if linear is None:
-            canonical = placement_from_shape(group.topology, shape)
             if kind == "all_reduce" and self.algorithm == "ring":  # the simulator's hot path: no schedule
                 linear = ring_allreduce_linear(canonical, self.channels, self.latency)
             else:

@@ -149,12 +149,35 @@ def _with_dependencies(raw: list[tuple[int, int, int, int, int]], dependencies: 
 
 def channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
     """Ranks of channel c's ring: racks, machines in order; each machine's GPUs rotated by c
-    so that another GPU (and NIC) carries each channel's inter-machine hop, as NCCL's channels do."""
+    so that another GPU (and NIC) carries each channel's inter-machine hop, as NCCL's channels do.
+    On rail-optimised racks the rotation keeps hops on one rail (rail_aligned_ring)."""
+    if placement.topology.rails:
+        return rail_aligned_ring(placement, rank_of, channel)
     ring_gpus = []
     for machines in placement.machines_by_rack.values():
         for m in machines:
             local = list(placement.gpus_by_machine[m])
             shift = channel % len(local)
+            ring_gpus.extend(local[shift:] + local[:shift])
+    return [rank_of[g] for g in ring_gpus]
+
+
+def rail_aligned_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
+    """Channel c's ring on rail-optimised racks: the first machine's GPUs rotated by c, every next
+    machine's rotated to start at the GPU index (rail) the previous machine's last GPU has, so that
+    every inter-machine hop stays on one rail (NCCL builds rings this way on rail-optimised fabrics);
+    a machine without a GPU on that rail, and the hop closing the ring, may change rails (through the
+    spine: NCCL's PXN detour over NVLink is not modelled)."""
+    per_machine = placement.topology.gpus_per_machine
+    ring_gpus: list[int] = []
+    for machines in placement.machines_by_rack.values():
+        for m in machines:
+            local = list(placement.gpus_by_machine[m])
+            rails = [g % per_machine for g in local]
+            if ring_gpus and ring_gpus[-1] % per_machine in rails:
+                shift = rails.index(ring_gpus[-1] % per_machine)
+            else:
+                shift = channel % len(local)
             ring_gpus.extend(local[shift:] + local[:shift])
     return [rank_of[g] for g in ring_gpus]
 

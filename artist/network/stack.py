@@ -40,8 +40,14 @@ def _ns3(topology: Topology, **settings):
     return Ns3Model(topology, **settings)
 
 
+def _flow(topology: Topology, **settings):
+    from artist.network.flow import FlowModel
+
+    return FlowModel(topology, **settings)
+
+
 # Backend name -> factory(topology, algorithm=, channels=, **options).
-BACKENDS: Mapping[str, Callable] = {"analytical": _analytical, "ns3": _ns3}
+BACKENDS: Mapping[str, Callable] = {"analytical": _analytical, "flow": _flow, "ns3": _ns3}
 
 
 def _sorted_items(options: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:

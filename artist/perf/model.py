@@ -7,9 +7,12 @@ A step is a graph (artist/parallel): compute nodes timed by the ComputeModel,
 communication nodes timed by the FabricModel; the step takes compute + exposed
 communication. Policies never see the fabric; they see StepEstimates.
 
-Contention: "isolated" (the only mode so far) times every job alone, so
-rates() is estimate() per job. A shared mode (jobs on common links timed
-together) comes with the fabric that can show it.
+Contention: "isolated" times every job alone, so rates() is estimate() per
+job. "shared" times the jobs of each contention component (perf/contention.py:
+rack-spanning jobs with a rack in common) together, on their own GPUs, in one
+FabricModel.time call (the flow and ns-3 backends co-simulate them; the
+analytical backend still times each alone). Policies keep asking estimate():
+a job alone.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import StepGraph
 from artist.perf.compute import ComputeModel
-from artist.placement import Placement, placement_from_shape
+from artist.perf.contention import contention_components
+from artist.network.symmetry import fabric_form, fabric_key
+from artist.placement import Placement
 from artist.workload import ModelProfile
 
-CONTENTION_MODES = ("isolated",)
+CONTENTION_MODES = ("isolated", "shared")
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,19 @@ class PerfModel:
         self.compute = compute
         self.contention = contention
         self._memo: dict = {}
+        self._shared_memo: dict = {}
 
     def graph(self, model: ModelProfile, placement: Placement) -> tuple[StepGraph, float]:
-        """The step graph of a data-parallel job, laid on the canonical placement of its shape
-        (the fabric's answer depends only on the shape), and its compute seconds on the real GPUs."""
+        """The step graph of a data-parallel job, laid on the placement standing for its fabric form
+        (network/symmetry.py: the canonical placement of its shape on a bundle spine), and its
+        compute seconds on the real GPUs."""
         compute = self.compute.step_seconds(model, placement)
-        canonical = placement_from_shape(placement.topology, placement.canonical_shape)
-        return ddp_step(model, canonical, compute), compute
+        return ddp_step(model, fabric_form(placement)[1], compute), compute
 
     def estimate(self, model: ModelProfile, placement: Placement) -> StepEstimate:
-        """One step of `model` alone on `placement`, memoised per (model, shape, GPU types):
-        by the topology's symmetry placements of one shape and GPU mix take the same time."""
-        key = (model, placement.topology, placement.canonical_shape, placement.gpu_type_counts)
+        """One step of `model` alone on `placement`, memoised per (model, fabric form, GPU types):
+        by the topology's symmetry placements of one form (shape) and GPU mix take the same time."""
+        key = (model, placement.topology, fabric_key(placement), placement.gpu_type_counts)
         found = self._memo.get(key)
         if found is None:
             graph, compute = self.graph(model, placement)
@@ -79,8 +85,36 @@ class PerfModel:
         return found
 
     def rates(self, running: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
-        """Every running job's step; isolated mode: each alone."""
-        return {job_id: self.estimate(model, placement) for job_id, (model, placement) in running.items()}
+        """Every running job's step; isolated mode: each alone; shared mode: each with the other jobs of
+        its contention component (a component of one: alone)."""
+        if self.contention == "isolated":
+            return {job_id: self.estimate(model, placement) for job_id, (model, placement) in running.items()}
+        out: dict[str, StepEstimate] = {}
+        for component in contention_components({j: p for j, (_, p) in running.items()}):
+            if len(component) == 1:
+                model, placement = running[component[0]]
+                out[component[0]] = self.estimate(model, placement)
+            else:
+                out.update(self.shared({j: running[j] for j in component}))
+        return {job_id: out[job_id] for job_id in running}
+
+    def shared(self, jobs: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
+        """The jobs' steps with all of them on the fabric at once, each graph on its own GPUs (one
+        FabricModel.time call), memoised per (models, GPUs) of the group."""
+        key = ("shared",) + tuple((job, model, placement.topology, placement.gpus)
+                                  for job, (model, placement) in jobs.items())
+        found = self._shared_memo.get(key)
+        if found is None:
+            graphs, compute = {}, {}
+            for job, (model, placement) in jobs.items():
+                compute[job] = self.compute.step_seconds(model, placement)
+                graphs[job] = ddp_step(model, placement, compute[job])
+            timings = self.fabric.time(graphs)
+            if len(self._shared_memo) >= 100_000:  # groups are combinatorial: keep the memo bounded
+                self._shared_memo.clear()
+            found = self._shared_memo[key] = {job: estimate_from_timing(graphs[job], timings[job], compute[job])
+                                              for job in jobs}
+        return dict(found)
 
 
 def as_perf_model(perf_or_fabric, topology) -> PerfModel:

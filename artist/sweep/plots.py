@@ -5,6 +5,8 @@
     comm_latency       mean exposed communication time per iteration vs racks
     queueing_delay     mean and p99 queueing delay (arrival to first start) vs racks
     jct_cdf            JCT CDF per rack count, one line per policy
+    contention         (simulator.contention: shared only) mean per-job contention slowdown and the
+                       spine's peak utilisation vs racks
 
 Lines are means over seeds; with several seeds a band shows their min and max.
 When axes other than racks, policy and seed take several values (workload,
@@ -189,6 +191,11 @@ def plot_sweep(out_dir: str | Path) -> list[Path]:
                                         "Queueing delay (arrival to first start) vs racks"),
         "jct_cdf": jct_cdf_figure(table, store),
     }
+    if "contention_slowdown_mean" in table.columns:  # sweeps with simulator.contention: shared
+        figures["contention"] = metric_figure(
+            table, [("contention_slowdown_mean", 1.0, "mean contention slowdown (shared / alone)"),
+                    ("spine_utilisation_peak", 0.01, "peak spine link utilisation (%)")],
+            "Cross-job contention vs racks")
     written = []
     for name, fig in figures.items():
         written += _save(fig, plots, name)

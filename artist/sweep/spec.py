@@ -41,6 +41,7 @@ from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
+from artist.perf.model import CONTENTION_MODES
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
 from artist.sweep.identity import models_sha256, sha256_file
@@ -436,7 +437,7 @@ def _simulator(f: Fields) -> SimulatorConfig:
     if not f.has("simulator"):
         return SimulatorConfig()
     sf = f.sub("simulator")
-    sf.unknown_keys({"round_interval_s", "restore_seconds"})
+    sf.unknown_keys({"round_interval_s", "restore_seconds", "contention"})
     default = SimulatorConfig()
     interval = default.round_interval_s
     if "round_interval_s" in sf.data:
@@ -444,4 +445,7 @@ def _simulator(f: Fields) -> SimulatorConfig:
         interval = None if raw in (None, 0) else sf.number("round_interval_s", minimum=MIN_ROUND_INTERVAL_S,
                                                            maximum=MAX_ARRIVAL_S)
     restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0, maximum=MAX_RESTORE_S)
-    return SimulatorConfig(round_interval_s=interval, restore_seconds=restore)
+    contention = sf.string("contention", default.contention)
+    if contention not in CONTENTION_MODES:
+        raise sf.error("contention", f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
+    return SimulatorConfig(round_interval_s=interval, restore_seconds=restore, contention=contention)

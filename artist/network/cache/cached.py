@@ -19,6 +19,7 @@ from artist.network.base import CommResult, GraphTiming
 from artist.network.cache.key import cache_key, collective_key_material, graphs_key_material
 from artist.network.cache.store import CachedTiming, Claim, LatencyStore, StoredAnswer
 from artist.parallel.graph import StepGraph
+from artist.network.symmetry import fabric_key
 from artist.placement import Placement
 
 
@@ -107,7 +108,7 @@ class Cached:
         """One collective of nbytes alone, cached like a step."""
         started = time.perf_counter()
         nbytes = int(nbytes)
-        question = (canonical_json(self.inner.identity()), kind, nbytes, group.topology, group.canonical_shape)
+        question = (canonical_json(self.inner.identity()), kind, nbytes, group.topology, fabric_key(group))
         found = self._keys.get(question) if self.memo_enabled else None
         if found is None:
             material = collective_key_material(self.inner, group, nbytes, kind)

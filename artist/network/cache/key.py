@@ -31,6 +31,7 @@ from typing import Mapping
 from artist.jsonkey import digest
 from artist.parallel.graph import StepGraph
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
+from artist.network.symmetry import ecmp_gpu_map, fabric_key, shape_symmetric
 from artist.topology import Topology
 
 # Bump KEY_VERSION when the meaning of the key material changes.
@@ -41,19 +42,26 @@ KEY_VERSION = 2
 def touched_link_parameters(placement: Placement) -> dict:
     """The topology's link parameters of the tiers this placement's traffic can cross."""
     tiers = {MACHINE: ("machine.",), RACK: ("machine.", "rack."), NETWORK: ("machine.", "rack.", "spine.")}
-    prefixes = tiers[placement.tier]
+    tier = placement.tier
+    if tier == RACK and placement.topology.rails:  # two rails of one rack meet through the spine
+        tier = NETWORK
+    prefixes = tiers[tier]
     params = placement.topology.link_parameters()
     out = {k: v for k, v in params.items() if k.startswith(prefixes)}
     out["gpus_per_machine"] = params["gpus_per_machine"]
     out["machines_per_rack"] = params["machines_per_rack"]
-    if placement.tier == NETWORK:
+    if tier == NETWORK:
         out["oversubscription"] = params["oversubscription"]
     return out
 
 
 def canonical_gpu_map(topology: Topology, gpus) -> dict[int, int]:
     """GPU -> GPU of placement_from_shape(canonical shape): racks in the canonical shape's
-    order (ties by id), each rack's machines by GPU count (ties by id), GPUs in id order."""
+    order (ties by id), each rack's machines by GPU count (ties by id), GPUs in id order.
+    On an ecmp spine or rail-optimised racks only racks are renumbered, in order (network/symmetry.py:
+    the hash and the rails see positions inside racks)."""
+    if not shape_symmetric(topology):
+        return ecmp_gpu_map(topology, gpus)
     placement = Placement(topology, tuple(gpus))
     by_machine = placement.gpus_by_machine
 
@@ -89,13 +97,16 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
 
 def collective_key_material(inner, group: Placement, nbytes: int, kind: str = "all_reduce") -> dict:
     """Key material of one collective of nbytes alone (calibration fits and `artist comm` ask this)."""
-    return {
+    material = {
         "key_version": KEY_VERSION,
         "shape": [list(rack) for rack in group.canonical_shape],
         "links": touched_link_parameters(group),
         "backend": inner.identity(),
         "model": f"{kind}:{int(nbytes)}",
     }
+    if not shape_symmetric(group.topology):  # the hash and rails see positions inside racks (symmetry.py)
+        material["fabric_form"] = [list(rack) for rack in fabric_key(group)[1:]]
+    return material
 
 
 def cache_key(material: dict) -> str:

@@ -47,7 +47,8 @@ from artist.network.ns3.builder import EngineCollective, build_engine_input
 from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
 from artist.network.ns3.worker import ENGINE_SOURCE, TRANSPORTS
 from artist.parallel.graph import StepGraph
-from artist.placement import Placement, placement_from_shape, shape_to_text
+from artist.network.symmetry import fabric_form, fabric_key, shape_symmetric
+from artist.placement import Placement, shape_to_text
 from artist.topology import Topology
 
 __all__ = ["Ns3Model", "Ns3SimulationError", "Ns3Worker", "NS3_BACKEND_VERSION", "TransportOptions"]
@@ -137,7 +138,7 @@ class Ns3Model:
 
     # ---- running --------------------------------------------------------------
     def _canonical(self, placement: Placement) -> Placement:
-        return placement_from_shape(placement.topology, placement.canonical_shape)
+        return fabric_form(placement)[1]
 
     def run(self, collectives: Sequence[EngineCollective], label: str) -> dict:
         """Run collectives and timers in one ns-3 run (label names the question in errors).
@@ -176,12 +177,18 @@ class Ns3Model:
                   src_dst: tuple[int, int] | None = None) -> Schedule:
         """The schedule to simulate: with acceleration a ring all-reduce is built only for the
         steps that are simulated (a prefix; the rest is extrapolated), never in full."""
-        if self.accelerate and kind == "all_reduce" and self.algorithm == "ring" and group.size > 1:
+        if self._may_accelerate() and kind == "all_reduce" and self.algorithm == "ring" and group.size > 1:
             probe = ring_allreduce(group, int(nbytes), self.channels, max_steps=1)
             keep = max(self.steady_steps, 2 * self._ring_period(probe) + 2)
             if keep < probe.total_steps:
                 return ring_allreduce(group, int(nbytes), self.channels, max_steps=keep)
         return collective_schedule(kind, self.algorithm, group, int(nbytes), self.channels, src_dst=src_dst)
+
+    def _may_accelerate(self, jobs: int = 1) -> bool:
+        """Steady-state skipping assumes one job's ring repeating its hop pattern: not with co-runners
+        (their traffic is the point), nor on an ecmp spine or rails (each hop's plane is hashed, or
+        its rail varies, so the pattern need not repeat); those run in full."""
+        return self.accelerate and jobs == 1 and shape_symmetric(self.topology)
 
     def _ring_period(self, schedule: Schedule) -> int:
         """Smallest P such that the ring's hops (links crossed, latency) repeat every P positions."""
@@ -219,7 +226,7 @@ class Ns3Model:
     # ---- FabricModel ------------------------------------------------------------
     def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
         """One collective of nbytes; by the topology's symmetry it depends only on the canonical shape."""
-        key = (kind, group.canonical_shape, int(nbytes))
+        key = (kind, fabric_key(group), int(nbytes))
         if key not in self._memo:
             schedule = self._schedule(self._canonical(group), nbytes, kind)
             if not schedule.transfers:
@@ -231,10 +238,14 @@ class Ns3Model:
                     "collective_seconds"][0]
         return self._memo[key]
 
-    def _node_schedule(self, node) -> Schedule:
+    def _node_schedule(self, node, accelerate: bool = True) -> Schedule:
+        group = Placement(self.topology, node.group)
         if node.kind == "send_recv":
-            return self._schedule(Placement(self.topology, node.group), node.nbytes, "send_recv", tuple(node.group))
-        return self._schedule(Placement(self.topology, node.group), node.nbytes, node.kind)
+            return collective_schedule("send_recv", self.algorithm, group, node.nbytes, self.channels,
+                                       src_dst=tuple(node.group))
+        if not accelerate:
+            return collective_schedule(node.kind, self.algorithm, group, int(node.nbytes), self.channels)
+        return self._schedule(group, node.nbytes, node.kind)
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         """Every graph's communication in one ns-3 run (jobs at once), each node's duration
@@ -242,6 +253,7 @@ class Ns3Model:
         started = time.perf_counter()
         jobs = list(graphs)
         label = "+".join(_graph_label(self.topology, graphs[j]) for j in jobs)
+        accelerate = self._may_accelerate(len(jobs))
         collectives: list[EngineCollective] = []
         index: dict[tuple[int, int], int] = {}  # (job, node) -> collective
         schedules: dict[tuple[int, int], Schedule] = {}
@@ -249,8 +261,8 @@ class Ns3Model:
             graph = graphs[job]
             for node in graph.nodes:
                 if node.is_communication:
-                    schedules[(j, node.id)] = self._node_schedule(node)
-        accelerated = self.accelerate and any(self._accelerated(s) for s in schedules.values())
+                    schedules[(j, node.id)] = self._node_schedule(node, accelerate)
+        accelerated = accelerate and any(self._accelerated(s) for s in schedules.values())
         if not any(s.transfers for s in schedules.values()):
             res = None  # nothing crosses a link (one GPU): every communication node takes 0 s
         elif accelerated:

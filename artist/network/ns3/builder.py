@@ -4,10 +4,15 @@ The network realises exactly the links of artist/network/links.py, and only the
 ones the job's transfers cross:
 - per GPU a link to its machine's NVSwitch node (machine tier),
 - per GPU a NIC link to its rack switch node (rack tier),
-- per rack an uplink to the spine node at topology.rack_uplink_bps (spine tier,
-  oversubscription applied; the bundle of spine ports is one link of that capacity).
-Every route is links.path(), so intra-machine traffic crosses the NVSwitch and
-inter-machine traffic the NICs, as in the analytical model.
+- ``bundle`` spine: per leaf switch (a rack's switch, or with rails a rail's) an
+  uplink to the spine node at topology.leaf_uplink_bps (spine tier, oversubscription
+  applied; the bundle of spine ports is one link of that capacity);
+- ``ecmp`` spine: per leaf and plane k used, the leaf's uplink port k to spine
+  switch k at the spine port bandwidth (links.py's port links).
+Every route is links.path() for the transfer's channel, so intra-machine traffic
+crosses the NVSwitch, inter-machine traffic the NICs, and inter-rack traffic the
+spine plane the ECMP hash picks, as in the analytical and flow models. Links are
+keyed by what they are, so the jobs of one run share every link they have in common.
 
 Switch latency: ns-3 point-to-point channels have one delay for both directions,
 so half of each switch's latency is folded into the delay of every link attached
@@ -32,6 +37,7 @@ _LINK_OF = {
     "gpu_up": ("gpu", 0), "gpu_down": ("gpu", 1),
     "nic_up": ("nic", 0), "nic_down": ("nic", 1),
     "rack_up": ("uplink", 0), "rack_down": ("uplink", 1),
+    "port_up": ("port", 0), "port_down": ("port", 1),
 }
 
 
@@ -79,7 +85,9 @@ class _NetworkBuilder:
         self.link_bps: list[float] = []
         self.link_delay: list[float] = []
         self.link_names: list[str] = []
-        self.routes: dict[tuple[int, int], tuple[int, str]] = {}  # (src, dst) -> (route id, link kind)
+        # (src, dst, channel) -> (route id, link kind); channel 0 for all on a bundle spine
+        self.routes: dict[tuple[int, int, int], tuple[int, str]] = {}
+        self.per_channel = topology.spine_model == "ecmp"
         self.route_steps: list[list[tuple[int, int]]] = []
 
     def _switch(self, key: tuple) -> int:
@@ -97,8 +105,12 @@ class _NetworkBuilder:
             a, b = self.rank_of[index], self._switch(("nvswitch", t.machine_of(index)))
             delay = t.machine.link_latency_s + t.machine.switch_latency_s / 2
         elif kind == "nic":
-            a, b = self.rank_of[index], self._switch(("rackswitch", t.rack_of(index)))
+            a, b = self.rank_of[index], self._switch(("rackswitch", t.leaf_of(index)))
             delay = t.rack.link_latency_s + t.rack.switch_latency_s / 2
+        elif kind == "port":  # ecmp: leaf index // ports, plane index % ports
+            leaf, plane = divmod(index, t.spine_ports)
+            a, b = self._switch(("rackswitch", leaf)), self._switch(("spine", plane))
+            delay = t.spine.link_latency_s + t.rack.switch_latency_s / 2 + t.spine.switch_latency_s / 2
         else:
             a, b = self._switch(("rackswitch", index)), self._switch(("spine",))
             delay = t.spine.link_latency_s + t.rack.switch_latency_s / 2 + t.spine.switch_latency_s / 2
@@ -110,12 +122,12 @@ class _NetworkBuilder:
         self.link_names.append(f"{kind}{index}")
         return self.links[key]
 
-    def route(self, src_rank: int, dst_rank: int) -> tuple[int, str]:
-        """Route id and link kind (nvlink / net) between two GPU nodes."""
-        key = (src_rank, dst_rank)
+    def route(self, src_rank: int, dst_rank: int, channel: int = 0) -> tuple[int, str]:
+        """Route id and link kind (nvlink / net) between two GPU nodes for a transfer of `channel`."""
+        key = (src_rank, dst_rank, channel if self.per_channel else 0)
         found = self.routes.get(key)
         if found is None:  # a ring reuses a handful of routes for every step: compute each once
-            p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank])
+            p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank], key[2])
             steps = []
             for link_id in p.links:
                 kind, direction = _LINK_OF[link_id[0]]
@@ -157,7 +169,7 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
         node = [nb.rank_of[g] for g in coll.schedule.ranks] if coll.schedule is not None else []
         for t in transfers:
             src, dst = node[t.src], node[t.dst]
-            route, kind = nb.route(src, dst)
+            route, kind = nb.route(src, dst, t.channel)
             m_src.append(src)
             m_dst.append(dst)
             m_route.append(route)

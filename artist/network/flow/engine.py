@@ -1,0 +1,319 @@
+"""Executes step graphs of one or several jobs as fluid flows sharing the links.
+
+The same rules as the ns-3 engine (network/ns3/engine.cc), with bytes as a
+fluid instead of packets:
+- a node starts when all its dependencies have ended (at 0 without any); every
+  graph of a run starts at 0 together (co-runners from a common start);
+- a compute node ends ``seconds`` later;
+- a communication node runs its collective's schedule (collectives.py): it
+  pays NCCL's base latency, then every transfer starts its start-up latency
+  (alpha, per link kind) after the last transfer it depends on was delivered
+  to its sender (roots: after the base latency);
+- transfers of one connection (job, sender, receiver, channel) go one after
+  another, as the messages of one NCCL channel connection (and of the ns-3
+  engine's connections) do: a transfer ready while an earlier one of its
+  connection still flows waits for it to drain;
+- a job's flows leaving a GPU by the same first link (its NVSwitch port or its
+  NIC) are served in the order they started, work-conserving: weighted
+  max-min with weights 1, 1e-6, 1e-12, ... by start order, so the first takes
+  what it can use and the next ones what it leaves. Why not equal shares: the
+  ns-3 engine round-robins a GPU's connections frame by frame, yet the
+  channels of a ring desynchronise there (a frame of skew grows through the
+  ring's dependencies), so one channel sends while another waits out its
+  start-up latency and the NIC never idles; equal shares keep the channels in
+  lock-step and expose every start-up latency (measured: a 6-GPU 2-channel
+  ring all-reduce of 4 MiB, one GPU per machine, 713 us fluid with equal
+  shares, 614 us in ns-3). Flows of different jobs, or of one job from
+  different GPUs, have weight 1 against each other where they meet;
+- a flowing transfer is a flow on its route's links (links.py: NVSwitch ports,
+  NICs, the spine bundle or the ECMP-hashed spine ports); the flows active at
+  any moment share every link max-min fairly (maxmin.py), recomputed whenever
+  a flow starts or drains; a drained transfer is delivered its path's
+  propagation and switch latency later;
+- a communication node ends when its last transfer is delivered (at once if it
+  has none: a group of one GPU).
+Time advances from event to event (a flow draining at its current rate, or a
+scheduled start / delivery / end), all changes at one instant are applied
+before the rates are recomputed; iteration is in insertion order, so a run is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from artist.network.collectives import Schedule
+from artist.network.flow.maxmin import max_min_rates, max_min_rates_small
+from artist.network.links import link_bandwidth_bps, path
+from artist.parallel.graph import StepGraph
+from artist.topology import Topology
+
+_ROOTS, _START, _DELIVER, _END = 0, 1, 2, 3
+MAX_TRANSFERS = 5_000_000  # per run: a limit, so that no question allocates without bound
+
+
+@dataclass
+class FlowRunResult:
+    node_start: list[list[float]]  # per graph, per node
+    node_end: list[list[float]]
+    transfers: int
+    rate_updates: int
+    link_bytes: dict  # link id -> bytes carried (conservation checks, utilisation)
+
+
+class _Transfer:
+    __slots__ = ("links", "nbytes", "alpha", "latency", "dependents", "deps_left", "owner", "connection")
+
+    def __init__(self, links, nbytes, alpha, latency, owner, connection):
+        self.connection = connection
+        self.links = links
+        self.nbytes = nbytes
+        self.alpha = alpha
+        self.latency = latency
+        self.dependents: list[int] = []
+        self.deps_left = 0
+        self.owner = owner  # (graph, node)
+
+
+SENDER_PRIORITY = 1e-6  # weight ratio between successive flows of one job at one sender link
+
+
+def _sender_weights(transfers: list, active: list[int]) -> np.ndarray:
+    """Weight of each active flow: SENDER_PRIORITY ** (flows of its job that started earlier at its
+    sending GPU's first link); `active` is in start order."""
+    seen: dict[tuple, int] = {}
+    out = np.empty(len(active))
+    for k, i in enumerate(active):
+        tr = transfers[i]
+        key = (tr.owner[0], int(tr.links[0]))
+        position = seen.get(key, 0)
+        seen[key] = position + 1
+        out[k] = SENDER_PRIORITY ** position
+    return out
+
+
+def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Callable[[object], Schedule],
+               latency) -> FlowRunResult:
+    """Run the graphs together; schedule_of(node) gives a communication node's schedule."""
+    link_index: dict[tuple, int] = {}
+    capacity: list[float] = []
+    route_memo: dict[tuple, tuple[np.ndarray, float, float]] = {}
+
+    def route(src: int, dst: int, channel: int):
+        key = (src, dst, channel)
+        found = route_memo.get(key)
+        if found is None:
+            p = path(topology, src, dst, channel)
+            ids = []
+            for link in p.links:
+                if link not in link_index:
+                    link_index[link] = len(capacity)
+                    capacity.append(link_bandwidth_bps(topology, link) / 8.0)
+                ids.append(link_index[link])
+            found = route_memo[key] = (np.asarray(ids, dtype=np.int64), latency.per_step(p.kind), p.latency_s)
+        return found
+
+    transfers: list[_Transfer] = []
+    comm_roots: dict[tuple[int, int], list[int]] = {}
+    comm_left: dict[tuple[int, int], int] = {}
+    for gi, graph in enumerate(graphs):
+        for node in graph.nodes:
+            if not node.is_communication:
+                continue
+            schedule = schedule_of(node)
+            first = len(transfers)
+            if first + len(schedule.transfers) > MAX_TRANSFERS:
+                raise ValueError(f"the flow model's run would hold more than {MAX_TRANSFERS} transfers")
+            roots = []
+            for i, t in enumerate(schedule.transfers):
+                links, alpha, lat = route(schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
+                connection = (gi, schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
+                tr = _Transfer(links, float(t.nbytes), alpha, lat, (gi, node.id), connection)
+                tr.deps_left = len(t.deps)
+                for d in t.deps:
+                    transfers[first + d].dependents.append(first + i)
+                transfers.append(tr)
+                if not t.deps:
+                    roots.append(first + i)
+            comm_roots[(gi, node.id)] = roots
+            comm_left[(gi, node.id)] = len(schedule.transfers)
+
+    node_start = [[math.nan] * len(g.nodes) for g in graphs]
+    node_end = [[math.nan] * len(g.nodes) for g in graphs]
+    node_deps_left = [[len(n.deps) for n in g.nodes] for g in graphs]
+    node_dependents: list[list[list[int]]] = [[[] for _ in g.nodes] for g in graphs]
+    for gi, graph in enumerate(graphs):
+        for node in graph.nodes:
+            for d in node.deps:
+                node_dependents[gi][d].append(node.id)
+
+    heap: list = []
+    seq = 0
+
+    def push(when: float, action: int, arg) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (when, seq, action, arg))
+
+    def start_node(gi: int, ni: int, now: float) -> None:
+        node_start[gi][ni] = now
+        node = graphs[gi].nodes[ni]
+        if not node.is_communication:
+            push(now + node.seconds, _END, (gi, ni))
+        elif comm_left[(gi, ni)] == 0:
+            push(now, _END, (gi, ni))
+        else:
+            push(now + latency.base_s, _ROOTS, (gi, ni))
+
+    for gi, graph in enumerate(graphs):
+        for node in graph.nodes:
+            if not node.deps:
+                start_node(gi, node.id, 0.0)
+
+    count = len(transfers)
+    remaining = np.zeros(count)
+    rate_of = np.zeros(count)
+    nbytes = np.fromiter((tr.nbytes for tr in transfers), dtype=np.float64, count=count)
+    started_as = [0] * count  # start order of each flowing transfer (max-min order, sender priority)
+    queued: dict[tuple, list[int]] = {}  # busy connection -> transfers waiting for it, in order
+    active: list[int] = []  # transfer ids in start order
+    active_arr = np.zeros(0, dtype=np.int64)
+    on_link: dict[int, list[int]] = {}  # link -> its flowing transfers, in start order
+    dirty: set[int] = set()  # links whose flows changed since the rates were computed
+    capacity_arr = np.asarray(capacity, dtype=np.float64)
+    now = 0.0
+    updates = 0
+    starts = 0
+
+    def begin(tid: int) -> None:
+        nonlocal starts
+        remaining[tid] = nbytes[tid]
+        started_as[tid] = starts
+        starts += 1
+        active.append(tid)
+        for link in transfers[tid].links.tolist():
+            on_link.setdefault(link, []).append(tid)
+            dirty.add(link)
+
+    while heap or active:
+        t_event = heap[0][0] if heap else math.inf
+        drained: list[int] = []
+        if active:
+            rates = rate_of[active_arr]
+            rem = remaining[active_arr]
+            times = rem / rates
+            first = int(np.argmin(times))
+            t_done = now + float(times[first])
+            t_next = min(t_event, t_done)
+            rem = rem - rates * (t_next - now)
+            if t_done <= t_event:
+                rem[first] = 0.0
+            done = rem <= 1e-9 * nbytes[active_arr] + 1e-6
+            remaining[active_arr] = np.where(done, 0.0, rem)
+            if done.any():
+                drained = active_arr[done].tolist()
+                active = active_arr[~done].tolist()
+                for i in drained:
+                    for link in transfers[i].links.tolist():
+                        on_link[link].remove(i)
+                        dirty.add(link)
+            now = t_next
+        else:
+            now = t_event
+        for i in drained:
+            push(now + transfers[i].latency, _DELIVER, i)
+            waiting = queued[transfers[i].connection]
+            if waiting:
+                begin(waiting.pop(0))
+            else:
+                del queued[transfers[i].connection]
+        while heap and heap[0][0] <= now:
+            _, _, action, arg = heapq.heappop(heap)
+            if action == _START:
+                tr = transfers[arg]
+                if tr.nbytes <= 0:
+                    push(now + tr.latency, _DELIVER, arg)
+                elif tr.connection in queued:  # the connection is busy: wait in order
+                    queued[tr.connection].append(arg)
+                else:
+                    queued[tr.connection] = []
+                    begin(arg)
+            elif action == _DELIVER:
+                tr = transfers[arg]
+                for d in tr.dependents:
+                    dep = transfers[d]
+                    dep.deps_left -= 1
+                    if dep.deps_left == 0:
+                        push(now + dep.alpha, _START, d)
+                comm_left[tr.owner] -= 1
+                if comm_left[tr.owner] == 0:
+                    push(now, _END, tr.owner)
+            elif action == _ROOTS:
+                for r in comm_roots[arg]:
+                    push(now + transfers[r].alpha, _START, r)
+            else:  # _END
+                gi, ni = arg
+                node_end[gi][ni] = now
+                for d in node_dependents[gi][ni]:
+                    node_deps_left[gi][d] -= 1
+                    if node_deps_left[gi][d] == 0:
+                        start_node(gi, d, now)
+        if dirty:
+            active_arr = np.asarray(active, dtype=np.int64)
+            component = _connected_flows(dirty, on_link, transfers)
+            dirty.clear()
+            if component:
+                component.sort(key=started_as.__getitem__)
+                rate_of[component] = _component_rates(component, transfers, capacity_arr)
+                updates += 1
+    for gi, graph in enumerate(graphs):
+        missing = [n.id for n in graph.nodes if math.isnan(node_end[gi][n.id])]
+        if missing:
+            raise RuntimeError(f"flow model: graph {gi} nodes {missing[:5]} never ended (a dependency cycle?)")
+    carried = np.zeros(len(capacity))
+    for tr in transfers:  # every transfer drains completely: a link carries all bytes routed over it
+        carried[tr.links] += tr.nbytes
+    by_id = {link: float(carried[i]) for link, i in link_index.items()}
+    return FlowRunResult(node_start, node_end, len(transfers), updates, by_id)
+
+
+def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: list) -> list[int]:
+    """Flowing transfers connected to these links through shared links. Max-min rates of flows
+    that share no link, directly or through others, do not depend on each other, so only these
+    need new rates when the flows on `links` changed."""
+    seen_links = set(links)
+    frontier = list(links)
+    flows: set[int] = set()
+    while frontier:
+        link = frontier.pop()
+        for tid in on_link.get(link, ()):
+            if tid in flows:
+                continue
+            flows.add(tid)
+            for other in transfers[tid].links.tolist():
+                if other not in seen_links:
+                    seen_links.add(other)
+                    frontier.append(other)
+    return list(flows)
+
+
+SMALL_COMPONENT = 24  # flows: below this, plain Python beats numpy's per-call overhead (measured)
+
+
+def _component_rates(flows: list[int], transfers: list, capacity: np.ndarray) -> np.ndarray:
+    """Weighted max-min rates of these flows (in start order) on their links."""
+    weights = _sender_weights(transfers, flows)
+    if len(flows) < SMALL_COMPONENT:
+        flow_links = [transfers[i].links.tolist() for i in flows]
+        caps = {link: float(capacity[link]) for links in flow_links for link in links}
+        return np.asarray(max_min_rates_small(flow_links, caps, weights.tolist()))
+    lengths = [len(transfers[i].links) for i in flows]
+    link_of = np.concatenate([transfers[i].links for i in flows])
+    used, local = np.unique(link_of, return_inverse=True)
+    flow_of = np.repeat(np.arange(len(flows)), lengths)
+    return max_min_rates(flow_of, local, len(flows), capacity[used], weights)

@@ -1,0 +1,59 @@
+"""Which running jobs can slow each other down: contention components.
+
+GPUs belong to one job at a time, and so do their NVSwitch ports and NICs
+(one NIC per GPU in every topology here); the only links two jobs can share
+are the spine's: a leaf switch's uplink bundle (``bundle``) or its uplink
+ports (``ecmp``), a leaf being a rack's switch, or with rail-optimised wiring
+a rail's switch of a rack. A job whose GPUs hang off one leaf never crosses
+them; jobs spanning leaves share a link only if they have a leaf in common.
+So a component is a set of leaf-spanning jobs connected through common
+leaves (without rails: rack-spanning jobs through common racks); every other
+job is alone. (On an ecmp spine two jobs on a common rack may still hash onto
+disjoint ports: the co-simulation of their component then shows no slowdown,
+a component is an upper bound on who interacts, never a miss.)
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from artist.placement import Placement
+
+
+def uplink_leaves(placement: Placement) -> tuple[int, ...]:
+    """The leaf switches whose spine uplinks the job's traffic may cross: () for a job on one machine
+    or under one leaf, else the leaves of its GPUs (topology.leaf_of)."""
+    if len(placement.gpus_by_machine) < 2:
+        return ()
+    topology = placement.topology
+    if not topology.rails:
+        racks = placement.racks
+        return tuple(racks) if len(racks) > 1 else ()
+    leaves = sorted({topology.leaf_of(g) for g in placement.gpus})
+    return tuple(leaves) if len(leaves) > 1 else ()
+
+
+def contention_components(placements: Mapping[str, Placement]) -> list[list[str]]:
+    """Job ids grouped into components, each component's jobs in the mapping's order, components in
+    the order of their first job; jobs under one leaf (one rack without rails) are components of one."""
+    parent: dict[str, str] = {}
+    order = {job: i for i, job in enumerate(placements)}
+
+    def find(job: str) -> str:
+        while parent[job] != job:
+            parent[job] = parent[parent[job]]
+            job = parent[job]
+        return job
+
+    first_on_leaf: dict[int, str] = {}
+    for job, placement in placements.items():
+        parent[job] = job
+        for leaf in uplink_leaves(placement):
+            other = first_on_leaf.setdefault(leaf, job)
+            a, b = find(job), find(other)
+            if a != b:
+                parent[max(a, b, key=order.get)] = min(a, b, key=order.get)
+    groups: dict[str, list[str]] = {}
+    for job in placements:
+        groups.setdefault(find(job), []).append(job)
+    return list(groups.values())
