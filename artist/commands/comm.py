@@ -3,6 +3,7 @@
     artist comm --model resnet50 --shape '[[8,8]]'
     artist comm --collective all_gather --bytes 64MiB --gpus 0-7,64-71
     artist comm --collective send_recv --bytes 1GiB --gpus 0,64      (from the first GPU to the second)
+    artist comm --model gpt3-13b --plan dp=4,tp=8,pp=2 [--gpus 0-63] [--json]   (hybrid parallelism, LLM zoo)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
                                      calibration_path, load_topology_from)
 from artist.commands.cache import cache_path_from_args
+from artist.commands.plans import add_plan_arguments, run_plan
 from artist.errors import InputError
 from artist.network.stack import CommSpec
 from artist.parallel.graph import COMMUNICATION, Node, StepGraph
@@ -48,6 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--accelerate", action="store_true",
                    help="ns3 only: steady-state skipping for ring all-reduces (validated within 1%%, "
                         "see benchmarks/ns3_speed.py)")
+    add_plan_arguments(p, in_comm=True)
     p.set_defaults(func=run)
 
 
@@ -149,6 +152,8 @@ def run(args) -> int:
     topology = load_topology_from(args)
     if args.collective is not None:
         return run_collective(args, topology)
+    if args.plan is not None:
+        return run_plan(args, topology)
     if args.shape is None:
         raise InputError("command line", "--shape", "--model needs --shape (the placement shape)")
     placement = _placement(args, topology)

@@ -86,6 +86,7 @@ class _Builder:
         self.mbs, self.recompute, self.overlap_dp = micro_batch_size, recompute, overlap_dp
         self.nodes: list[Node] = []
         self.tags: list[str] = []
+        self._groups: dict = {}
 
     def add(self, kind, tag, deps, group, seconds=0.0, nbytes=0) -> int:
         i = len(self.nodes)
@@ -93,13 +94,23 @@ class _Builder:
         self.tags.append(tag)
         return i
 
+    def groups(self, replicas, p):
+        """The stage's GPUs, its TP groups and EP groups (sorted, as collectives name them), built once."""
+        key = (replicas, p)
+        found = self._groups.get(key)
+        if found is None:
+            grid = self.grid
+            gpus = tuple(sorted(g for d in replicas for g in grid.tp_group(d, p)))
+            tp_groups = [tuple(sorted(grid.tp_group(d, p))) for d in replicas]
+            ep_groups = [tuple(sorted(grid.ep_group(replicas[0], p, t))) for t in range(self.plan.tp)]
+            found = self._groups[key] = (gpus, tp_groups, ep_groups)
+        return found
+
     def stage_pass(self, replicas, p, forward, stage, deps) -> tuple[tuple[int, ...], dict[int, int]]:
         """One pass of one micro-batch through stage p for a lock-step set of replicas; returns the
         ids it ends with and each layer's compute node."""
-        plan, grid = self.plan, self.grid
-        gpus = tuple(sorted(g for d in replicas for g in grid.tp_group(d, p)))
-        tp_groups = [tuple(sorted(grid.tp_group(d, p))) for d in replicas]
-        ep_groups = [tuple(sorted(grid.ep_group(replicas[0], p, t))) for t in range(plan.tp)]
+        plan = self.plan
+        gpus, tp_groups, ep_groups = self.groups(replicas, p)
         repeat = 1 if forward else (2 if self.recompute else 1)
         factor = 1.0 if forward else (3.0 if self.recompute else 2.0)
         compute_of: dict[int, int] = {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from artist.network.base import CommResult, FabricModel, GraphTiming
-from artist.parallel.hybrid import TAGS, HybridStep, hybrid_step
+from artist.parallel.hybrid import TAGS, HybridStep, hybrid_step, split_stages
 from artist.parallel.plan import ParallelPlan, rank_grid
 from artist.perf.accelerators import Accelerator, accelerator
 from artist.perf.memory import MemoryUse, check_fits, stage_memory
@@ -96,6 +96,29 @@ def critical_path_seconds(step: HybridStep, timing: GraphTiming) -> dict[str, fl
         i = max(deps, key=lambda k: (end[k], k))
 
 
+def replicas_laid_out_alike(topology: Topology, plan: ParallelPlan, gpus) -> bool:
+    """Whether every lock-step replica set's TP groups, EP groups and stage-to-stage pairs have the
+    same placement shapes as the first one's: then an isolated (per-collective) backend times their
+    passes alike, and hybrid_step's first_replicas_only shortcut changes no answer."""
+    from artist.placement import Placement
+
+    grid = rank_grid(plan, gpus)
+
+    def shapes(first: int):
+        replicas = range(first, first + plan.ep)
+        out = []
+        for p in range(plan.pp):
+            out.extend(Placement(topology, grid.tp_group(d, p)).canonical_shape for d in replicas)
+            out.extend(Placement(topology, grid.ep_group(first, p, t)).canonical_shape for t in range(plan.tp))
+            if p + 1 < plan.pp:
+                out.extend(Placement(topology, (grid.gpu(d, p, t), grid.gpu(d, p + 1, t))).canonical_shape
+                           for d in replicas for t in range(plan.tp))
+        return out
+
+    reference = shapes(0)
+    return all(shapes(first) == reference for first in range(plan.ep, plan.dp, plan.ep))
+
+
 def plan_gpu(topology: Topology, gpus: Iterable[int]) -> Accelerator:
     """The slowest GPU type among gpus (a synchronous step waits for it)."""
     types = {topology.gpu_type_of_machine(topology.machine_of(g)) for g in gpus}
@@ -123,12 +146,12 @@ def estimate_plan(fabric: FabricModel, topology: Topology, model: TransformerCon
         raise ValueError(f"plan ep={plan.ep}: model {model.name} has no experts")
     gpu = plan_gpu(topology, gpus)
     layers = model.layers_list()
-    step = hybrid_step(layers, grid, forward_seconds(model, plan, micro_batch_size, gpu), micro_batch_size,
-                       recompute, overlap_dp, first_replicas_only)
-    memory = plan_memory(model, plan, micro_batch_size, recompute, step.stages)
-    if check_memory:
+    memory = plan_memory(model, plan, micro_batch_size, recompute, split_stages(layers, plan.pp))
+    if check_memory:  # before building a graph that would not run
         check_fits(memory, gpu.memory_bytes, gpu.name, f"model {model.name} with plan {plan.text()} "
                                                         f"(micro-batch {micro_batch_size})")
+    step = hybrid_step(layers, grid, forward_seconds(model, plan, micro_batch_size, gpu), micro_batch_size,
+                       recompute, overlap_dp, first_replicas_only)
     timing = fabric.time({"job": step.graph})["job"]
     path = critical_path_seconds(step, timing)
     compute = max(step.stage_compute_seconds)
