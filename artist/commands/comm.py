@@ -154,6 +154,8 @@ def run(args) -> int:
         return run_collective(args, topology)
     if args.plan is not None:
         return run_plan(args, topology)
+    if args.json or args.microbatches is not None:
+        raise InputError("command line", "--json" if args.json else "--microbatches", "only with --plan")
     if args.shape is None:
         raise InputError("command line", "--shape", "--model needs --shape (the placement shape)")
     placement = _placement(args, topology)
