@@ -86,18 +86,36 @@ def ns3(topology) -> None:
                        forward_seconds(model, plan, 1, plan_gpu(topology, range(64))))
     packets = wire_bytes(step.graph) / TransportOptions().mtu
     print(f"gpt3-13b {plan.text()} on 64 GPUs: {wire_bytes(step.graph) / 1e12:.2f} TB on the wire, "
-          f"~{packets:.2e} packets: ~{packets / rate / 3600:.1f} h of ns-3 at that rate (estimate; not run)")
+          f"~{packets:.2e} packets: ~{packets / rate / 3600:.1f} h of ns-3 at that rate (estimate; --ns3-13b runs it)")
+
+
+def ns3_13b(topology) -> None:
+    """The whole 13B, 64-GPU step on ns-3 (tens of minutes; the watchdog raised to 3 h)."""
+    from artist.network.ns3 import Ns3Model
+
+    model, plan = zoo_model("gpt3-13b"), ParallelPlan(dp=4, tp=8, pp=2, microbatches=8)
+    analytical = estimate_plan(AnalyticalModel(topology), topology, model, plan, range(64))
+    t = time.perf_counter()
+    est = estimate_plan(Ns3Model(topology, timeout_s=3 * 3600.0), topology, model, plan, range(64))
+    wall = time.perf_counter() - t
+    print(f"gpt3-13b {plan.text()} on 64 GPUs, ns-3: step {est.step_seconds:.5f} s (analytical "
+          f"{analytical.step_seconds:.5f} s, ratio {est.step_seconds / analytical.step_seconds:.4f}); exposed TP "
+          f"{est.exposed_seconds['tp']:.5f} s (analytical {analytical.exposed_seconds['tp']:.5f}); "
+          f"{est.nodes} nodes, {est.comm.packets:,} packets in {wall:.0f} s wall")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-ns3", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ns3-13b", action="store_true", help="also run the whole 13B step on ns-3 (tens of minutes)")
     args = parser.parse_args()
     topology = load_topology(REPO / "topologies" / "dgx-h100.yaml")
     big(topology, args.repeats)
     if not args.no_ns3:
         ns3(topology)
+    if args.ns3_13b:
+        ns3_13b(topology)
 
 
 if __name__ == "__main__":

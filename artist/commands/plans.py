@@ -125,6 +125,8 @@ def run_plan(args, topology) -> int:
     gpus = _plan_gpus(args, topology, plan)
     try:
         est = _estimate(args, topology, model, plan, gpus)
+    except InputError:  # already names its file or option (a calibration profile, a limit)
+        raise
     except (PlanDoesNotFit, ValueError, KeyError) as exc:
         raise InputError("command line", f"--plan {args.plan}", str(exc.args[0] if exc.args else exc)) from None
     if args.json:
