@@ -152,11 +152,12 @@ def test_ns3_answers_through_the_fabric_model_interface(worker):
     assert single.exposed_comm_seconds == 0.0 and single.comm.packets == 0
 
 
-def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch):
+def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_path):
     from artist.cli import main
     from artist.network.ns3 import runner
 
     monkeypatch.setattr(runner, "_shared", worker)
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path))  # a fresh cache: the user's may already hold this answer
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
         code = main(["comm", "--topology", str(REPO / "topologies" / "dally-3tier.yaml"), "--model",
