@@ -72,3 +72,15 @@ def test_accelerator_figures_are_the_datasheets():
     assert accelerator("V100").memory_bytes == 32e9
     with pytest.raises(KeyError, match="A100"):
         accelerator("generic")
+
+
+def test_sequence_parallel_shards_every_activation_by_t():
+    # Korthikanti et al. 2022 Table 2, tensor + sequence parallel: s b h (34/t + 5 a s / (h t)) per layer.
+    s, h, a, t, b = 2048, 5120, 40, 8, 1
+    model = zoo_model("gpt3-13b")
+    plan = ParallelPlan(tp=t, microbatches=4)
+    use = plan_memory(model, plan, b, False, split_stages(model.layers_list(), 1), sequence_parallel=True)
+    per_layer = s * b * h * (34 / t + 5 * a * s / (h * t))
+    head = (s * b * h * 2 + 4 * s * b * 50257) / t
+    embedding = s * b * h * 2 / t
+    assert use.activation_bytes == pytest.approx(40 * per_layer + head + embedding, rel=1e-12)

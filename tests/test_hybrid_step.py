@@ -149,3 +149,23 @@ def test_tp_group_split_across_machines_costs_what_alpha_beta_says():
     assert split.step_seconds / inside.step_seconds == pytest.approx(expected_split / expected_inside, rel=1e-9)
     assert inside.exposed_seconds["tp"] == pytest.approx(expected_inside - compute, rel=1e-9)
     assert split.exposed_seconds["dp"] == 0.0 and split.bubble_fraction == pytest.approx(0.0, abs=1e-12)
+
+
+def test_sequence_parallel_swaps_each_all_reduce_for_an_all_gather_and_a_reduce_scatter():
+    model = zoo_model("gpt3-1.3b")
+    plan = ParallelPlan(tp=8, microbatches=2)
+    layers = model.layers_list()
+    grid = rank_grid(plan, range(8))
+    plain = hybrid_step(layers, grid, [1e-3] * len(layers))
+    sp = hybrid_step(layers, grid, [1e-3] * len(layers), sequence_parallel=True)
+    kinds = [n.kind for n, tag in zip(sp.graph.nodes, sp.tags) if tag == "tp"]
+    assert kinds.count("all_gather") == kinds.count("reduce_scatter") == sum(
+        1 for tag in plain.tags if tag == "tp")
+    # Same bytes on the wire per rank: all-gather + reduce-scatter = (t-1)/t S + (t-1)/t S = the ring all-reduce.
+    # In one machine α-β (tests/alpha_beta.py): AG + RS = 2 x (base + 7 hops + 7/8 S / B), the all-reduce
+    # base + 14 hops + 14/8 S / B: the pair costs one more base latency.
+    fabric = AnalyticalModel(TOPO)
+    a = estimate_plan(fabric, TOPO, model, plan, range(8))
+    b = estimate_plan(fabric, TOPO, model, plan, range(8), sequence_parallel=True)
+    count = 24 * 2 * (2 + 4)
+    assert b.step_seconds - a.step_seconds == pytest.approx(count * BASE, rel=1e-6)

@@ -40,6 +40,8 @@ def add_plan_arguments(p, *, in_comm: bool) -> None:
         p.add_argument("--json", action="store_true", help="--plan: print one JSON object")
     p.add_argument("--micro-batch-size", type=integer(1, 1 << 16), default=1, help="sequences per micro-batch")
     p.add_argument("--no-recompute", action="store_true", help="keep activations (default: full recomputation)")
+    p.add_argument("--sequence-parallel", action="store_true",
+                   help="Megatron sequence parallelism: each TP all-reduce becomes an all-gather and a reduce-scatter")
     p.add_argument("--no-overlap-dp", action="store_true",
                    help="all-reduce each stage's gradients after its last backward pass (default: per layer, "
                         "overlapped with the rest of the backward pass)")
@@ -88,7 +90,7 @@ def _estimate(args, topology, model, plan, gpus, shortcut: bool = False) -> Plan
     first_only = shortcut and args.backend == "analytical" and replicas_laid_out_alike(topology, plan, gpus)
     return estimate_plan(fabric, topology, model, plan, gpus, args.micro_batch_size,
                          recompute=not args.no_recompute, overlap_dp=not args.no_overlap_dp,
-                         first_replicas_only=first_only)
+                         first_replicas_only=first_only, sequence_parallel=args.sequence_parallel)
 
 
 def _plan_gpus(args, topology, plan: ParallelPlan) -> tuple[int, ...]:

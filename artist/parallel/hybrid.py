@@ -12,7 +12,10 @@ What the graph holds (Megatron-LM as Narayanan et al. 2021 describe it):
 - Tensor parallelism: each block's forward is followed by its all-reduces over the stage's TP
   group (two per block: after attention and after the MLP; Shoeybi et al. 2019, sec. 3), of
   the micro-batch's s x b x h activation; its backward by as many (twice as many with full
-  recomputation, whose re-run forward all-reduces again). They sit on the critical path.
+  recomputation, whose re-run forward all-reduces again). They sit on the critical path. With
+  ``sequence_parallel`` each all-reduce becomes an all-gather and a reduce-scatter of the same
+  activation (Korthikanti et al. 2022, sec. 4.2.2: the same bytes on the wire, activations
+  sharded by t between them).
 - Pipeline: after a stage's forward of a micro-batch each TP rank sends its 1/t share of the
   boundary activation to the same TP rank of the next stage (the scatter/gather optimisation,
   sec. 4.1; the all-gather that reassembles it over NVLink is not modelled); the backward sends
@@ -80,10 +83,12 @@ class HybridStep:
 
 
 class _Builder:
-    def __init__(self, layers, grid: RankGrid, forward_seconds, micro_batch_size, recompute, overlap_dp):
+    def __init__(self, layers, grid: RankGrid, forward_seconds, micro_batch_size, recompute, overlap_dp,
+                 sequence_parallel=False):
         self.layers, self.grid, self.plan = layers, grid, grid.plan
         self.fwd = forward_seconds
         self.mbs, self.recompute, self.overlap_dp = micro_batch_size, recompute, overlap_dp
+        self.tp_kinds = ("all_gather", "reduce_scatter") if sequence_parallel else ("all_reduce",)
         self.nodes: list[Node] = []
         self.tags: list[str] = []
         self._groups: dict = {}
@@ -122,8 +127,9 @@ class _Builder:
             prev = (c,)
             if plan.tp > 1:
                 for _ in range(layer.tp_all_reduces * repeat):
-                    prev = tuple(self.add("all_reduce", "tp", prev, g, nbytes=layer.tp_bytes * self.mbs)
-                                 for g in tp_groups)
+                    for kind in self.tp_kinds:
+                        prev = tuple(self.add(kind, "tp", prev, g, nbytes=layer.tp_bytes * self.mbs)
+                                     for g in tp_groups)
             if plan.ep > 1 and layer.ep_all_to_alls:
                 for _ in range(layer.ep_all_to_alls * repeat):
                     prev = tuple(self.add("all_to_all", "ep", prev, g, nbytes=layer.ep_bytes * self.mbs)
@@ -202,7 +208,7 @@ class _Builder:
 
 def hybrid_step(layers: Sequence[LayerSpec], grid: RankGrid, forward_seconds: Sequence[float],
                 micro_batch_size: int = 1, recompute: bool = True, overlap_dp: bool = True,
-                first_replicas_only: bool = False) -> HybridStep:
+                first_replicas_only: bool = False, sequence_parallel: bool = False) -> HybridStep:
     """The step graph of one 1F1B training step (see the module docstring).
 
     forward_seconds[i]: layer i's forward pass of one micro-batch on one GPU of its TP group.
@@ -216,7 +222,7 @@ def hybrid_step(layers: Sequence[LayerSpec], grid: RankGrid, forward_seconds: Se
     if micro_batch_size < 1:
         raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
     stages = split_stages(layers, plan.pp)
-    b = _Builder(layers, grid, forward_seconds, micro_batch_size, recompute, overlap_dp)
+    b = _Builder(layers, grid, forward_seconds, micro_batch_size, recompute, overlap_dp, sequence_parallel)
     finals = [[] for _ in range(plan.pp)]
     for first in range(0, plan.ep if first_replicas_only else plan.dp, plan.ep):
         replicas = tuple(range(first, first + plan.ep))

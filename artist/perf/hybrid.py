@@ -130,28 +130,29 @@ def forward_seconds(model: TransformerConfig, plan: ParallelPlan, micro_batch_si
 
 
 def plan_memory(model: TransformerConfig, plan: ParallelPlan, micro_batch_size: int, recompute: bool,
-                stages) -> MemoryUse:
+                stages, sequence_parallel: bool = False) -> MemoryUse:
     layers = model.layers_list()
     uses = [stage_memory([layers[i] for i in stage], p, plan.pp, plan.tp, plan.ep, plan.microbatches,
-                         micro_batch_size, recompute) for p, stage in enumerate(stages)]
+                         micro_batch_size, recompute, sequence_parallel) for p, stage in enumerate(stages)]
     return max(uses, key=lambda u: (u.total_bytes, -u.stage))
 
 
 def estimate_plan(fabric: FabricModel, topology: Topology, model: TransformerConfig, plan: ParallelPlan,
                   gpus: Iterable[int], micro_batch_size: int = 1, recompute: bool = True, overlap_dp: bool = True,
-                  check_memory: bool = True, first_replicas_only: bool = False) -> PlanEstimate:
+                  check_memory: bool = True, first_replicas_only: bool = False,
+                  sequence_parallel: bool = False) -> PlanEstimate:
     gpus = tuple(gpus)
     grid = rank_grid(plan, gpus)
     if plan.ep > 1 and not model.is_moe:
         raise ValueError(f"plan ep={plan.ep}: model {model.name} has no experts")
     gpu = plan_gpu(topology, gpus)
     layers = model.layers_list()
-    memory = plan_memory(model, plan, micro_batch_size, recompute, split_stages(layers, plan.pp))
+    memory = plan_memory(model, plan, micro_batch_size, recompute, split_stages(layers, plan.pp), sequence_parallel)
     if check_memory:  # before building a graph that would not run
         check_fits(memory, gpu.memory_bytes, gpu.name, f"model {model.name} with plan {plan.text()} "
                                                         f"(micro-batch {micro_batch_size})")
     step = hybrid_step(layers, grid, forward_seconds(model, plan, micro_batch_size, gpu), micro_batch_size,
-                       recompute, overlap_dp, first_replicas_only)
+                       recompute, overlap_dp, first_replicas_only, sequence_parallel)
     timing = fabric.time({"job": step.graph})["job"]
     path = critical_path_seconds(step, timing)
     compute = max(step.stage_compute_seconds)

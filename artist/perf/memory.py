@@ -9,7 +9,9 @@ Activations: under 1F1B, stage p keeps the activations of min(pp - p, m) micro-b
 flight (Narayanan et al. 2021, sec. 2.2.1), so the first stage holds the most. Per micro-batch
 and layer: LayerSpec.activation_bytes(tp) (Korthikanti et al. 2022, Table 2); with full
 activation recomputation only each layer's input is kept (2 s b h bytes, same source) plus one
-layer's full activations while it is recomputed and back-propagated.
+layer's full activations while it is recomputed and back-propagated. With sequence parallelism
+the part every TP rank kept whole is sharded too: s b h (34 + 5 a s / h) / t per layer, and the
+kept input 2 s b h / t (same Table 2).
 
 Not modelled: temporary buffers, NCCL workspaces, memory fragmentation, the CUDA context
 (~1 GiB per GPU in practice); they make real footprints somewhat larger.
@@ -44,13 +46,16 @@ class MemoryUse:
 
 
 def stage_memory(stage_layers, stage: int, pp: int, tp: int, ep: int, microbatches: int, micro_batch_size: int,
-                 recompute: bool) -> MemoryUse:
+                 recompute: bool, sequence_parallel: bool = False) -> MemoryUse:
     params = sum((layer.params - layer.expert_params) / tp + layer.expert_params / (tp * ep)
                  for layer in stage_layers)
     in_flight = min(pp - stage, microbatches)
-    full = [layer.activation_bytes(tp) * micro_batch_size for layer in stage_layers]
+    shard = tp if sequence_parallel else 1  # what sequence parallelism further divides
+    full = [(layer.activation_bytes(tp) if not sequence_parallel else
+             (layer.activation_replicated_bytes + layer.activation_sharded_bytes) / tp) * micro_batch_size
+            for layer in stage_layers]
     if recompute:
-        kept = sum(layer.input_bytes for layer in stage_layers) * micro_batch_size
+        kept = sum(layer.input_bytes for layer in stage_layers) * micro_batch_size / shard
         activations = in_flight * kept + max(full, default=0.0)
     else:
         activations = in_flight * sum(full)
