@@ -26,7 +26,7 @@ from artist.perf.memory import PlanDoesNotFit
 from artist.workload.zoo import ZOO, zoo_model
 
 MAX_MICROBATCHES = 1 << 16  # a bound on graph size: far past any published pipeline (GPT-3: 1536 / dp)
-MAX_PLAN_NODES = 5_000_000  # step-graph nodes one command may build (a 175B 1024-GPU step is ~10^5)
+MAX_PLAN_NODES = 2_000_000  # step-graph nodes one command may build (~0.5 GB; a 175B 1024-GPU step is ~1.3 x 10^5)
 
 
 def add_plan_arguments(p, *, in_comm: bool) -> None:
