@@ -169,3 +169,18 @@ def test_sequence_parallel_swaps_each_all_reduce_for_an_all_gather_and_a_reduce_
     b = estimate_plan(fabric, TOPO, model, plan, range(8), sequence_parallel=True)
     count = 24 * 2 * (2 + 4)
     assert b.step_seconds - a.step_seconds == pytest.approx(count * BASE, rel=1e-6)
+
+
+def test_first_replicas_only_gives_the_full_graphs_answer_when_replicas_are_laid_out_alike():
+    from artist.perf.hybrid import replicas_laid_out_alike
+
+    model = zoo_model("gpt3-1.3b")
+    fabric = AnalyticalModel(TOPO)
+    plan = ParallelPlan(dp=4, tp=4, pp=2, microbatches=4)  # each replica: one full machine
+    assert replicas_laid_out_alike(TOPO, plan, range(32))
+    full = estimate_plan(fabric, TOPO, model, plan, range(32))
+    short = estimate_plan(fabric, TOPO, model, plan, range(32), first_replicas_only=True)
+    assert short.nodes < full.nodes
+    assert short.step_seconds == full.step_seconds and short.exposed_seconds == full.exposed_seconds
+    # Replicas of 6 GPUs on 8-GPU machines straddle machines differently: no shortcut.
+    assert not replicas_laid_out_alike(TOPO, ParallelPlan(dp=4, tp=2, pp=3), range(24))
