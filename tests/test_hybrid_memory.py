@@ -84,3 +84,16 @@ def test_sequence_parallel_shards_every_activation_by_t():
     head = (s * b * h * 2 + 4 * s * b * 50257) / t
     embedding = s * b * h * 2 / t
     assert use.activation_bytes == pytest.approx(40 * per_layer + head + embedding, rel=1e-12)
+
+
+def test_last_stage_holds_a_copy_of_the_tied_word_embedding():
+    from artist.perf.memory import stage_memory
+
+    model = zoo_model("gpt3-13b")
+    layers = model.layers_list()
+    stages = split_stages(layers, 2)
+    last = stage_memory([layers[i] for i in stages[1]], 1, 2, 8, 1, 4, 1, True)
+    blocks_and_head = sum(layers[i].params for i in stages[1])
+    assert last.params == pytest.approx((blocks_and_head + 50257 * 5120) / 8)
+    alone = stage_memory([layers[i] for i in stages[1]], 0, 1, 8, 1, 4, 1, True)  # pp = 1: the one embedding
+    assert alone.params == pytest.approx(blocks_and_head / 8)

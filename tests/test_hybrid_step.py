@@ -89,13 +89,21 @@ def test_pipeline_sends_and_dp_all_reduces_conserve_bytes():
     assert len(sends) == 2 * 3 * 2 * 2
     assert {n.nbytes for n in sends} == {2048 * 2048 * 2 // 2}
     assert {(n.group[0] // 2 % 2, n.group[1] // 2 % 2) for n in sends} == {(0, 1), (1, 0)}  # stage 0 <-> 1
-    dp = [n for n, tag in nodes if tag == "dp"]
-    assert all(len(n.group) == 2 for n in dp)
+    synced = [n for n, tag in nodes if tag == "dp"]
+    assert all(len(n.group) == 2 for n in synced)
+    # GPU of (replica d, stage p, TP rank t) is t + 2p + 4d: DP groups pair replicas (GPUs 4 apart), the
+    # tied-embedding groups pair stage 0 and stage 1 of one replica (GPUs 2 apart).
+    dp = [n for n in synced if n.group[1] - n.group[0] == 4]
+    embedding = [n for n in synced if n.group[1] - n.group[0] == 2]
+    assert len(dp) + len(embedding) == len(synced)
     # Every parameter's gradient is all-reduced once per TP shard: the bytes sum to 2 x parameters
     # (integer division per bucket and shard loses at most one byte each).
     total = sum(n.nbytes for n in dp)  # one node per (stage, TP rank), each params / t
-    assert 2 * model.total_params() - total <= len(dp)
-    assert total <= 2 * model.total_params()
+    assert 0 <= 2 * model.total_params() - total <= len(dp)
+    # Megatron's embedding group: the output layer's copy of the word embedding (V x h) is all-reduced with
+    # the first stage's, per replica and TP rank.
+    assert len(embedding) == plan.dp * plan.tp
+    assert {n.nbytes for n in embedding} == {50257 * 2048 * 2 // plan.tp}
 
 
 def test_expert_parallel_all_to_alls():

@@ -29,6 +29,9 @@ What the graph holds (Megatron-LM as Narayanan et al. 2021 describe it):
   backward) over the EP group of each TP rank, k x s x b x h x 2 bytes each. The ep replicas of
   an EP group run in lock step (one compute node covers all their stage GPUs). Expert gradients
   are all-reduced over the replicas holding the same experts (dp / ep of them).
+- Tied embeddings with pp > 1: the last stage keeps a copy of the word embedding for the output
+  layer, and after the flush the two copies' gradients are all-reduced between the first and the
+  last stage of each replica, per TP rank (Megatron-LM's embedding group); tagged dp.
 
 Compute node seconds come from the caller (per layer, one micro-batch's forward on one GPU of
 its TP group); the backward takes twice the forward, three times with full recomputation.
@@ -206,6 +209,19 @@ class _Builder:
                     previous = tuple(ids) or previous
 
 
+    def embedding_all_reduces(self, stages, finals, replica_sets) -> None:
+        plan, grid = self.plan, self.grid
+        tied = self.layers[stages[-1][-1]].tied_params
+        if plan.pp == 1 or not tied:
+            return
+        for k, replicas in enumerate(replica_sets):
+            ready = finals[0][k][-1] + finals[-1][k][-1]
+            for d in replicas:
+                for t in range(plan.tp):
+                    group = tuple(sorted((grid.gpu(d, 0, t), grid.gpu(d, plan.pp - 1, t))))
+                    self.add("all_reduce", "dp", ready, group, nbytes=tied * DTYPE_BYTES // plan.tp)
+
+
 def hybrid_step(layers: Sequence[LayerSpec], grid: RankGrid, forward_seconds: Sequence[float],
                 micro_batch_size: int = 1, recompute: bool = True, overlap_dp: bool = True,
                 first_replicas_only: bool = False, sequence_parallel: bool = False) -> HybridStep:
@@ -224,11 +240,13 @@ def hybrid_step(layers: Sequence[LayerSpec], grid: RankGrid, forward_seconds: Se
     stages = split_stages(layers, plan.pp)
     b = _Builder(layers, grid, forward_seconds, micro_batch_size, recompute, overlap_dp, sequence_parallel)
     finals = [[] for _ in range(plan.pp)]
-    for first in range(0, plan.ep if first_replicas_only else plan.dp, plan.ep):
-        replicas = tuple(range(first, first + plan.ep))
+    replica_sets = [tuple(range(first, first + plan.ep))
+                    for first in range(0, plan.ep if first_replicas_only else plan.dp, plan.ep)]
+    for replicas in replica_sets:
         for p, final in enumerate(b.pipeline(replicas, stages)):
             finals[p].append(final)
     b.gradient_all_reduces(stages, finals)
+    b.embedding_all_reduces(stages, finals, replica_sets)
     backward = 3.0 if recompute else 2.0
     stage_compute = tuple(plan.microbatches * (1.0 + backward) * sum(forward_seconds[i] for i in stage)
                           for stage in stages)

@@ -13,6 +13,8 @@ layer's full activations while it is recomputed and back-propagated. With sequen
 the part every TP rank kept whole is sharded too: s b h (34 + 5 a s / h) / t per layer, and the
 kept input 2 s b h / t (same Table 2).
 
+With pp > 1 the last stage also holds its copy of a tied word embedding.
+
 Not modelled: temporary buffers, NCCL workspaces, memory fragmentation, the CUDA context
 (~1 GiB per GPU in practice); they make real footprints somewhat larger.
 """
@@ -49,6 +51,8 @@ def stage_memory(stage_layers, stage: int, pp: int, tp: int, ep: int, microbatch
                  recompute: bool, sequence_parallel: bool = False) -> MemoryUse:
     params = sum((layer.params - layer.expert_params) / tp + layer.expert_params / (tp * ep)
                  for layer in stage_layers)
+    if pp > 1 and stage == pp - 1:  # the output layer's copy of a tied word embedding (Megatron-LM)
+        params += sum(layer.tied_params for layer in stage_layers) / tp
     in_flight = min(pp - stage, microbatches)
     shard = tp if sequence_parallel else 1  # what sequence parallelism further divides
     full = [(layer.activation_bytes(tp) if not sequence_parallel else

@@ -47,6 +47,7 @@ class LayerSpec:
     activation_replicated_bytes: float = 0.0  # per sample, kept whole by every TP rank
     activation_sharded_bytes: float = 0.0  # per sample, divided by the TP degree
     input_bytes: int = 0  # per sample: what full recomputation keeps (the layer's input)
+    tied_params: int = 0  # head: the word embedding it shares; a copy on the last stage when pp > 1
 
     def activation_bytes(self, tp: int) -> float:
         """Activation memory of one sample through this layer on one of tp ranks (no recomputation)."""
@@ -139,4 +140,5 @@ class TransformerConfig:
         # sharded by TP (Megatron's vocabulary-parallel cross entropy).
         return LayerSpec("head", "head", params, 2.0 * s * h * v, 0,
                          activation_replicated_bytes=float(s * h * DTYPE_BYTES),
-                         activation_sharded_bytes=4.0 * s * v, input_bytes=s * h * DTYPE_BYTES)
+                         activation_sharded_bytes=4.0 * s * v, input_bytes=s * h * DTYPE_BYTES,
+                         tied_params=v * h if self.tied_embeddings else 0)
