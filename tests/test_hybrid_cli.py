@@ -54,7 +54,7 @@ def test_tp_across_two_machines_is_slower_than_inside_one(capsys):
     (["--model", "gpt3-175b", "--plan", "dp=8,tp=8,pp=16", "--microbatches", "60000"], "step-graph nodes"),
     (["--model", "gpt3-13b", "--plan", "dp=4096,tp=8"], "needs 32768 GPUs"),
     (["--model", "gpt3-13b", "--plan", "dp=1,pp=41"], "more pipeline stages"),
-    (["--model", "resnet50", "--shape", "[[8]]", "--json"], "only with --plan"),
+    (["--model", "resnet50", "--shape", "[[8]]", "--microbatches", "4"], "only with --plan"),
 ])
 def test_bad_plan_input_is_one_line(capsys, argv, message):
     assert main(["comm", *argv, *H100]) == 2

@@ -157,7 +157,7 @@ def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_p
     from artist.network.ns3 import runner
 
     monkeypatch.setattr(runner, "_shared", worker)
-    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path))  # a fresh cache: the user's may already hold this answer
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path))  # a cold cache: the default one may hold the answer
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
         code = main(["comm", "--topology", str(REPO / "topologies" / "dally-3tier.yaml"), "--model",

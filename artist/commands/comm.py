@@ -3,7 +3,6 @@
     artist comm --model resnet50 --shape '[[8,8]]'
     artist comm --collective all_gather --bytes 64MiB --gpus 0-7,64-71
     artist comm --collective send_recv --bytes 1GiB --gpus 0,64      (from the first GPU to the second)
-    artist comm --model gpt3-13b --plan dp=4,tp=8,pp=2 [--gpus 0-63] [--json]   (hybrid parallelism, LLM zoo)
 """
 
 from __future__ import annotations
@@ -154,8 +153,8 @@ def run(args) -> int:
         return run_collective(args, topology)
     if args.plan is not None:
         return run_plan(args, topology)
-    if args.json or args.microbatches is not None:
-        raise InputError("command line", "--json" if args.json else "--microbatches", "only with --plan")
+    if args.microbatches is not None:
+        raise InputError("command line", "--microbatches", "only with --plan")
     if args.shape is None:
         raise InputError("command line", "--shape", "--model needs --shape (the placement shape)")
     placement = _placement(args, topology)

@@ -1,5 +1,6 @@
 """`artist plans`: rank the hybrid-parallel plans of an LLM-zoo model on N GPUs by step time;
-and `artist comm --model M --plan ...`: one plan's step, exposed communication and memory.
+and `artist comm --model M --plan ...` (artist/commands/comm.py hands --plan here): one plan's
+step, exposed communication and memory.
 
     artist comm --model gpt3-13b --plan dp=4,tp=8,pp=2 --topology dgx-h100 [--gpus 0-63] [--json]
     artist plans --model gpt3-13b --gpus 64 --topology dgx-h100 [--global-batch 512]
@@ -37,7 +38,8 @@ def add_plan_arguments(p, *, in_comm: bool) -> None:
         p.add_argument("--microbatches", type=integer(1, MAX_MICROBATCHES), default=None,
                        help="--plan: micro-batches per replica per step (default 4 x pp, GPipe's rule as Crius "
                             "uses it)")
-        p.add_argument("--json", action="store_true", help="--plan: print one JSON object")
+        if not any("--json" in action.option_strings for action in p._actions):  # comm may define it already
+            p.add_argument("--json", action="store_true", help="--plan: print one JSON object")
     p.add_argument("--micro-batch-size", type=integer(1, 1 << 16), default=1, help="sequences per micro-batch")
     p.add_argument("--no-recompute", action="store_true", help="keep activations (default: full recomputation)")
     p.add_argument("--sequence-parallel", action="store_true",

@@ -190,9 +190,6 @@ class AnalyticalModel:
     def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
         """One collective of nbytes on this group. By symmetry of the topology the answer
         depends only on the group's canonical shape (send_recv: its direction does not matter)."""
-        return self._linear(group, kind).seconds(nbytes)
-
-    def _linear(self, group: Placement, kind: str) -> LinearCollective:
         shape = group.canonical_shape
         # settings in the key too: the memo must not outlive a change of algorithm or channels
         key = (kind, shape, self.algorithm, self.channels, self.latency)
@@ -207,19 +204,20 @@ class AnalyticalModel:
                                                dependencies=False)
                 linear = LinearCollective.of(schedule, group.topology, self.latency)
             self._memo[key] = linear
-        return linear
+        return linear.seconds(nbytes)
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         out = {}
         for job, graph in graphs.items():
-            # A hybrid step repeats each (kind, group) thousands of times: its shape is worked out once.
-            linear_of: dict = {}
+            # A hybrid step repeats each (kind, group, bytes) thousands of times: each is timed once.
+            seen: dict = {}
 
             def seconds(n):
-                linear = linear_of.get((n.kind, n.group))
-                if linear is None:
-                    linear = linear_of[(n.kind, n.group)] = self._linear(Placement(self.topology, n.group), n.kind)
-                return linear.seconds(n.nbytes)
+                key = (n.kind, n.group, n.nbytes)
+                found = seen.get(key)
+                if found is None:
+                    found = seen[key] = self.collective_seconds(Placement(self.topology, n.group), n.nbytes, n.kind)
+                return found
 
             out[job] = time_node_by_node(graph, seconds, CommResult(self.name))
         return out
