@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "artist.commands.latency_table",
     "artist.commands.cache",
     "artist.commands.comm",
+    "artist.commands.plans",
     "artist.commands.sweep",
     "artist.commands.plot",
     "artist.commands.list",

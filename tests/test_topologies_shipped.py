@@ -27,6 +27,15 @@ EXPECTED = {
         speeds={"A100": 1.0},
         rack_types=["A100", "A100"],
     ),
+    "dgx-a100": dict(
+        gpus=20 * 20 * 8,  # SuperPOD (DGX A100) RA: SUs of 20 DGX A100, 8 A100 each; 20 SUs modelled
+        gpus_per_machine=8, machines_per_rack=20,
+        machine_Bps=600 * GB / 2,  # DGX A100 datasheet: 600 GB/s bidirectional NVLink 3 per GPU
+        rack_Bps=200e9 / 8,  # ConnectX-6 HDR 200 Gb/s, one per GPU
+        spine_Bps=200e9 / 8,  # HDR 200 Gb/s spine ports
+        speeds={"A100": 1.0},  # undeclared: the profiles' reference GPU
+        rack_types=["A100"] * 20,
+    ),
     "dgx-h100": dict(
         gpus=4 * 32 * 8,  # SuperPOD RA: 4 SUs of 32 DGX H100, 8 H100 each
         gpus_per_machine=8, machines_per_rack=32,

@@ -15,6 +15,7 @@ from pathlib import Path
 from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
                                      calibration_path, load_topology_from)
 from artist.commands.cache import cache_path_from_args
+from artist.commands.plans import add_plan_arguments, run_plan
 from artist.errors import InputError
 from artist.network.stack import CommSpec
 from artist.parallel.graph import COMMUNICATION, Node, StepGraph
@@ -57,6 +58,7 @@ def add_parser(sub) -> None:
     p.add_argument("--accelerate", action="store_true",
                    help="ns3 only: steady-state skipping for ring all-reduces (validated within 1%%, "
                         "see benchmarks/ns3_speed.py)")
+    add_plan_arguments(p, in_comm=True)
     p.set_defaults(func=run)
 
 
@@ -207,6 +209,10 @@ def run(args) -> int:
         return run_jobs(args, topology)
     if args.collective is not None:
         return run_collective(args, topology)
+    if args.plan is not None:
+        return run_plan(args, topology)
+    if args.microbatches is not None:
+        raise InputError("command line", "--microbatches", "only with --plan")
     if args.shape is None:
         raise InputError("command line", "--shape", "--model needs --shape (the placement shape)")
     placement = _placement(args, topology)

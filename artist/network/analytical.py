@@ -211,7 +211,15 @@ class AnalyticalModel:
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         out = {}
         for job, graph in graphs.items():
-            out[job] = time_node_by_node(
-                graph, lambda n: self.collective_seconds(Placement(self.topology, n.group), n.nbytes, n.kind),
-                CommResult(self.name))
+            # A hybrid step repeats each (kind, group, bytes) thousands of times: each is timed once.
+            seen: dict = {}
+
+            def seconds(n):
+                key = (n.kind, n.group, n.nbytes)
+                found = seen.get(key)
+                if found is None:
+                    found = seen[key] = self.collective_seconds(Placement(self.topology, n.group), n.nbytes, n.kind)
+                return found
+
+            out[job] = time_node_by_node(graph, seconds, CommResult(self.name))
         return out
