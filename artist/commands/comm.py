@@ -45,7 +45,8 @@ def add_parser(sub) -> None:
                            "ids rack by rack, machine by machine); repeat for jobs sharing the fabric: each job's "
                            "step time alone and shared (--backend flow or ns3)")
     p.add_argument("--json", action="store_true",
-                   help="--job: print a JSON list of {job, backend, alone_s, shared_s}")
+                   help="--job: print a JSON list of {job, backend, alone_s, shared_s}; --plan: print an object with "
+                        "step_s, compute_s, exposed_comm_s by kind, bubble_fraction and memory_gib_per_gpu")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--bytes", dest="nbytes", default=None,
                    help="--collective: payload per rank, e.g. 67108864, 64MiB, 100MB")
