@@ -127,3 +127,16 @@ def test_hybrid_jobs_refuse_what_the_simulator_cannot_time():
     big = Job("h", 0.0, "gpt3-175b", 8, 5, plan="dp=1,tp=8,pp=1,ep=1,microbatches=2")
     with pytest.raises(SimulationError, match="job h: .*does not fit"):
         simulate(TOPO, [big], MODELS, make_policy("fifo"), AnalyticalModel(TOPO))
+
+
+def test_a_sweep_spec_with_an_llm_workload_and_a_calibration_loads(tmp_path):
+    from artist.sweep.spec import load_sweep_spec
+
+    repo = __import__("pathlib").Path(__file__).resolve().parent.parent
+    spec = tmp_path / "llm.yaml"
+    spec.write_text(f"name: llm\ntopology: {repo}/topologies/dgx-h100.yaml\nracks: [1]\npolicies: [fifo]\n"
+                    "workloads:\n  - spec: llm:n=4,global_batch=64,models=gpt3-1.3b\n"
+                    "comm: {backend: analytical, algorithm: ring, channels: 8}\n"
+                    f"calibration: {repo}/calibration/profiles/h100-analytical.yaml\n")
+    loaded = load_sweep_spec(spec)  # the calibration coverage note reads profiles' buckets: zoo jobs have none
+    assert len(loaded.runs) == 1 and all(job.plan for job in loaded.runs[0].jobs)
