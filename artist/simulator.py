@@ -114,16 +114,17 @@ class Simulator:
                 if self.shared:
                     raise SimulationError(f"job {job.job_id} has a plan: shared contention does not time "
                                           f"hybrid-parallel jobs yet; use contention 'isolated'")
-                key = (job.model, job.plan)
+                key = (job.model, job.plan, job.gpus, job.global_batch)
                 if key not in hybrid_models:
                     try:
-                        hybrid_models[key] = hybrid_job_model(job.model, job.plan, topology)
+                        hybrid_models[key] = hybrid_job_model(job.model, job.plan, topology, job.gpus,
+                                                              job.global_batch)
                     except (KeyError, ValueError) as exc:
                         raise SimulationError(f"job {job.job_id}: {exc.args[0] if exc.args else exc}") from None
                 model = hybrid_models[key]
-                if model.plan.gpus != job.gpus:
-                    raise SimulationError(f"job {job.job_id}: plan {model.plan.text()} uses {model.plan.gpus} "
-                                          f"GPUs; the job asks {job.gpus}")
+                if model.gpus != job.gpus:
+                    raise SimulationError(f"job {job.job_id}: plan {job.plan} uses {model.gpus} GPUs; the job "
+                                          f"asks {job.gpus}")
             else:
                 model = models[job.model]
             self.states[job.job_id] = JobState(job, model)

@@ -140,3 +140,51 @@ def test_a_sweep_spec_with_an_llm_workload_and_a_calibration_loads(tmp_path):
                     f"calibration: {repo}/calibration/profiles/h100-analytical.yaml\n")
     loaded = load_sweep_spec(spec)  # the calibration coverage note reads profiles' buckets: zoo jobs have none
     assert len(loaded.runs) == 1 and all(job.plan for job in loaded.runs[0].jobs)
+
+
+def _brute_force_fastest(placement, model, global_batch):
+    """Every dp x tp x pp of the placement's GPUs (tp up to a machine, a whole number of micro-batches),
+    timed one by one: the fastest step, written without the code's candidate list."""
+    from artist.parallel.plan import ParallelPlan
+    from artist.perf.hybrid import estimate_plan
+
+    n, best = placement.size, None
+    for tp in (1, 2, 4, 8):
+        for pp in range(1, n + 1):
+            if n % (tp * pp) or global_batch % (n // (tp * pp)) or pp > zoo_model(model).layers:
+                continue
+            dp = n // (tp * pp)
+            est = estimate_plan(AnalyticalModel(TOPO), TOPO, zoo_model(model),
+                                ParallelPlan(dp, tp, pp, 1, global_batch // dp), placement.gpus)
+            best = est.step_seconds if best is None else min(best, est.step_seconds)
+    return best
+
+
+def test_plan_auto_takes_the_fastest_plan_on_each_placement(tmp_path):
+    from artist.perf.model import as_perf_model
+    from artist.placement import Placement
+
+    path = _trace(tmp_path, "job_id,arrival,model,gpus,iterations,plan,global_batch\na,0,gpt3-1.3b,16,30,auto,16\n")
+    (job,) = read_jobs_csv(path, MODELS)
+    assert (job.plan, job.global_batch) == ("auto", 16)
+    result = simulate(TOPO, [job], MODELS, make_policy("fifo"), AnalyticalModel(TOPO))
+    (state,) = result.jobs
+    packed = _brute_force_fastest(state.placement, "gpt3-1.3b", 16)
+    assert state.finish == pytest.approx(30 * packed, rel=1e-12)
+    # Four GPUs on each of four machines: the fastest plan there is another one, and slower.
+    spread = Placement(TOPO, tuple(g for m in range(4) for g in range(8 * m, 8 * m + 4)))
+    est = as_perf_model(AnalyticalModel(TOPO), TOPO).estimate(state.model, spread)
+    assert est.step_seconds == pytest.approx(_brute_force_fastest(spread, "gpt3-1.3b", 16), rel=1e-12)
+    assert est.step_seconds > packed
+    bad = _trace(tmp_path, "job_id,arrival,model,gpus,iterations,plan\na,0,gpt3-1.3b,16,30,auto\n")
+    with pytest.raises(InputError, match="plan auto needs the global batch"):
+        read_jobs_csv(bad, MODELS)
+
+
+def test_llm_generator_with_plan_auto_runs_through_dally():
+    jobs = jobs_from_spec("llm:n=4,interarrival=200,models=gpt3-1.3b,gpus=8|16,global_batch=16,plan=auto,"
+                          "min_iter=10,max_iter=50", MODELS, seed=2)
+    assert {j.plan for j in jobs} == {"auto"}
+    result = simulate(TOPO, jobs, MODELS, make_policy("dally"), AnalyticalModel(TOPO),
+                      SimulatorConfig(check_invariants=True))
+    assert all(s.finish is not None for s in result.jobs)

@@ -36,7 +36,9 @@ MICRO_BATCH_SIZE = 1  # sequences per micro-batch of a trace job (the zoo's defa
 @dataclass(frozen=True)
 class HybridJobModel:
     config: TransformerConfig
-    plan: ParallelPlan
+    # One plan: the job's fixed plan. Several (plan "auto"): every plan of the job's GPUs and global batch
+    # that fits; PerfModel times each on the placement given and takes the fastest (ties: plan text).
+    plans: tuple[ParallelPlan, ...]
     compute_seconds: float
     micro_batch_size: int = MICRO_BATCH_SIZE
     skew: float = 1.0
@@ -44,6 +46,10 @@ class HybridJobModel:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def gpus(self) -> int:
+        return self.plans[0].gpus
 
 
 def ideal_step_seconds(config: TransformerConfig, plan: ParallelPlan, gpu_type: str,
@@ -61,11 +67,9 @@ def graph_nodes_bound(config: TransformerConfig, plan: ParallelPlan) -> int:
     return plan.dp * plan.pp * plan.microbatches * 2 * per_pass
 
 
-def hybrid_job_model(model: str, plan_text: str, topology: Topology) -> HybridJobModel:
-    """The job's model on this topology; ValueError if the model is unknown or the plan does not fit in
-    the memory of the topology's smallest GPU type (any placement may land there)."""
-    config = zoo_model(model)  # KeyError names the zoo
-    plan = parse_plan(plan_text)
+def _check_plan(config: TransformerConfig, plan: ParallelPlan, topology: Topology) -> None:
+    """ValueError if the plan's graph is too large or it does not fit in the memory of the topology's
+    smallest GPU type (any placement may land there)."""
     if plan.ep > 1 and not config.is_moe:
         raise ValueError(f"plan ep={plan.ep}: model {config.name} has no experts")
     nodes = graph_nodes_bound(config, plan)
@@ -76,7 +80,49 @@ def hybrid_job_model(model: str, plan_text: str, topology: Topology) -> HybridJo
     for gpu_type in sorted(set(topology.rack_gpu_types)):
         gpu = accelerator(gpu_type)  # KeyError names the GPU types with compute figures
         check_fits(memory, gpu.memory_bytes, gpu.name, f"model {config.name} with plan {plan.text()}")
-    return HybridJobModel(config, plan, ideal_step_seconds(config, plan, topology.rack_gpu_types[0]))
+
+
+def hybrid_job_model(model: str, plan_text: str, topology: Topology, gpus: int = 0,
+                     global_batch: int = 0) -> HybridJobModel:
+    """The job's model on this topology: its fixed plan, or with plan_text "auto" every plan of `gpus`
+    GPUs and `global_batch` sequences that fits (artist plans' candidates). ValueError (or KeyError for an
+    unknown model or GPU type) saying why it cannot run."""
+    config = zoo_model(model)  # KeyError names the zoo
+    default_gpu = topology.rack_gpu_types[0]
+    if plan_text != "auto":
+        plan = parse_plan(plan_text)
+        _check_plan(config, plan, topology)
+        return HybridJobModel(config, (plan,), ideal_step_seconds(config, plan, default_gpu))
+    plans, reasons = [], []
+    for plan in candidate_plans(config, gpus, topology.gpus_per_machine, global_batch, MICRO_BATCH_SIZE):
+        try:
+            _check_plan(config, plan, topology)
+            plans.append(plan)
+        except ValueError as exc:
+            reasons.append(str(exc))
+    if not plans:
+        why = f"; e.g. {reasons[0]}" if reasons else ""
+        raise ValueError(f"plan auto: no plan of {config.name} on {gpus} GPUs with global batch {global_batch} "
+                         f"fits{why}")
+    return HybridJobModel(config, tuple(plans), min(ideal_step_seconds(config, p, default_gpu) for p in plans))
+
+
+def candidate_plans(model, gpus: int, gpus_per_machine: int, global_batch: int, micro_batch_size: int):
+    """Every (dp, tp, pp, ep) with dp x tp x pp = gpus, tp within a machine, and a whole number of micro-batches."""
+    blocks = model.layers
+    for tp in range(1, min(gpus, gpus_per_machine) + 1):
+        if gpus % tp:
+            continue
+        for pp in range(1, min(gpus // tp, blocks) + 1):
+            if (gpus // tp) % pp:
+                continue
+            dp = gpus // (tp * pp)
+            if global_batch % (dp * micro_batch_size):
+                continue
+            m = global_batch // (dp * micro_batch_size)
+            eps = [e for e in range(1, dp + 1) if dp % e == 0 and model.moe_experts % e == 0] if model.is_moe else [1]
+            for ep in eps:
+                yield ParallelPlan(dp, tp, pp, ep, m)
 
 
 def default_plan(config: TransformerConfig, gpus: int, global_batch: int, memory_bytes: float,

@@ -89,14 +89,16 @@ class PerfModel:
         return found
 
     def _hybrid_estimate(self, model: HybridJobModel, placement: Placement) -> StepEstimate:
-        """A hybrid job's 1F1B step on the placement's GPUs in rank order (sorted ids), memoised per GPUs:
+        """A hybrid job's 1F1B step on the placement's GPUs in rank order (sorted ids), the fastest of its
+        plans (one unless the job's plan is "auto"), memoised per GPUs:
         unlike a DDP ring, which ranks share a machine depends on more than the shape. compute_seconds is
         the step less its exposed communication (the pipeline bubble included)."""
         key = ("hybrid", model, placement.topology, placement.gpus)
         found = self._memo.get(key)
         if found is None:
-            est = estimate_plan(self.fabric, placement.topology, model.config, model.plan, placement.gpus,
-                                model.micro_batch_size)
+            est = min((estimate_plan(self.fabric, placement.topology, model.config, plan, placement.gpus,
+                                     model.micro_batch_size) for plan in model.plans),
+                      key=lambda e: (e.step_seconds, e.plan.text()))
             exposed = sum(est.exposed_seconds.values())
             found = self._memo[key] = StepEstimate(est.step_seconds, est.step_seconds - exposed, exposed,
                                                    est.comm_seconds, est.samples_per_second, est.comm)

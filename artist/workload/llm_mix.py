@@ -4,7 +4,8 @@
 
 Jobs are drawn as poisson_jobs draws them (same seed -> same jobs): a model, a GPU count and a
 length in training steps; each then gets the plan of perf/hybrid_job.py's default_plan (TP inside a
-machine, the fewest pipeline stages that fit the GPU memory, DP for the rest) and the global batch.
+machine, the fewest pipeline stages that fit the GPU memory, DP for the rest), or with plan=auto the
+plan "auto" (the fastest plan on whatever placement it gets), and the global batch.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ DEFAULT_GLOBAL_BATCH = 512  # sequences per step: the smallest batch of Megatron
 
 
 def llm_jobs(n: int, mix: JobMix, mean_interarrival_s: float, seed: int, global_batch: int = DEFAULT_GLOBAL_BATCH,
-             gpu_memory_bytes: float = 80 * 2**30, gpus_per_machine: int = 8) -> list[Job]:
-    """ValueError (naming the model and GPU count) when a drawn (model, GPUs) has no plan that fits."""
+             gpu_memory_bytes: float = 80 * 2**30, gpus_per_machine: int = 8, auto: bool = False) -> list[Job]:
+    """ValueError (naming the model and GPU count) when a drawn (model, GPUs) has no plan that fits.
+    auto: every job's plan is "auto" (the performance model takes the fastest plan on each placement)."""
     from artist.perf.hybrid_job import default_plan
     from artist.workload.zoo import zoo_model
 
@@ -31,7 +33,9 @@ def llm_jobs(n: int, mix: JobMix, mean_interarrival_s: float, seed: int, global_
     out = []
     for job in poisson_jobs(n, mix, mean_interarrival_s, seed):
         key = (job.model, job.gpus)
-        if key not in plans:
+        if auto:
+            plans[key] = "auto"
+        elif key not in plans:
             plans[key] = default_plan(zoo_model(job.model), job.gpus, global_batch, gpu_memory_bytes,
                                       gpus_per_machine).text()
         out.append(replace(job, job_id="l" + job.job_id[1:], plan=plans[key], global_batch=global_batch))

@@ -12,7 +12,7 @@ frequencies; default: uniform), min_iter=, max_iter=, models=a|b. Poisson stream
 interarrival_gpus=G: the interarrival is stated for a cluster of G GPUs and scaled by
 G / (the cluster's GPUs), so that the offered load is the same at every cluster size.
 llm streams take LLM-zoo models (default: llm_mix.DEFAULT_LLM_MODELS), gpus= (default 8|16|32|64),
-global_batch= (default 512) and gpu_memory_gib= (default 80) for the plan rule, and length in steps
+global_batch= (default 512) and gpu_memory_gib= (default 80) for the plan rule, plan=rule|auto, and length in steps
 (min_iter default 100, max_iter default 10000).
 Every parameter is bounded (artist.limits), so no generator can hang or exhaust memory.
 """
@@ -83,7 +83,7 @@ class _Params:
         if kind in ("poisson", "llm"):
             allowed |= {"interarrival", "interarrival_gpus"}
         if kind == "llm":
-            allowed |= {"global_batch", "gpu_memory_gib"}
+            allowed |= {"global_batch", "gpu_memory_gib", "plan"}
         for key in self.values:
             if key not in allowed:
                 raise InputError(spec, f"parameter '{key}'", f"unknown; allowed: {', '.join(sorted(allowed))}")
@@ -175,8 +175,11 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
 
         global_batch = p.integer("global_batch", DEFAULT_GLOBAL_BATCH, 1, 1 << 24)
         memory = p.number("gpu_memory_gib", 80.0, 1 << 20) * 2**30
+        rule = p.values.get("plan", "rule")
+        if rule not in ("rule", "auto"):
+            raise p.error("plan", f"expected rule (default_plan) or auto (the fastest on each placement), got {rule!r}")
         try:
-            jobs = llm_jobs(n, mix, interarrival, seed, global_batch, memory)
+            jobs = llm_jobs(n, mix, interarrival, seed, global_batch, memory, auto=rule == "auto")
         except ValueError as exc:
             raise p.error("models", str(exc)) from None
     else:

@@ -73,6 +73,11 @@ def _hybrid_columns(row, model: str, gpus: int, path: Path, where: str) -> tuple
     if model not in ZOO:
         raise InputError(str(path), f"{where}, column 'model'",
                          f"a job with a plan needs an LLM-zoo model; {model!r} is not one of {', '.join(ZOO)}")
+    if plan_text.lower() == "auto":
+        if not global_batch:
+            raise InputError(str(path), f"{where}, column 'global_batch'",
+                             "plan auto needs the global batch (the plans are those that split it)")
+        return "auto", global_batch
     try:
         plan = plan_for_job(plan_text, gpus, global_batch)
         if plan.ep > 1 and not ZOO[model].is_moe:
