@@ -33,6 +33,7 @@ from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
 from artist.perf.contention import contention_components, uplink_leaves
 from artist.perf.spine import spine_bytes_per_step, spine_utilisation
+from artist.perf.hybrid_job import HybridJobModel, hybrid_job_model
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Policy, SchedulerView
@@ -101,14 +102,32 @@ class Simulator:
         self.config = config
         self.cluster = ClusterState(topology)
         self.states: dict[str, JobState] = {}
+        hybrid_models: dict[tuple[str, str], HybridJobModel] = {}
         for job in sorted(jobs, key=lambda j: (j.arrival, j.job_id)):
             if job.job_id in self.states:
                 raise SimulationError(f"job id {job.job_id!r} appears twice in the trace")
-            if job.model not in models:
+            if not job.plan and job.model not in models:
                 raise SimulationError(f"job {job.job_id}: unknown model {job.model!r}")
             if job.gpus > topology.gpus:
                 raise SimulationError(f"job {job.job_id} asks for {job.gpus} GPUs; the cluster has {topology.gpus}")
-            self.states[job.job_id] = JobState(job, models[job.model])
+            if job.plan:
+                if self.shared:
+                    raise SimulationError(f"job {job.job_id} has a plan: shared contention does not time "
+                                          f"hybrid-parallel jobs yet; use contention 'isolated'")
+                key = (job.model, job.plan, job.gpus, job.global_batch)
+                if key not in hybrid_models:
+                    try:
+                        hybrid_models[key] = hybrid_job_model(job.model, job.plan, topology, job.gpus,
+                                                              job.global_batch)
+                    except (KeyError, ValueError) as exc:
+                        raise SimulationError(f"job {job.job_id}: {exc.args[0] if exc.args else exc}") from None
+                model = hybrid_models[key]
+                if model.gpus != job.gpus:
+                    raise SimulationError(f"job {job.job_id}: plan {job.plan} uses {model.gpus} GPUs; the job "
+                                          f"asks {job.gpus}")
+            else:
+                model = models[job.model]
+            self.states[job.job_id] = JobState(job, model)
         self.now = 0.0
         self._events: list = []
         self._seq = 0

@@ -375,7 +375,7 @@ def test_readme_is_self_contained():
 # --------------------------------------------------------------------------- (d) units
 
 
-UNIT_TOKENS = {"s": "s", "seconds": "s", "fraction": "fraction", "pct": "percent"}
+UNIT_TOKENS = {"s": "s", "seconds": "s", "fraction": "fraction", "pct": "percent", "gib": "GiB"}
 KINDS = {"count", "ratio", "id", "boolean", "text"}
 
 
@@ -433,6 +433,9 @@ def test_units_tables_cover_every_column_the_code_writes(tmp_path):
 
     latency = [rows for heading, rows in units_tables().items() if "latency-table" in heading]
     assert latency and set(LATENCY_COLUMNS) <= set(latency[0])
+    from artist.hybrid_latency_table import COLUMNS as HYBRID_COLUMNS
+
+    assert set(HYBRID_COLUMNS) == set(units_table("artist latency-table --plan"))
 
 
 def test_every_documented_column_names_its_unit():

@@ -13,6 +13,7 @@ from artist.errors import InputError, Interrupted
 from artist.limits import MAX_WORKERS
 from artist.network.stack import CommSpec
 from artist.latency_table import STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv, table_to_csv
+from artist.parallel.layouts import LAYOUT_NAMES
 from artist.placement import parse_shape
 from artist.workload import load_models
 
@@ -38,6 +39,16 @@ def add_parser(sub) -> None:
                    help="compare with a golden table; exit 1 on any difference")
     p.add_argument("--rtol", type=number(0.0), default=0.02, help="relative tolerance of --check (default 0.02)")
     p.add_argument("--atol", type=number(0.0), default=0.0, help="absolute tolerance of --check, in each column's unit")
+    p.add_argument("--plan", action="append", default=[], metavar="PLAN",
+                   help="LLM-zoo models: time this hybrid plan dp=D,tp=T,pp=P[,ep=E][,microbatches=M] (default "
+                        "4 x pp micro-batches) per placement; one --plan for every --model, or one per --model in "
+                        "order; placements are --layout and --shape (GPUs in Megatron rank order)")
+    p.add_argument("--layout", action="append", default=[], choices=LAYOUT_NAMES,
+                   help="with --plan: a named layout (repeatable; default all four, or none when --shape is given): "
+                        "packed, tp-split (each TP group over two machines), pp-racks (stage p in rack p), "
+                        "dp-racks (replica d in rack d)")
+    p.add_argument("--markdown", action="store_true",
+                   help="with --plan: print the README's table (step s (x packed) (exposed TP / PP / DP / EP s))")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -66,8 +77,73 @@ def _models(args) -> list:
     return [models[n] for n in args.model]
 
 
+def _zoo_plans(args) -> list:
+    """(zoo model, plan) pairs of --model and --plan: one plan for all models or one per model."""
+    from artist.commands.plans import _check_size, zoo_or_error
+    from artist.parallel.plan import parse_plan
+
+    if not args.model:
+        raise InputError("command line", "--plan", "give the LLM-zoo model(s) with --model")
+    if len(args.plan) not in (1, len(args.model)):
+        raise InputError("command line", "--plan", f"{len(args.plan)} plans for {len(args.model)} models; give one "
+                                                   "plan for all or one per --model")
+    plans = args.plan * len(args.model) if len(args.plan) == 1 else args.plan
+    out = []
+    for name, text in zip(args.model, plans):
+        model = zoo_or_error(name)
+        try:
+            plan = parse_plan(text)
+            if "microbatches" not in text:
+                plan = parse_plan(text, microbatches=4 * plan.pp)
+            if plan.ep > 1 and not model.is_moe:
+                raise ValueError(f"ep={plan.ep}: model {model.name} has no experts")
+        except ValueError as exc:
+            raise InputError("command line", f"--plan {text}", str(exc)) from None
+        _check_size(model, plan)
+        out.append((model, plan))
+    return out
+
+
+def run_plans(args, topology) -> int:
+    """`artist latency-table --model M --plan P`: hybrid step per placement (artist/hybrid_latency_table.py)."""
+    from artist.commands._common import build_stack
+    from artist.commands.comm import _spec
+    from artist.hybrid_latency_table import hybrid_rows, placements_for, rows_to_csv, rows_to_markdown
+
+    for option in ("check", "models", "standard"):
+        if getattr(args, option):
+            raise InputError("command line", f"--{option}", "not with --plan (LLM-zoo rows have their own columns)")
+    pairs = _zoo_plans(args)
+    shapes = []
+    for text in args.shape:
+        try:
+            shapes.append(parse_shape(text))
+        except ValueError as exc:
+            raise InputError("command line", f"--shape {text}", str(exc)) from None
+    layouts = args.layout or ([] if shapes else list(LAYOUT_NAMES))
+    placements = [placements_for(topology, plan, layouts, shapes) for _, plan in pairs]  # all checked first
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        writable_dir(out.parent if str(out.parent) else ".", "--out")
+    fabric = build_stack(_spec(args), topology)
+    rows = [r for (model, plan), where in zip(pairs, placements) for r in hybrid_rows(fabric, topology, model, plan,
+                                                                                      where)]
+    text = rows_to_markdown(rows) if args.markdown else rows_to_csv(rows)
+    if out is not None:
+        out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    print(f"latency-table: {len(rows)} rows (LLM zoo, hybrid plans)", file=sys.stderr)
+    return 0
+
+
 def run(args) -> int:
     topology = load_topology_from(args)
+    if args.plan:
+        return run_plans(args, topology)
+    for option in ("layout", "markdown"):
+        if getattr(args, option):
+            raise InputError("command line", f"--{option}", "only with --plan")
     shapes = _shapes(args)
     models = _models(args)
     topology.check_reference_gpu({m.reference_gpu for m in models})

@@ -23,11 +23,11 @@ from artist.errors import InputError
 from artist.limits import MAX_GPUS
 from artist.parallel.plan import ParallelPlan, parse_plan
 from artist.perf.hybrid import PlanEstimate, estimate_plan, replicas_laid_out_alike
+from artist.perf.hybrid_job import MAX_PLAN_NODES, candidate_plans, graph_nodes_bound
 from artist.perf.memory import PlanDoesNotFit
 from artist.workload.zoo import ZOO, zoo_model
 
 MAX_MICROBATCHES = 1 << 16  # a bound on graph size: far past any published pipeline (GPT-3: 1536 / dp)
-MAX_PLAN_NODES = 2_000_000  # step-graph nodes one command may build (~0.5 GB; a 175B 1024-GPU step is ~1.3 x 10^5)
 
 
 def add_plan_arguments(p, *, in_comm: bool) -> None:
@@ -73,9 +73,7 @@ def zoo_or_error(name: str):
 
 
 def _check_size(model, plan: ParallelPlan) -> None:
-    # nodes ~ replicas x stages x micro-batches x 2 passes x (3 per block + sends): refuse before building
-    per_pass = 4 * (model.layers // plan.pp + 1) + plan.tp
-    nodes = plan.dp * plan.pp * plan.microbatches * 2 * per_pass
+    nodes = graph_nodes_bound(model, plan)
     if nodes > MAX_PLAN_NODES:
         raise InputError("command line", "--plan", f"{plan.text()} would build ~{nodes} step-graph nodes "
                                                    f"(at most {MAX_PLAN_NODES}); use fewer micro-batches")
@@ -150,24 +148,6 @@ def run_plan(args, topology) -> int:
     print(f"graph nodes          {est.nodes}")
     print(f"packets simulated    {est.comm.packets}")
     return 0
-
-
-def candidate_plans(model, gpus: int, gpus_per_machine: int, global_batch: int, micro_batch_size: int):
-    """Every (dp, tp, pp, ep) with dp x tp x pp = gpus, tp within a machine, and a whole number of micro-batches."""
-    blocks = model.layers
-    for tp in range(1, min(gpus, gpus_per_machine) + 1):
-        if gpus % tp:
-            continue
-        for pp in range(1, min(gpus // tp, blocks) + 1):
-            if (gpus // tp) % pp:
-                continue
-            dp = gpus // (tp * pp)
-            if global_batch % (dp * micro_batch_size):
-                continue
-            m = global_batch // (dp * micro_batch_size)
-            eps = [e for e in range(1, dp + 1) if dp % e == 0 and model.moe_experts % e == 0] if model.is_moe else [1]
-            for ep in eps:
-                yield ParallelPlan(dp, tp, pp, ep, m)
 
 
 def run_plans(args) -> int:

@@ -222,6 +222,14 @@ class _Builder:
                     self.add("all_reduce", "dp", ready, group, nbytes=tied * DTYPE_BYTES // plan.tp)
 
 
+def stage_compute_seconds(stages, forward_seconds: Sequence[float], microbatches: int,
+                          recompute: bool = True) -> tuple[float, ...]:
+    """Per stage, one GPU's compute per step: every micro-batch's forward and backward pass (backward
+    = 2 x forward, plus a forward again with recomputation)."""
+    backward = 3.0 if recompute else 2.0
+    return tuple(microbatches * (1.0 + backward) * sum(forward_seconds[i] for i in stage) for stage in stages)
+
+
 def hybrid_step(layers: Sequence[LayerSpec], grid: RankGrid, forward_seconds: Sequence[float],
                 micro_batch_size: int = 1, recompute: bool = True, overlap_dp: bool = True,
                 first_replicas_only: bool = False, sequence_parallel: bool = False) -> HybridStep:
@@ -247,8 +255,6 @@ def hybrid_step(layers: Sequence[LayerSpec], grid: RankGrid, forward_seconds: Se
             finals[p].append(final)
     b.gradient_all_reduces(stages, finals)
     b.embedding_all_reduces(stages, finals, replica_sets)
-    backward = 3.0 if recompute else 2.0
-    stage_compute = tuple(plan.microbatches * (1.0 + backward) * sum(forward_seconds[i] for i in stage)
-                          for stage in stages)
+    stage_compute = stage_compute_seconds(stages, forward_seconds, plan.microbatches, recompute)
     graph = StepGraph(tuple(b.nodes), samples=plan.dp * plan.microbatches * micro_batch_size)
     return HybridStep(graph, tuple(b.tags), tuple(tuple(s) for s in stages), stage_compute)

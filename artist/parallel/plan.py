@@ -96,3 +96,27 @@ class RankGrid:
 
 def rank_grid(plan: ParallelPlan, gpus: Sequence[int]) -> RankGrid:
     return RankGrid(plan, tuple(int(g) for g in gpus))
+
+
+def plan_for_job(text: str, gpus: int, global_batch: int = 0, micro_batch_size: int = 1) -> ParallelPlan:
+    """A trace row's plan: `text` as parse_plan reads it (';' may stand for ',', so the CSV cell needs no
+    quotes); micro-batches from the global batch (global_batch / (dp x micro-batch size), which must be
+    whole and agree with a stated microbatches), else as stated, else 4 x pp (as `artist comm`);
+    dp x tp x pp must be the job's GPUs. ValueError naming the mismatch."""
+    plan = parse_plan(text.replace(";", ","))
+    stated = "microbatches" in text
+    if global_batch:
+        per_step = plan.dp * micro_batch_size
+        if global_batch % per_step:
+            raise ValueError(f"global batch {global_batch} is not a whole number of micro-batches of "
+                             f"{micro_batch_size} over dp={plan.dp} replicas")
+        m = global_batch // per_step
+        if stated and plan.microbatches != m:
+            raise ValueError(f"microbatches={plan.microbatches} but global batch {global_batch} / (dp={plan.dp} x "
+                             f"micro-batch {micro_batch_size}) = {m}")
+        plan = ParallelPlan(plan.dp, plan.tp, plan.pp, plan.ep, m)
+    elif not stated:
+        plan = ParallelPlan(plan.dp, plan.tp, plan.pp, plan.ep, 4 * plan.pp)
+    if plan.gpus != gpus:
+        raise ValueError(f"plan {plan.text()} uses dp x tp x pp = {plan.gpus} GPUs; the job asks {gpus}")
+    return plan

@@ -47,6 +47,7 @@ class PlanEstimate:
     hardware_flops: float  # per step, recomputation included (Narayanan et al. 2021's count)
     nodes: int
     comm: CommResult = field(compare=False)
+    comm_seconds: float = 0.0  # the communication nodes' own durations, summed (overlapped or not)
 
     @property
     def bubble_fraction(self) -> float:
@@ -163,4 +164,4 @@ def estimate_plan(fabric: FabricModel, topology: Topology, model: TransformerCon
     hardware_flops = ((4.0 if recompute else 3.0) * blocks + 3.0 * head) * samples
     return PlanEstimate(model.name, plan, micro_batch_size, timing.step_seconds, compute,
                         {tag: path[tag] for tag in COMM_TAGS}, max(0.0, path["compute"] - compute), memory, gpu,
-                        model_flops, hardware_flops, len(step.graph.nodes), timing.result)
+                        model_flops, hardware_flops, len(step.graph.nodes), timing.result, timing.comm_seconds)

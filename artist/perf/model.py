@@ -25,6 +25,8 @@ from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import StepGraph
 from artist.perf.compute import ComputeModel
 from artist.perf.contention import contention_components
+from artist.perf.hybrid import estimate_plan
+from artist.perf.hybrid_job import HybridJobModel
 from artist.network.symmetry import fabric_form, fabric_key
 from artist.placement import Placement
 from artist.workload import ModelProfile
@@ -76,12 +78,30 @@ class PerfModel:
     def estimate(self, model: ModelProfile, placement: Placement) -> StepEstimate:
         """One step of `model` alone on `placement`, memoised per (model, fabric form, GPU types):
         by the topology's symmetry placements of one form (shape) and GPU mix take the same time."""
+        if isinstance(model, HybridJobModel):
+            return self._hybrid_estimate(model, placement)
         key = (model, placement.topology, fabric_key(placement), placement.gpu_type_counts)
         found = self._memo.get(key)
         if found is None:
             graph, compute = self.graph(model, placement)
             timing = self.fabric.time({"job": graph})["job"]
             found = self._memo[key] = estimate_from_timing(graph, timing, compute)
+        return found
+
+    def _hybrid_estimate(self, model: HybridJobModel, placement: Placement) -> StepEstimate:
+        """A hybrid job's 1F1B step on the placement's GPUs in rank order (sorted ids), the fastest of its
+        plans (one unless the job's plan is "auto"), memoised per GPUs:
+        unlike a DDP ring, which ranks share a machine depends on more than the shape. compute_seconds is
+        the step less its exposed communication (the pipeline bubble included)."""
+        key = ("hybrid", model, placement.topology, placement.gpus)
+        found = self._memo.get(key)
+        if found is None:
+            est = min((estimate_plan(self.fabric, placement.topology, model.config, plan, placement.gpus,
+                                     model.micro_batch_size) for plan in model.plans),
+                      key=lambda e: (e.step_seconds, e.plan.text()))
+            exposed = sum(est.exposed_seconds.values())
+            found = self._memo[key] = StepEstimate(est.step_seconds, est.step_seconds - exposed, exposed,
+                                                   est.comm_seconds, est.samples_per_second, est.comm)
         return found
 
     def rates(self, running: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
@@ -101,6 +121,9 @@ class PerfModel:
     def shared(self, jobs: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
         """The jobs' steps with all of them on the fabric at once, each graph on its own GPUs (one
         FabricModel.time call), memoised per (models, GPUs) of the group."""
+        hybrid = [job for job, (model, _) in jobs.items() if isinstance(model, HybridJobModel)]
+        if hybrid:
+            raise ValueError(f"shared contention does not time hybrid-parallel jobs yet ({', '.join(hybrid)})")
         key = ("shared",) + tuple((job, model, placement.topology, placement.gpus)
                                   for job, (model, placement) in jobs.items())
         found = self._shared_memo.get(key)

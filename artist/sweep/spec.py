@@ -153,7 +153,7 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
 def calibration_coverage_notes(spec: SweepSpec) -> list[str]:
     """Per calibration profile, whether the gradient buckets of the models the runs train lie
     inside the sizes it was fitted on (a sweep's latencies outside them are extrapolated)."""
-    used = sorted({job.model for run in spec.runs for job in run.jobs})
+    used = sorted({job.model for run in spec.runs for job in run.jobs if not job.plan})  # profiles, not the zoo
     sizes = [nbytes for name in used for nbytes, _ in spec.models[name].buckets]
     notes = []
     for choice in spec.calibrations:

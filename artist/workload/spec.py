@@ -5,11 +5,15 @@
     philly:path=log.json,busiest_hours=8 a published trace or simulator workload file (artist.workload.traces.spec)
     batch:n=500                          n jobs at t = 0
     poisson:n=400,interarrival=120       n jobs, exponential gaps with that mean (seconds)
+    llm:n=40,interarrival=900            LLM-zoo jobs with hybrid plans (artist/workload/llm_mix.py)
 
 Generators also take gpus=1|2|4|8 (choices), gpu_weights=.4|.3|.2|.1 (their relative
 frequencies; default: uniform), min_iter=, max_iter=, models=a|b. Poisson streams also take
 interarrival_gpus=G: the interarrival is stated for a cluster of G GPUs and scaled by
 G / (the cluster's GPUs), so that the offered load is the same at every cluster size.
+llm streams take LLM-zoo models (default: llm_mix.DEFAULT_LLM_MODELS), gpus= (default 8|16|32|64),
+global_batch= (default 512) and gpu_memory_gib= (default 80) for the plan rule, plan=rule|auto, and length in steps
+(min_iter default 100, max_iter default 10000).
 Every parameter is bounded (artist.limits), so no generator can hang or exhaust memory.
 """
 
@@ -29,7 +33,7 @@ from artist.workload.model import ModelProfile
 from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
 from artist.workload.traces.spec import TRACE_KINDS, trace_jobs_from_spec
 
-GENERATORS = ("batch", "poisson")
+GENERATORS = ("batch", "poisson", "llm")
 
 
 def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
@@ -76,8 +80,10 @@ class _Params:
                 raise InputError(spec, f"parameter '{key}'", "given twice")
             self.values[key] = value.strip()
         allowed = {"n", "gpus", "gpu_weights", "min_iter", "max_iter", "models"}
-        if kind == "poisson":
+        if kind in ("poisson", "llm"):
             allowed |= {"interarrival", "interarrival_gpus"}
+        if kind == "llm":
+            allowed |= {"global_batch", "gpu_memory_gib", "plan"}
         for key in self.values:
             if key not in allowed:
                 raise InputError(spec, f"parameter '{key}'", f"unknown; allowed: {', '.join(sorted(allowed))}")
@@ -127,11 +133,18 @@ class _Params:
 
 def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster_gpus: int | None) -> list[Job]:
     p = _Params(spec, kind, params_text)
-    names = tuple(p.values["models"].split("|")) if "models" in p.values else tuple(sorted(models))
+    if kind == "llm":
+        from artist.workload.llm_mix import DEFAULT_LLM_GPUS, DEFAULT_LLM_MODELS
+        from artist.workload.zoo import ZOO
+
+        models = ZOO
+        default_models, choices = DEFAULT_LLM_MODELS, DEFAULT_LLM_GPUS
+    else:
+        default_models, choices = tuple(sorted(models)), JobMix.gpu_choices  # the dataclass default
+    names = tuple(p.values["models"].split("|")) if "models" in p.values else default_models
     for name in names:
         if name not in models:
             raise p.error("models", f"unknown model {name!r}; known: {', '.join(sorted(models))}")
-    choices = JobMix.gpu_choices  # the dataclass default
     if "gpus" in p.values:
         try:
             choices = tuple(int(x) for x in p.values["gpus"].split("|"))
@@ -140,8 +153,9 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
         bad = [c for c in choices if not 1 <= c <= MAX_GPUS]
         if bad:
             raise p.error("gpus", f"GPU counts must be in [1, {MAX_GPUS}], got {bad[0]}")
-    min_iter = p.integer("min_iter", 1000, 1, MAX_ITERATIONS)
-    max_iter = p.integer("max_iter", max(100_000, min_iter), 1, MAX_ITERATIONS)
+    lengths = (100, 10_000) if kind == "llm" else (1000, 100_000)  # LLM jobs: training steps of seconds each
+    min_iter = p.integer("min_iter", lengths[0], 1, MAX_ITERATIONS)
+    max_iter = p.integer("max_iter", max(lengths[1], min_iter), 1, MAX_ITERATIONS)
     if min_iter > max_iter:
         raise p.error("min_iter", f"min_iter {min_iter} > max_iter {max_iter}")
     mix = JobMix(models=names, gpu_choices=choices, gpu_weights=p.weights("gpu_weights", len(choices)),
@@ -156,7 +170,20 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
             raise p.error("interarrival_gpus", "scales the interarrival to the cluster's size, which is not known "
                                                "here; give the workload to a command that runs it on a topology")
         interarrival = interarrival * stated_for / cluster_gpus  # the same offered load at every cluster size
-    jobs = poisson_jobs(n, mix, interarrival, seed)
+    if kind == "llm":
+        from artist.workload.llm_mix import DEFAULT_GLOBAL_BATCH, llm_jobs
+
+        global_batch = p.integer("global_batch", DEFAULT_GLOBAL_BATCH, 1, 1 << 24)
+        memory = p.number("gpu_memory_gib", 80.0, 1 << 20) * 2**30
+        rule = p.values.get("plan", "rule")
+        if rule not in ("rule", "auto"):
+            raise p.error("plan", f"expected rule (default_plan) or auto (the fastest on each placement), got {rule!r}")
+        try:
+            jobs = llm_jobs(n, mix, interarrival, seed, global_batch, memory, auto=rule == "auto")
+        except ValueError as exc:
+            raise p.error("models", str(exc)) from None
+    else:
+        jobs = poisson_jobs(n, mix, interarrival, seed)
     if jobs[-1].arrival > MAX_ARRIVAL_S:
         raise p.error("interarrival", f"the last of {n} arrivals falls at {jobs[-1].arrival:.3g} s, past the "
                                       f"{MAX_ARRIVAL_S:g} s limit (artist.limits): use fewer jobs or shorter gaps")

@@ -39,7 +39,8 @@ FORMATS = {f.name: f for f in (
     TraceFormat("crius", "Crius / Arena trace CSV", crius.read_crius, crius.FIELDS_USED, crius.FIELDS_DROPPED,
                 crius.MODEL_TABLE),
     TraceFormat("artist", "ArtISt canonical trace CSV", canonical.read_canonical,
-                canonical.CANONICAL_COLUMNS + canonical.OPTIONAL_COLUMNS, (), {}),
+                canonical.CANONICAL_COLUMNS + canonical.OPTIONAL_COLUMNS[:2],
+                canonical.OPTIONAL_COLUMNS[2:], {}),  # plans: simulate reads them (read_jobs_csv), conversions not
 )}
 
 # Header columns that identify a CSV format, checked in this order (the first whose columns are all present).
