@@ -233,3 +233,16 @@ def test_a_sweep_says_when_its_calibration_is_extrapolated():
     assert "'h100-ns3'" in note and "outside" in note and "32 MiB" in note
     # Without a calibration there is nothing to say.
     assert load_sweep_spec(REPO / "sweeps" / "dally-racks.yaml").notes == []
+
+
+def test_reduced_congested_sweep_loads_and_expands():
+    from conftest import REPO
+
+    small = load_sweep_spec(REPO / "sweeps" / "dally-congested-small.yaml")
+    assert len(small.runs) == 2 * 2 * 3  # 1:1 and 4:1 spines x racks [2, 4] x Gandiva, Tiresias, Dally
+    assert {(r.comm.backend, r.comm.channels) for r in small.runs} == {("flow", 8)}
+    assert {r.topology.oversubscription for r in small.runs} == {1.0, 4.0}
+    assert {r.topology.spine_model for r in small.runs} == {"ecmp"}
+    assert small.simulator.contention == "shared"
+    assert {len(r.jobs) for r in small.runs} == {40}
+    assert {j.model for r in small.runs for j in r.jobs} <= {"alexnet", "resnet18", "resnet50", "vgg11"}

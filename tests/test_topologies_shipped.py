@@ -71,6 +71,16 @@ for _ratio in (1, 2, 4):
     EXPECTED[f"dally-3tier-ecmp-{_ratio}to1"] = dict(EXPECTED["dally-3tier"], oversubscription=_ratio)
 # The DGX H100 SuperPOD wired rail-optimised as its RA describes: the same datasheet figures.
 EXPECTED["dgx-h100-rails"] = dict(EXPECTED["dgx-h100"])
+# Meta's RoCE AI Zone (Gangidi et al., SIGCOMM 2024): Grand Teton nodes (HGX H100, 8 x 400G RoCE
+# NICs), two per rack, a non-blocking 2-stage Clos with 400G CTSW ports; 16 racks by default.
+EXPECTED["cloud-roce-2tier"] = dict(
+    gpus=16 * 2 * 8, gpus_per_machine=8, machines_per_rack=2,
+    machine_Bps=900 * GB / 2,  # HGX H100: 900 GB/s bidirectional NVLink 4 per GPU
+    rack_Bps=400e9 / 8,  # 400G RoCE NIC per GPU
+    spine_Bps=400e9 / 8,  # 400G CTSW ports
+    speeds={"H100": 2.0},
+    rack_types=["H100"] * 16,
+)
 
 
 def shipped() -> list[Path]:
@@ -159,3 +169,26 @@ def test_h100_calibration_topology_shares_the_superpod_links():
     calib = load_topology(_path("h100-dgx"))
     superpod = load_topology(TOPOLOGIES / "dgx-h100.yaml")
     assert calib.link_parameters() == superpod.link_parameters()
+
+
+def test_cloud_roce_ring_times_hand_computed():
+    """Ring all-reduce of 100 MB over 16 GPUs on the RoCE fabric, written from the YAML's figures:
+    30 ring steps each draining S/16 through a 400G NIC; one chunk's 30 hops cross machine
+    boundaries 4 times (NCCL NET step 14 us + the path's links and switches), NVLink the other 26
+    (3.4 us + 2 x 5 ns + 100 ns). Two machines of one rack: RTSW path (2 x 10 ns + 0.6 us). Two
+    racks: + 2 fibre links (0.25 us) + the second RTSW + the CTSW (3 us); the two inter-rack flows
+    run in opposite directions, so no ECMP collision slows the bandwidth term."""
+    from artist.network.analytical import AnalyticalModel
+    from artist.placement import placement_from_shape
+
+    topo = load_topology(TOPOLOGIES / "cloud-roce-2tier.yaml")
+    s, n = 100_000_000, 16
+    bandwidth = 2 * (n - 1) * s / n / (400e9 / 8)
+    nvlink = 26 * (3.4e-6 + 0.005e-6 * 2 + 0.1e-6)
+    rack_path = 2 * 0.01e-6 + 0.6e-6
+    spine_path = 2 * 0.01e-6 + 2 * 0.25e-6 + 2 * 0.6e-6 + 3.0e-6
+    model = AnalyticalModel(topo)
+    one_rack = model.collective_seconds(placement_from_shape(topo, [[8, 8]]), s)
+    two_racks = model.collective_seconds(placement_from_shape(topo, [[8], [8]]), s)
+    assert one_rack == pytest.approx(8.4e-6 + 4 * (14e-6 + rack_path) + nvlink + bandwidth, rel=1e-9)
+    assert two_racks == pytest.approx(8.4e-6 + 4 * (14e-6 + spine_path) + nvlink + bandwidth, rel=1e-9)

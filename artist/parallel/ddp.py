@@ -6,6 +6,9 @@ produced it (a timer node from the step's start: ModelProfile.buckets' ready
 fraction x compute), one bucket after another on one communicator (each bucket
 depends on the previous one). The step ends when compute and the last bucket
 have both finished, so its exposed communication is makespan - compute.
+Layer-wise synchronisation and PyTorch's 1 MiB first bucket are options of the
+profile (ModelProfile.synchronisation, .first_bucket_bytes): they only change
+ModelProfile.buckets, so this graph and every backend follow.
 """
 
 from __future__ import annotations

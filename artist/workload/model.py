@@ -6,6 +6,20 @@ of one iteration (forward + backward) on a named reference GPU. Gradients are
 grouped into buckets the way PyTorch DDP does (fill up to a byte cap in
 backward order); every bucket is all-reduced as soon as its last gradient is
 ready, which is what the network models overlap with the backward pass.
+
+Two per-model options change the grouping:
+- `first_bucket_bytes`: the cap of the first bucket only. PyTorch DDP closes its
+  first bucket at `dist._DEFAULT_FIRST_BUCKET_BYTES` = 1 MiB so the last layers'
+  gradients start all-reducing early (torch/nn/parallel/distributed.py passes
+  `[dist._DEFAULT_FIRST_BUCKET_BYTES, self.bucket_bytes_cap]` to
+  `_compute_bucket_assignment_by_size`, comment "Experiments showed 1MB is a
+  reasonable value"; the constant is `kDefaultFirstBucketBytes = 1024 * 1024` in
+  torch/csrc/distributed/c10d/reducer.hpp). ArtISt's default is the old
+  behaviour (first bucket = `bucket_cap_bytes`), so shipped answers are unchanged;
+  set 1048576 to be PyTorch-faithful.
+- `synchronisation: layer-wise`: no bucketing; every tensor is all-reduced as
+  soon as its gradient is ready (the Dally paper's "layer-wise model
+  synchronization", sec. III-A), one after another on one communicator.
 """
 
 from __future__ import annotations
@@ -23,6 +37,10 @@ from artist.yamlio import Fields, load_yaml_mapping
 
 # PyTorch DDP's default bucket_cap_mb=25 (MiB), torch.nn.parallel.DistributedDataParallel docs.
 DDP_BUCKET_CAP_BYTES = 25 * 1024 * 1024
+# PyTorch DDP's first bucket cap, dist._DEFAULT_FIRST_BUCKET_BYTES (kDefaultFirstBucketBytes = 1024 * 1024,
+# torch/csrc/distributed/c10d/reducer.hpp); opt-in here (see the module docstring).
+PYTORCH_FIRST_BUCKET_BYTES = 1024 * 1024
+SYNCHRONISATIONS = ("ddp", "layer-wise")
 # Backward costs about twice the forward FLOPs (6N = 2N forward + 4N backward per token,
 # Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1), so the
 # backward pass starts after one third of an iteration's compute.
@@ -38,6 +56,8 @@ class ModelProfile:
     batch_size: int = 0  # per GPU; 0 when the source does not state it
     forward_fraction: float = DEFAULT_FORWARD_FRACTION
     bucket_cap_bytes: int = DDP_BUCKET_CAP_BYTES
+    first_bucket_bytes: int | None = None  # None: the first bucket has bucket_cap_bytes too
+    synchronisation: str = "ddp"  # or "layer-wise": one all-reduce per tensor
     tensor_names: tuple[str, ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False)
 
@@ -48,6 +68,10 @@ class ModelProfile:
             raise ValueError(f"model {self.name}: compute_seconds must be > 0")
         if not 0.0 <= self.forward_fraction < 1.0:
             raise ValueError(f"model {self.name}: forward_fraction must be in [0, 1)")
+        if self.synchronisation not in SYNCHRONISATIONS:
+            raise ValueError(f"model {self.name}: synchronisation must be one of {', '.join(SYNCHRONISATIONS)}")
+        if self.bucket_cap_bytes < 1 or (self.first_bucket_bytes is not None and self.first_bucket_bytes < 1):
+            raise ValueError(f"model {self.name}: bucket caps must be >= 1 byte")
 
     @property
     def total_bytes(self) -> int:
@@ -64,18 +88,26 @@ class ModelProfile:
 
         A tensor's gradient is taken to be ready after a share of the backward
         pass proportional to the bytes of gradient produced so far (an
-        assumption: backward time per layer is not in the profiles)."""
+        assumption: backward time per layer is not in the profiles).
+
+        A bucket closes once it holds at least its cap (the tensor that crosses
+        the cap stays in it, as in PyTorch's _compute_bucket_assignment_by_size);
+        the first bucket's cap is first_bucket_bytes, every later one's
+        bucket_cap_bytes. Layer-wise synchronisation makes every tensor a bucket."""
         total = self.total_bytes
         backward = 1.0 - self.forward_fraction
+        layer_wise = self.synchronisation == "layer-wise"
+        cap = self.bucket_cap_bytes if self.first_bucket_bytes is None else self.first_bucket_bytes
         out: list[tuple[int, float]] = []
         filled = 0
         produced = 0
         for b in self.tensor_bytes:
             filled += b
             produced += b
-            if filled >= self.bucket_cap_bytes:
+            if layer_wise or filled >= cap:
                 out.append((filled, self.forward_fraction + backward * produced / total))
                 filled = 0
+                cap = self.bucket_cap_bytes
         if filled:
             out.append((filled, 1.0))
         return tuple(out)
@@ -93,7 +125,8 @@ class ModelProfile:
         path = Path(path)
         f = Fields(load_yaml_mapping(path), str(path))
         f.unknown_keys({"name", "source", "params_total", "params_source", "gradient_dtype_bytes",
-                        "tensors", "compute", "forward_fraction", "bucket_cap_bytes", "notes"})
+                        "tensors", "compute", "forward_fraction", "bucket_cap_bytes", "first_bucket_bytes",
+                        "synchronisation", "notes"})
         dtype = f.integer("gradient_dtype_bytes", 4, minimum=1, maximum=8)  # fp8 .. fp64
         raw_tensors = f.raw("tensors")
         if not isinstance(raw_tensors, list) or not raw_tensors:
@@ -122,6 +155,8 @@ class ModelProfile:
             batch_size=c.integer("batch_size", 0, minimum=0),
             forward_fraction=_forward_fraction(f),
             bucket_cap_bytes=f.integer("bucket_cap_bytes", DDP_BUCKET_CAP_BYTES, minimum=1),
+            first_bucket_bytes=f.integer("first_bucket_bytes", minimum=1) if f.has("first_bucket_bytes") else None,
+            synchronisation=_synchronisation(f),
             tensor_names=tuple(names),
             source=f.string("source", ""),
         )
@@ -131,6 +166,13 @@ def _forward_fraction(f: Fields) -> float:
     value = f.number("forward_fraction", DEFAULT_FORWARD_FRACTION, minimum=0.0)
     if value >= 1.0:
         raise f.error("forward_fraction", f"must be < 1 (the backward pass takes the rest), got {value:g}")
+    return value
+
+
+def _synchronisation(f: Fields) -> str:
+    value = f.string("synchronisation", "ddp")
+    if value not in SYNCHRONISATIONS:
+        raise f.error("synchronisation", f"expected one of {', '.join(SYNCHRONISATIONS)}, got {value!r}")
     return value
 
 
