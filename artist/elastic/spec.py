@@ -87,6 +87,18 @@ def split_batch(total_batch: float, replicas: int, limit: LocalBatchLimit, initi
     return m, accum
 
 
+def split_batches(total_batch: np.ndarray, replicas: int, limit: LocalBatchLimit, initial_batch: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """split_batch over an array of total batches: (m, s) as float arrays, m unchecked against the
+    limits (the caller masks m outside [min_local, max_local])."""
+    local = np.asarray(total_batch, dtype=float) / replicas
+    accum = np.ceil(local / limit.max_local - _EPS) - 1
+    if replicas == 1:
+        accum = np.where(local > initial_batch + _EPS, np.maximum(accum, 1), accum)
+    accum = np.maximum(accum, 0)
+    return np.ceil(local / (accum + 1) - _EPS), accum
+
+
 def candidate_batches(replicas: int, spec: ElasticSpec, limit: LocalBatchLimit) -> np.ndarray:
     """Total batches the agent considers on `replicas` GPUs: BATCH_CANDIDATES geometric points from
     max(M0, K x min_local) to max_batch (one point, the fixed batch, for a fixed-batch job). Empty when

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from artist.elastic.spec import ElasticSpec, LocalBatchLimit, candidate_batches, split_batch
+from artist.elastic.spec import ElasticSpec, LocalBatchLimit, candidate_batches, split_batches
 from artist.perf.efficiency import efficiency
 from artist.policies.pollux.throughput import ThroughputParams, throughput
 
@@ -29,15 +29,14 @@ def best_config(params: ThroughputParams, phi: float, spec: ElasticSpec, limit: 
                 nodes: int, replicas: int) -> Config | None:
     """argmax over (m, s) of the predicted goodput on `replicas` GPUs over `nodes` nodes; None if no
     configuration fits (even the smallest local batch on every GPU exceeds the maximum batch)."""
-    splits = []
-    for total in candidate_batches(replicas, spec, limit):
-        ms = split_batch(total, replicas, limit, spec.initial_batch)
-        if ms is not None:
-            splits.append(ms)
-    if not splits:
+    total = candidate_batches(replicas, spec, limit)
+    if total.size == 0:
         return None
-    m = np.array([s[0] for s in splits], dtype=float)
-    s = np.array([s[1] for s in splits], dtype=float)
+    m, s = split_batches(total, replicas, limit, spec.initial_batch)
+    fits = (m >= limit.min_local) & (m <= limit.max_local)
+    if not fits.any():
+        return None
+    m, s = m[fits], s[fits]
     batch = replicas * m * (s + 1)
     rate = throughput(params, nodes, replicas, m, s)
     if spec.fixed_batch is None:
