@@ -162,3 +162,44 @@ def test_bad_tables_are_named(tmp_path, validation, placements, match):
     with pytest.raises(InputError, match=match) as info:
         read_application(d, "t4")
     assert str(d) in str(info.value)
+
+
+def _two_epoch_replay():
+    from artist.perf.efficiency import EpochCurve, GradientNoiseReplay
+    curve = {b: EpochCurve(b, np.array([100.0, 200.0]), np.array([0.1, 0.2]), np.array([1.0, 1.0]),
+                           np.array([3.0, 3.0])) for b in (10, 40)}
+    return GradientNoiseReplay(curve)  # M0 = 10, phi = 10 x 3 / 1 = 30
+
+
+def test_progress_moves_at_the_gain_and_stops_at_epoch_ends():
+    from artist.elastic.progress import ElasticProgress
+    job = ElasticProgress(_two_epoch_replay(), restart_seconds=30.0)
+    job.resize()  # first start: free
+    assert job.restart_left == 0 and job.restarts == 0
+    # batch 40: gain = 4 x (30 + 10) / (30 + 40) = 16/7 M0-steps per step; 0.5 s a step: 32/7 per second;
+    # epoch 0 ends at progress 100: after 100 x 7 / 32 = 21.875 s
+    assert job.advance(60, 40, 0.5) == pytest.approx(21.875)
+    assert job.epoch == 1 and job.progress == 100.0
+    # at M0 (gain 1) and 1 s a step: 10 s bring 10 steps
+    assert job.advance(10, 10, 1.0) == 10 and job.progress == pytest.approx(110.0)
+    job.resize()  # a resize: 30 s without progress, counted
+    assert job.restarts == 1
+    assert job.advance(60, 10, 1.0) == 30.0 and job.progress == pytest.approx(110.0)
+    assert job.advance(200, 10, 1.0) == pytest.approx(90.0) and job.done
+    assert job.advance(60, 10, 1.0) == 0.0
+    with pytest.raises(ValueError, match="positive"):
+        ElasticProgress(_two_epoch_replay(), 30.0).advance(1, 10, 0.0)
+
+
+def test_split_batches_agrees_with_split_batch():
+    from artist.elastic.spec import split_batches
+    limit = LocalBatchLimit(16, 128)
+    totals = np.array([16, 100, 128, 129, 500, 1000, 4096, 5000], dtype=float)
+    for k in (1, 2, 3, 8):
+        m, s = split_batches(totals, k, limit, 64)
+        for t, mi, si in zip(totals, m, s):
+            one = split_batch(t, k, limit, 64)
+            if one is None:
+                assert not 16 <= mi <= 128
+            else:
+                assert one == (int(mi), int(si))
