@@ -203,3 +203,20 @@ def test_split_batches_agrees_with_split_batch():
                 assert not 16 <= mi <= 128
             else:
                 assert one == (int(mi), int(si))
+
+
+def test_sia_gpu_types_add_measured_compute_per_type():
+    from artist.elastic.applications import SIA_DIR, heterogeneous_applications
+    apps = heterogeneous_applications()
+    app, spec = apps["cifar10"]
+    assert sorted(app.compute) == ["a100", "quad", "rtx", "t4"]
+    rows = _rows(SIA_DIR / "cifar10" / "placements-dgx.csv")  # columns in another order than Pollux's
+    want = statistics.median(float(r["step_time"]) - float(r["sync_time"]) for r in rows if r["local_bsz"] == "64")
+    assert app.compute["a100"](64) == pytest.approx(want)
+    assert spec.limit("quad") == LocalBatchLimit(32, 2048)             # the largest batch measured on it
+    assert apps["deepspeech2"][1].limit("rtx") == LocalBatchLimit(10, 57)  # Sia's memory bound
+    # Sia's per-model restart delays (its simulator), Pollux's 30 s stays with pollux_applications
+    assert {n: s.restart_seconds for n, (_, s) in apps.items()} == {
+        "bert": 120, "cifar10": 50, "deepspeech2": 25, "imagenet": 250, "ncf": 15, "yolov3": 80}
+    with pytest.raises(InputError, match="already known"):
+        app.with_gpu_type("t4", SIA_DIR / "cifar10" / "placements-rtx.csv")

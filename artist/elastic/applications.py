@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from artist.shipped import ROOT
 from artist.yamlio import load_yaml_mapping
 
 POLLUX_DIR = ROOT / "workloads" / "pollux"
+SIA_DIR = ROOT / "workloads" / "sia"
 _KEYS = {"epochs", "restart_seconds", "max_local_batch", "fixed_batch", "max_batch", "table1"}
 
 
@@ -50,4 +52,29 @@ def pollux_applications(directory: str = str(POLLUX_DIR)) -> dict[str, tuple[Mea
         except ValueError as exc:
             raise InputError(str(base / "applications.yaml"), f"applications.{name}", str(exc)) from None
         out[name] = (app, spec)
+    return out
+
+
+@lru_cache(maxsize=None)
+def heterogeneous_applications(pollux_dir: str = str(POLLUX_DIR), sia_dir: str = str(SIA_DIR)
+                               ) -> dict[str, tuple[MeasuredApplication, ElasticSpec]]:
+    """The Pollux applications with Sia's per-GPU-type compute tables added (t4 plus rtx, a100, quad),
+    per-type local batch limits, and Sia's per-model restart delays."""
+    path = Path(sia_dir) / "gpu_types.yaml"
+    data = load_yaml_mapping(path)
+    types = data.get("gpu_types")
+    if not isinstance(types, dict) or not types:
+        raise InputError(str(path), "gpu_types", "expected a mapping of GPU type to {table, machine}")
+    caps = data.get("max_local_batch") or {}
+    restarts = data.get("restart_seconds") or {}
+    out = {}
+    for name, (app, spec) in pollux_applications(pollux_dir).items():
+        for gpu_type, entry in sorted(types.items()):
+            if not isinstance(entry, dict) or not isinstance(entry.get("table"), str):
+                raise InputError(str(path), f"gpu_types.{gpu_type}", "expected {table: <file>, machine: <text>}")
+            app = app.with_gpu_type(gpu_type, Path(sia_dir) / name / entry["table"],
+                                    (caps.get(name) or {}).get(gpu_type))
+        if name not in restarts:
+            raise InputError(str(path), "restart_seconds", f"no restart delay for {name}")
+        out[name] = (app, dataclasses.replace(spec, local_batch=app.limits, restart_seconds=float(restarts[name])))
     return out

@@ -16,6 +16,7 @@ for comparisons against the measured step times.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,19 @@ class MeasuredApplication:
     @property
     def initial_batch(self) -> int:
         return self.replay.initial_batch
+
+    def with_gpu_type(self, gpu_type: str, table: str | Path, max_local_batch: int | None = None
+                      ) -> "MeasuredApplication":
+        """The same application with one more GPU type's compute table (a placements CSV measured on it)."""
+        if gpu_type in self.compute:
+            raise InputError(str(table), None, f"GPU type {gpu_type!r} of {self.name} is already known")
+        compute, _ = read_compute(Path(table), gpu_type)
+        lo = int(compute.local_batches[0])
+        hi = int(compute.local_batches[-1]) if max_local_batch is None else int(max_local_batch)
+        if hi < lo:
+            raise InputError(str(table), "max_local_batch", f"{hi} is below the smallest measured local batch {lo}")
+        return dataclasses.replace(self, compute={**self.compute, gpu_type: compute},
+                                   limits={**self.limits, gpu_type: LocalBatchLimit(lo, hi)})
 
 
 def read_application(directory: str | Path, gpu_type: str, epochs: int | None = None,
