@@ -123,10 +123,13 @@ def test_agent_caps_gpus_at_twice_the_most_held():
     assert agent.max_gpus == 1 and agent.goodput(1, 1) is None
     agent.observe(1, 1, 128, 0, 0.11, None, grad_sqr=1.0, grad_var=2.0)
     assert agent.max_gpus == 2 and agent.phi == pytest.approx(256.0)
+    assert agent.params is not None and agent.fits == 1
     agent.observe(1, 4, 64, 0, 0.2, None, grad_sqr=1.0, grad_var=2.0)
-    assert agent.max_gpus == 8 and agent.fits == 2
+    agent.observe(1, 4, 32, 0, 0.15, None, grad_sqr=1.0, grad_var=2.0)
+    assert agent.max_gpus == 8 and agent.fits == 1  # fitted when next asked, once for both
+    assert agent.goodput(1, 4) is not None and agent.fits == 2
     agent.observe(1, 4, 64, 0, 0.21, None, grad_sqr=1.0, grad_var=2.0)  # a repeat: no refit
-    assert agent.fits == 2
+    assert agent.params is not None and agent.fits == 2
     agent.most_gpus = 100
     assert agent.max_gpus == 64  # the job's max_gpus (default 64); 4096 // 32 = 128 GPUs feedable
     small = PolluxAgent(ElasticSpec(initial_batch=8, max_batch=64, local_batch={"t4": LocalBatchLimit(4, 8)}), "t4")
@@ -134,3 +137,15 @@ def test_agent_caps_gpus_at_twice_the_most_held():
     assert small.max_gpus == 16  # 64 // 4: no more GPUs than the maximum batch can feed
     with pytest.raises(ValueError, match="bad observation"):
         agent.observe(2, 1, 64, 0, 0.2, None, 1.0, 1.0)
+
+
+def test_analytic_gradient_of_the_fit_loss_matches_finite_differences():
+    from scipy.optimize import approx_fprime
+
+    from artist.policies.pollux.throughput import _objective
+    obs = _synthetic(TRUE, [(1, 1), (1, 3), (2, 4), (4, 16)])
+    has_accum = ~np.isnan(obs.accum_seconds)
+    for x in (np.array([0.03, 0.001, 0.04, 0.003, 0.2, 0.02, 1.7]),
+              np.array([0.01, 0.002, 0.06, 0.001, 0.1, 0.005, 3.3])):
+        numeric = approx_fprime(x, lambda v: _objective(v, obs, has_accum)[0], 1e-8)
+        np.testing.assert_allclose(_objective(x, obs, has_accum)[1], numeric, rtol=1e-4, atol=1e-6)

@@ -2,9 +2,10 @@
 
 It records what its job measured in each configuration (nodes, K, m, s): the iteration time and, if
 the job ran accumulation passes, one pass's compute time; and the job's latest gradient statistics
-(grad_sqr, grad_var, from the job's own noise-scale estimator). It refits theta_sys when a
-configuration it had not seen appears (the fit uses every configuration seen; a repeated one
-replaces its earlier time), and answers:
+(grad_sqr, grad_var, from the job's own noise-scale estimator). It refits theta_sys when asked
+for its model after a configuration it had not seen (so at most once per scheduling round however
+often the job reports; Pollux refits every 30 s); the fit uses every configuration seen, a repeated
+one replacing its earlier time. It answers:
 - max_gpus: 2 x the most GPUs the job has ever held (exploration cap), within the job's own bounds;
 - goodput(nodes, K): the best (m, s) on that allocation by its fitted model (None before any
   observation: the scheduler then assumes perfect scaling, as the artifact does);
@@ -26,7 +27,8 @@ class PolluxAgent:
         self.gpu_type = gpu_type
         self.limit: LocalBatchLimit = spec.limit(gpu_type)
         self._seen: dict[tuple[int, int, int, int], tuple[float, float | None]] = {}
-        self.params: ThroughputParams | None = None
+        self._params: ThroughputParams | None = None
+        self._stale = False  # a configuration seen since the last fit
         self.grad_sqr: float | None = None
         self.grad_var: float | None = None
         self.most_gpus = 0
@@ -44,10 +46,24 @@ class PolluxAgent:
         new = key not in self._seen
         self._seen[key] = (float(iter_seconds), None if accum_seconds is None else float(accum_seconds))
         if new:
+            self._stale = True
+
+    @property
+    def params(self) -> ThroughputParams | None:
+        """The fitted theta_sys (None before any observation), refitted when first asked after a
+        configuration the agent had not seen."""
+        if self._stale:
             rows = [(*k, v[0], v[1]) for k, v in sorted(self._seen.items())]
-            self.params = fit(Observations.of(rows))
+            self._params = fit(Observations.of(rows), start=self._params)
+            self._stale = False
             self.fits += 1
             self._cache.clear()
+        return self._params
+
+    @params.setter
+    def params(self, value: ThroughputParams | None) -> None:
+        self._params, self._stale = value, False
+        self._cache.clear()
 
     @property
     def phi(self) -> float:
