@@ -82,10 +82,11 @@ def test_every_job_finishes_its_measured_epochs_within_capacity_and_runs_repeat(
     for job in result.jobs:
         assert job.progress.progress == pytest.approx(job.app.replay.total_progress)
         assert job.finish > job.spec.arrival
-        assert all(job.elastic.initial_batch <= b <= job.elastic.max_batch for _, _, b in job.gpu_rounds)
+        assert all(job.elastic.initial_batch <= b <= job.elastic.max_batch for _, _, b, _ in job.gpu_rounds)
+        assert all(0 < e <= 1 for *_, e in job.gpu_rounds)
     per_round = {}
     for job in result.jobs:
-        for t, gpus, _ in job.gpu_rounds:
+        for t, gpus, *_ in job.gpu_rounds:
             per_round[t] = per_round.get(t, 0) + gpus
     assert max(per_round.values()) <= 8
     again = _small_run(timer, 1)

@@ -57,7 +57,8 @@ class ElasticJob:
     accum_steps: int = 0
     attained: float = 0.0         # GPU-seconds held (restarts included, as the artifact)
     finish: float | None = None
-    gpu_rounds: list[tuple[float, int, int]] = field(default_factory=list)  # (time, GPUs, batch)
+    # per round it held GPUs: (time, GPUs, total batch, statistical efficiency at the round's start)
+    gpu_rounds: list[tuple[float, int, int, float]] = field(default_factory=list)
 
     @property
     def gpus(self) -> int:
@@ -116,7 +117,7 @@ class ElasticSimulation:
             m, s = cfg.local_batch, cfg.accum_steps
         else:
             total = job.elastic.fixed_batch or max(job.elastic.initial_batch, k * limit.min_local)
-            split = split_batch(min(total, max(job.elastic.max_batch, total)), k, limit, job.elastic.initial_batch)
+            split = split_batch(total, k, limit, job.elastic.initial_batch)
             if split is None:
                 raise ValueError(f"job {job.spec.job_id}: no local batch fits {total} on {k} GPUs")
             m, s = split
@@ -177,7 +178,9 @@ class ElasticSimulation:
                         self._tune(job)
             for job in self.active:
                 if job.gpus:
-                    job.gpu_rounds.append((now, job.gpus, job.batch))
+                    epoch = min(job.progress.epoch, job.app.replay.epochs - 1)
+                    job.gpu_rounds.append((now, job.gpus, job.batch,
+                                           job.app.replay.efficiency(self._replay_batch(job), epoch)))
                     self._run_round(job, now)
             for job in [j for j in self.active if j.progress.done]:
                 self.active.remove(job)
