@@ -164,7 +164,8 @@ class ElasticSimulation:
                 now = math.ceil(self.pending[0].arrival / self.round_seconds) * self.round_seconds
                 continue
             views = [JobView(j.spec.job_id, j.agent, j.alloc.copy(), age=now - j.spec.arrival,
-                             restarts=j.progress.restarts, attained=j.attained, submitted=j.spec.arrival)
+                             restarts=j.progress.restarts, attained=j.attained, submitted=j.spec.arrival,
+                             min_gpus=j.elastic.min_gpus)
                      for j in self.active]
             started = wallclock.perf_counter()
             wanted = self.scheduler.allocate(views)
