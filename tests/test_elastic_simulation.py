@@ -102,3 +102,17 @@ def test_unknown_application_and_duplicate_ids_are_refused(timer):
     with pytest.raises(ValueError, match="unique"):
         ElasticSimulation([4], "t4", [ElasticJobSpec("a", 0, "ncf")] * 2, apps, timer, sched)
     assert np.isfinite(timer.seconds("ncf", "t4", (2,), 64, 0)[0])
+
+
+def test_a_lone_rigid_job_under_tiresias_runs_its_own_gpus_and_batch(timer):
+    """cifar10 at 1 GPU and batch 128 (= M0) under Tiresias: the same hand value as the fixed-batch case."""
+    from artist.policies.pollux.baselines import TiresiasRigid
+    apps = pollux_applications()
+    sim = ElasticSimulation([2], "t4", [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)],
+                            {"cifar10": apps["cifar10"]}, timer, TiresiasRigid([2]))
+    job = sim.run().jobs[0]
+    c91, c129 = _compute("cifar10", 91), _compute("cifar10", 129)
+    assert job.finish == pytest.approx(_cifar_total_progress() * (c91 + 37 / 38 * (c129 - c91)), rel=1e-9)
+    assert {g for _, g, _, _ in job.gpu_rounds} == {1} and job.progress.restarts == 0
+    with pytest.raises(ValueError, match="both gpus and batch"):
+        ElasticSimulation([2], "t4", [ElasticJobSpec("k", 0.0, "cifar10", gpus=1)], apps, timer, TiresiasRigid([2]))

@@ -161,3 +161,24 @@ def test_scheduler_refuses_bad_settings():
         PolluxScheduler([])
     with pytest.raises(ValueError, match="pop_size"):
         PolluxScheduler([4], pop_size=1)
+
+
+def test_tiresias_baseline_by_hand():
+    from artist.policies.pollux.baselines import TiresiasRigid
+
+    def view(job_id, gpus, current, attained):
+        return JobView(job_id, None, np.array(current), age=0.0, restarts=0, attained=attained, submitted=0.0,
+                       gpus_wanted=gpus)
+    tiresias = TiresiasRigid([4, 4], threshold_gpu_seconds=240)
+    # A (4 GPUs) and B (2) fit in 8; C (4) does not: A takes node 0 (most free, lowest index), B node 1
+    out = tiresias.allocate([view("A", 4, [0, 0], 0), view("B", 2, [0, 0], 0), view("C", 4, [0, 0], 0)])
+    assert [out[k].tolist() for k in "ABC"] == [[4, 0], [0, 2], [0, 0]]
+    # A used 240 GPU-s: second queue. B keeps its GPUs, C takes node 0, A is preempted
+    out = tiresias.allocate([view("A", 4, [4, 0], 240), view("B", 2, [0, 2], 120), view("C", 4, [0, 0], 0)])
+    assert [out[k].tolist() for k in "ABC"] == [[0, 0], [0, 2], [4, 0]]
+    # a smaller job behind a blocked one runs (D, 2 GPUs, after A, 4 GPUs, with 2 free)
+    out = tiresias.allocate([view("A", 4, [0, 0], 240), view("B", 2, [0, 2], 120), view("C", 4, [4, 0], 240),
+                             view("D", 2, [0, 0], 0)])
+    assert out["D"].sum() == 2 and out["B"].tolist() == [0, 2] and out["A"].sum() + out["C"].sum() == 4
+    with pytest.raises(ValueError, match="gpus_wanted"):
+        tiresias.allocate([view("E", 0, [0, 0], 0)])

@@ -16,6 +16,7 @@ This is not artist/simulator.py (exact events, rigid jobs); elastic jobs are not
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time as wallclock
 from dataclasses import dataclass, field
@@ -40,9 +41,17 @@ class StepTimer(Protocol):
 
 @dataclass(frozen=True)
 class ElasticJobSpec:
+    """A job of the workload. gpus and batch: a rigid baseline's fixed configuration (the artifact
+    workloads' TunedJobs columns); 0: the job is elastic (Pollux picks both)."""
     job_id: str
     arrival: float
     app: str
+    gpus: int = 0
+    batch: int = 0
+
+
+class Allocator(Protocol):
+    def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]: ...
 
 
 @dataclass
@@ -87,7 +96,7 @@ class ElasticResult:
 class ElasticSimulation:
     def __init__(self, capacity: Sequence[int], gpu_type: str, jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
-                 scheduler: PolluxScheduler, round_seconds: float = ROUND_SECONDS):
+                 scheduler: PolluxScheduler | Allocator, round_seconds: float = ROUND_SECONDS):
         self.capacity = np.asarray(capacity, dtype=int)
         self.gpu_type, self.timer, self.scheduler = gpu_type, timer, scheduler
         self.round_seconds = float(round_seconds)
@@ -98,12 +107,17 @@ class ElasticSimulation:
         for j in self.pending:
             if j.app not in apps:
                 raise ValueError(f"job {j.job_id}: unknown application {j.app!r}")
+            if j.gpus < 0 or j.batch < 0 or bool(j.gpus) != bool(j.batch):
+                raise ValueError(f"job {j.job_id}: a rigid job needs both gpus and batch >= 1 (elastic: neither)")
         self.apps = apps
         self.active: list[ElasticJob] = []
         self.done: list[ElasticJob] = []
 
     def _admit(self, spec: ElasticJobSpec) -> ElasticJob:
         app, elastic = self.apps[spec.app]
+        if spec.batch:
+            # a rigid job: its own batch, efficiency from the measured statistics at that batch
+            elastic = dataclasses.replace(elastic, fixed_batch=spec.batch)
         return ElasticJob(spec, app, elastic, PolluxAgent(elastic, self.gpu_type),
                           ElasticProgress(app.replay, elastic.restart_seconds), np.zeros(len(self.capacity), int))
 
@@ -165,7 +179,7 @@ class ElasticSimulation:
                 continue
             views = [JobView(j.spec.job_id, j.agent, j.alloc.copy(), age=now - j.spec.arrival,
                              restarts=j.progress.restarts, attained=j.attained, submitted=j.spec.arrival,
-                             min_gpus=j.elastic.min_gpus)
+                             min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus)
                      for j in self.active]
             started = wallclock.perf_counter()
             wanted = self.scheduler.allocate(views)

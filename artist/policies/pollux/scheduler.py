@@ -65,6 +65,7 @@ class JobView:
     attained: float          # GPU-seconds so far
     submitted: float
     min_gpus: int = 0
+    gpus_wanted: int = 0     # a rigid baseline's fixed GPU count (Pollux ignores it)
 
 
 class _Speedups:
