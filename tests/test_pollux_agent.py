@@ -149,3 +149,13 @@ def test_analytic_gradient_of_the_fit_loss_matches_finite_differences():
               np.array([0.01, 0.002, 0.06, 0.001, 0.1, 0.005, 3.3])):
         numeric = approx_fprime(x, lambda v: _objective(v, obs, has_accum)[0], 1e-8)
         np.testing.assert_allclose(_objective(x, obs, has_accum)[1], numeric, rtol=1e-4, atol=1e-6)
+
+
+def test_vectorised_goodputs_agree_with_best_config_pair_by_pair():
+    from artist.policies.pollux.goodput import best_goodputs
+    pairs = [(1, 1), (1, 3), (1, 4), (2, 5), (3, 12), (4, 16), (16, 64), (2, 200)]
+    got = best_goodputs(TRUE, 300.0, SPEC, SPEC.limit("t4"), [p[0] for p in pairs], [p[1] for p in pairs])
+    for (n, k), g in zip(pairs, got):
+        cfg = best_config(TRUE, 300.0, SPEC, SPEC.limit("t4"), n, k)
+        assert g == (cfg.goodput if cfg is not None else 0.0)
+    assert got[-1] == 0.0  # 200 GPUs x 16 samples exceed the maximum batch 4096

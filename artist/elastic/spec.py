@@ -22,7 +22,7 @@ POLLUX_RESTART_SECONDS = 30.0
 # Candidate total batches per GPU count the agent scans ([A] adaptdl goodput.py: numpy geomspace's
 # default of 50 points between the smallest feasible batch and the maximum).
 BATCH_CANDIDATES = 50
-_EPS = 1e-8  # tolerance for ceil of a ratio that is an integer up to rounding
+CEIL_EPS = 1e-8  # tolerance for ceil of a ratio that is an integer up to rounding
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,11 @@ def split_batch(total_batch: float, replicas: int, limit: LocalBatchLimit, initi
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     local = total_batch / replicas
-    accum = math.ceil(local / limit.max_local - _EPS) - 1
-    if replicas == 1 and local > initial_batch + _EPS:
+    accum = math.ceil(local / limit.max_local - CEIL_EPS) - 1
+    if replicas == 1 and local > initial_batch + CEIL_EPS:
         accum = max(accum, 1)
     accum = max(accum, 0)
-    m = math.ceil(local / (accum + 1) - _EPS)
+    m = math.ceil(local / (accum + 1) - CEIL_EPS)
     if not limit.min_local <= m <= limit.max_local:
         return None
     return m, accum
@@ -92,11 +92,11 @@ def split_batches(total_batch: np.ndarray, replicas: int, limit: LocalBatchLimit
     """split_batch over an array of total batches: (m, s) as float arrays, m unchecked against the
     limits (the caller masks m outside [min_local, max_local])."""
     local = np.asarray(total_batch, dtype=float) / replicas
-    accum = np.ceil(local / limit.max_local - _EPS) - 1
+    accum = np.ceil(local / limit.max_local - CEIL_EPS) - 1
     if replicas == 1:
-        accum = np.where(local > initial_batch + _EPS, np.maximum(accum, 1), accum)
+        accum = np.where(local > initial_batch + CEIL_EPS, np.maximum(accum, 1), accum)
     accum = np.maximum(accum, 0)
-    return np.ceil(local / (accum + 1) - _EPS), accum
+    return np.ceil(local / (accum + 1) - CEIL_EPS), accum
 
 
 def candidate_batches(replicas: int, spec: ElasticSpec, limit: LocalBatchLimit) -> np.ndarray:

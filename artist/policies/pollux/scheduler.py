@@ -37,6 +37,7 @@ from pymoo.core.sampling import Sampling
 from pymoo.optimize import minimize
 
 from artist.policies.pollux.agent import PolluxAgent
+from artist.policies.pollux.goodput import best_goodputs
 
 SPEEDUP_FLOOR = 1e-3  # added to every speedup before the power mean ([A]); an idle job counts ~1/1e-3
 
@@ -80,15 +81,17 @@ class _Speedups:
             cap = int(self.caps[i])
             base_k = min(fair, cap)
             base_nodes = math.ceil(base_k / gpus_per_node)
-            base = job.agent.goodput(base_nodes, base_k)
-            for k in range(1, cap + 1):
-                for n in range(1, min(k, max_nodes) + 1):
-                    if job.agent.params is None:  # nothing measured yet: perfect scaling assumed
-                        self.table[i, n, k] = k / base_k
-                        continue
-                    cfg = job.agent.goodput(n, k)
-                    if cfg is not None and base is not None and base.goodput > 0:
-                        self.table[i, n, k] = cfg.goodput / base.goodput
+            pairs = [(n, k) for k in range(1, cap + 1) for n in range(1, min(k, max_nodes) + 1)]
+            n_idx = np.array([p[0] for p in pairs])
+            k_idx = np.array([p[1] for p in pairs])
+            params = job.agent.params
+            if params is None:  # nothing measured yet: perfect scaling assumed (the artifact's r)
+                self.table[i, n_idx, k_idx] = k_idx / base_k
+                continue
+            limit, phi = job.agent.limit, job.agent.phi
+            base = best_goodputs(params, phi, job.agent.spec, limit, base_nodes, base_k)[0]
+            if base > 0:
+                self.table[i, n_idx, k_idx] = best_goodputs(params, phi, job.agent.spec, limit, n_idx, k_idx) / base
 
     def lookup(self, states: np.ndarray) -> np.ndarray:
         """states (P, J, N) -> speedups (P, J)."""
