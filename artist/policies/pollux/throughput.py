@@ -210,7 +210,7 @@ def fit(obs: Observations, start: ThroughputParams | None = None) -> ThroughputP
         return value, np.where(logged[free], grad[free] * x[free], grad[free])
 
     result = minimize(loss, z0, jac=True, method="L-BFGS-B", bounds=Bounds(zlo, zhi),
-                      options={"ftol": 1e-12, "gtol": 1e-10, "maxiter": 2000})
+                      options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 500})
     x = unpack(result.x)
     if not multi_node.any():
         # prior: crossing nodes costs at least 10 % more than staying on one (artifact's post-fit rule)
