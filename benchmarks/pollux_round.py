@@ -10,15 +10,21 @@ observed them) and the gradient statistics of epoch 0. Prints figures only; noth
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import os
 
-import numpy as np
+# One BLAS thread: the agents' L-BFGS-B fits are 7-parameter problems, and OpenBLAS's threads made them
+# 20x slower on 2 busy cores (measured: 5 fits 2.95 s vs 0.14 s). Set before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from artist.elastic.applications import pollux_applications
-from artist.policies.pollux.agent import PolluxAgent
-from artist.policies.pollux.scheduler import JobView, PolluxScheduler
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from artist.elastic.applications import pollux_applications  # noqa: E402
+from artist.policies.pollux.agent import PolluxAgent  # noqa: E402
+from artist.policies.pollux.scheduler import JobView, PolluxScheduler  # noqa: E402
 
 PLACEMENTS = {1: (1, 1), 4: (1, 4), 44: (2, 8)}  # artifact placement id -> (nodes, GPUs)
 

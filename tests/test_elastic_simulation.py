@@ -73,7 +73,7 @@ def _small_run(timer, seed):
     apps = pollux_applications()
     jobs = [ElasticJobSpec(f"j{i}", 200.0 * i, app) for i, app in enumerate(["cifar10", "ncf"])]
     sim = ElasticSimulation([4, 4], "t4", jobs, {k: apps[k] for k in ("ncf", "cifar10")}, timer,
-                            PolluxScheduler([4, 4], pop_size=10, generations=5, seed=seed))
+                            PolluxScheduler([4, 4], pop_size=6, generations=3, seed=seed))
     return sim.run()
 
 
