@@ -64,6 +64,15 @@ EXPECTED = {
         speeds={"A100": 1.0, "V100": 1200 / 2470},
         rack_types=["A100", "V100"],
     ),
+    "pollux-t4": dict(
+        gpus=16 * 4,  # Pollux section 5.1: 16 x g4dn.12xlarge, 4 T4 each
+        gpus_per_machine=4, machines_per_rack=16,
+        machine_Bps=8e9 * 16 * 128 / 130 / 8,  # PCIe 3.0 x16: 8 GT/s per lane, 128b/130b encoding
+        rack_Bps=50e9 / 4 / 8,  # 50 Gb/s per g4dn.12xlarge over its 4 GPUs
+        spine_Bps=50e9 / 4 / 8,  # unused (one rack)
+        speeds={"T4": 0.0852},  # derived estimate, see the YAML
+        rack_types=["T4"],
+    ),
 }
 # The Dally cluster with an ecmp spine at 1:1, 2:1, 4:1 (the ratios are the project's assumption,
 # the paper states none): the same datasheet figures, the uplinks oversubscribed.

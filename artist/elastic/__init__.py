@@ -1,0 +1,13 @@
+"""Elastic, goodput-driven jobs (Pollux, Qiao et al. OSDI'21): what they may change and their measured data.
+
+- spec.py: ElasticSpec (GPU range, initial/max batch, per-GPU-type local batch limits, restart cost),
+  split_batch / split_batches (total batch -> local batch m and accumulation passes s),
+  candidate_batches
+- measured.py: the Pollux artifact's measured tables of one application (gradient statistics per
+  epoch and batch, compute time per local batch) -> MeasuredApplication
+- applications.py: the six Pollux applications as shipped in workloads/pollux/
+- progress.py: ElasticProgress, the ground truth of a job's progress in M0-equivalent steps (epochs,
+  gain, restart delay)
+
+Statistical efficiency itself is artist/perf/efficiency.py.
+"""

@@ -1,0 +1,206 @@
+"""A cluster of elastic jobs under the Pollux scheduler, in 60 s rounds (both the Pollux and the Sia
+artifacts step time this way; within a round each job's progress is exact, stopping at restarts,
+epoch boundaries and completion).
+
+Every round: jobs that arrived join; the scheduler (artist/policies/pollux/scheduler.py) allocates GPUs
+per node from the agents' fitted models; a job whose allocation changed restarts (its restart delay,
+not for its first start) and its agent picks (m, s) for the new allocation; then each running job
+advances for the round at its true iteration time (StepTimer: measured compute + ArtISt's network for
+the synchronisation), re-tuning (m, s) at every epoch end. After running in a configuration the job's
+agent is told what the job measured: the iteration time, one pass's compute time when s >= 1, and the
+gradient statistics of the current epoch (what the job's own noise-scale estimator reports). The agents
+and the scheduler see nothing else: not the StepTimer, not the network model, not the tables.
+
+This is not artist/simulator.py (exact events, rigid jobs); elastic jobs are not in that loop yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time as wallclock
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence
+
+import numpy as np
+
+from artist.elastic.measured import MeasuredApplication
+from artist.elastic.progress import ElasticProgress
+from artist.elastic.spec import ElasticSpec, split_batch
+from artist.policies.pollux.agent import PolluxAgent
+from artist.policies.pollux.scheduler import JobView, PolluxScheduler
+
+ROUND_SECONDS = 60.0          # Pollux's scheduling interval (paper section 5; digest 1.4)
+MAX_ROUNDS = 1_000_000        # a run that has not finished by then is refused, not looped forever
+
+
+class StepTimer(Protocol):
+    def seconds(self, app: str, gpu_type: str, per_node: Sequence[int], local_batch: int, accum_steps: int
+                ) -> tuple[float, float]: ...
+
+
+@dataclass(frozen=True)
+class ElasticJobSpec:
+    """A job of the workload. gpus and batch: a rigid baseline's fixed configuration (the artifact
+    workloads' TunedJobs columns); 0: the job is elastic (Pollux picks both)."""
+    job_id: str
+    arrival: float
+    app: str
+    gpus: int = 0
+    batch: int = 0
+
+
+class Allocator(Protocol):
+    def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]: ...
+
+
+@dataclass
+class ElasticJob:
+    spec: ElasticJobSpec
+    app: MeasuredApplication
+    elastic: ElasticSpec
+    agent: PolluxAgent
+    progress: ElasticProgress
+    alloc: np.ndarray
+    local_batch: int = 0
+    accum_steps: int = 0
+    attained: float = 0.0         # GPU-seconds held (restarts included, as the artifact)
+    finish: float | None = None
+    # per round it held GPUs: (time, GPUs, total batch, statistical efficiency at the round's start)
+    gpu_rounds: list[tuple[float, int, int, float]] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return int(self.alloc.sum())
+
+    @property
+    def batch(self) -> int:
+        return self.gpus * self.local_batch * (self.accum_steps + 1)
+
+
+@dataclass
+class ElasticResult:
+    jobs: list[ElasticJob]
+    makespan: float
+    rounds: int
+    policy_seconds: list[float]   # wall seconds of every scheduler call
+
+    def summary(self) -> dict:
+        jct = np.array([j.finish - j.spec.arrival for j in self.jobs])
+        return {"jobs": len(self.jobs), "avg_jct_h": float(jct.mean() / 3600),
+                "p99_jct_h": float(np.percentile(jct, 99) / 3600), "makespan_h": self.makespan / 3600,
+                "avg_restarts": float(np.mean([j.progress.restarts for j in self.jobs])),
+                "policy_s_median": float(np.median(self.policy_seconds)) if self.policy_seconds else 0.0}
+
+
+class ElasticSimulation:
+    def __init__(self, capacity: Sequence[int], gpu_type: str, jobs: Sequence[ElasticJobSpec],
+                 apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
+                 scheduler: PolluxScheduler | Allocator, round_seconds: float = ROUND_SECONDS):
+        self.capacity = np.asarray(capacity, dtype=int)
+        self.gpu_type, self.timer, self.scheduler = gpu_type, timer, scheduler
+        self.round_seconds = float(round_seconds)
+        ids = [j.job_id for j in jobs]
+        if len(set(ids)) != len(ids):
+            raise ValueError("job ids must be unique")
+        self.pending = sorted(jobs, key=lambda j: (j.arrival, j.job_id))
+        for j in self.pending:
+            if j.app not in apps:
+                raise ValueError(f"job {j.job_id}: unknown application {j.app!r}")
+            if j.gpus < 0 or j.batch < 0 or bool(j.gpus) != bool(j.batch):
+                raise ValueError(f"job {j.job_id}: a rigid job needs both gpus and batch >= 1 (elastic: neither)")
+        self.apps = apps
+        self.active: list[ElasticJob] = []
+        self.done: list[ElasticJob] = []
+
+    def _admit(self, spec: ElasticJobSpec) -> ElasticJob:
+        app, elastic = self.apps[spec.app]
+        if spec.batch:
+            # a rigid job: its own batch, efficiency from the measured statistics at that batch
+            elastic = dataclasses.replace(elastic, fixed_batch=spec.batch)
+        return ElasticJob(spec, app, elastic, PolluxAgent(elastic, self.gpu_type),
+                          ElasticProgress(app.replay, elastic.restart_seconds), np.zeros(len(self.capacity), int))
+
+    def _tune(self, job: ElasticJob) -> None:
+        """(m, s) for the job's allocation: the agent's best by its model, or, before it has one, the
+        smallest batch the GPUs can run (the artifact's start: M0 or K x min local batch)."""
+        k, nodes = job.gpus, int(np.count_nonzero(job.alloc))
+        limit = job.elastic.limit(self.gpu_type)
+        cfg = job.agent.goodput(nodes, k) if job.elastic.fixed_batch is None else None
+        if cfg is not None:
+            m, s = cfg.local_batch, cfg.accum_steps
+        else:
+            total = job.elastic.fixed_batch or max(job.elastic.initial_batch, k * limit.min_local)
+            split = split_batch(total, k, limit, job.elastic.initial_batch)
+            if split is None:
+                raise ValueError(f"job {job.spec.job_id}: no local batch fits {total} on {k} GPUs")
+            m, s = split
+        # never above the maximum batch through rounding up (as the artifact)
+        m = max(limit.min_local, min(m, job.elastic.max_batch // (k * (s + 1)) or limit.min_local))
+        job.local_batch, job.accum_steps = m, s
+
+    def _replay_batch(self, job: ElasticJob) -> float:
+        """The batch whose measured statistics apply, within the measured range."""
+        return float(np.clip(job.batch, job.app.replay.batches[0], job.app.replay.batches[-1]))
+
+    def _run_round(self, job: ElasticJob, start: float) -> None:
+        left = self.round_seconds
+        while left > 1e-9 and not job.progress.done:
+            iter_s, compute_s = self.timer.seconds(job.spec.app, self.gpu_type, job.alloc, job.local_batch,
+                                                   job.accum_steps)
+            restarting = job.progress.restart_left > 0
+            epoch = job.progress.epoch
+            used = job.progress.advance(left, self._replay_batch(job), iter_s)
+            job.attained += used * job.gpus
+            left -= used
+            if not restarting and used > 0:
+                sqr, var = job.app.replay.grad_stats(self._replay_batch(job), min(epoch, job.app.replay.epochs - 1))
+                job.agent.observe(int(np.count_nonzero(job.alloc)), job.gpus, job.local_batch, job.accum_steps,
+                                  iter_s, compute_s if job.accum_steps else None, sqr, var)
+            if job.progress.done:
+                job.finish = start + (self.round_seconds - left)
+            elif not restarting and job.progress.epoch != epoch:
+                e = min(job.progress.epoch, job.app.replay.epochs - 1)
+                job.agent.report_stats(*job.app.replay.grad_stats(self._replay_batch(job), e))
+                self._tune(job)
+
+    def run(self) -> ElasticResult:
+        policy_seconds: list[float] = []
+        now, rounds = 0.0, 0
+        total = len(self.pending)
+        while len(self.done) < total:
+            rounds += 1
+            if rounds > MAX_ROUNDS:
+                raise RuntimeError(f"elastic simulation did not finish in {MAX_ROUNDS} rounds")
+            while self.pending and self.pending[0].arrival <= now:
+                self.active.append(self._admit(self.pending.pop(0)))
+            if not self.active:
+                now = math.ceil(self.pending[0].arrival / self.round_seconds) * self.round_seconds
+                continue
+            views = [JobView(j.spec.job_id, j.agent, j.alloc.copy(), age=now - j.spec.arrival,
+                             restarts=j.progress.restarts, attained=j.attained, submitted=j.spec.arrival,
+                             min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus)
+                     for j in self.active]
+            started = wallclock.perf_counter()
+            wanted = self.scheduler.allocate(views)
+            policy_seconds.append(wallclock.perf_counter() - started)
+            for job in self.active:
+                new = np.asarray(wanted[job.spec.job_id], dtype=int)
+                if not np.array_equal(new, job.alloc):
+                    job.alloc = new
+                    if new.sum() > 0:
+                        job.progress.resize()
+                        self._tune(job)
+            for job in self.active:
+                if job.gpus:
+                    epoch = min(job.progress.epoch, job.app.replay.epochs - 1)
+                    job.gpu_rounds.append((now, job.gpus, job.batch,
+                                           job.app.replay.efficiency(self._replay_batch(job), epoch)))
+                    self._run_round(job, now)
+            for job in [j for j in self.active if j.progress.done]:
+                self.active.remove(job)
+                self.done.append(job)
+            now += self.round_seconds
+        jobs = sorted(self.done, key=lambda j: j.spec.job_id)
+        makespan = max(j.finish for j in jobs) if jobs else 0.0
+        return ElasticResult(jobs, makespan, rounds, policy_seconds)

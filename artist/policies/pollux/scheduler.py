@@ -1,0 +1,267 @@
+"""PolluxSched: cluster-wide allocation by a genetic search over node-level allocation matrices
+(Pollux section 4.2; operators and defaults as the artifact, digest 1.4).
+
+A state is an integer matrix A (jobs x nodes) of GPUs per node. Its fitness is the power mean over
+every job, running or pending (Eq. 14):
+
+    FITNESS_p(A) = ((1/J) sum_j (SPEEDUP_j(A_j) + 1e-3)^p)^(1/p)        (p = 0: geometric mean)
+
+SPEEDUP_j is the job's best goodput on its row (its agent's fitted model, best (m, s)) over its best
+goodput on a fair share (ceil(GPUs / J) GPUs on as few nodes as hold them, within the job's cap), and
+x REALLOC_FACTOR_j(delta) = max(T_j - R_j delta, 0) / (T_j + delta) when the row differs from the
+job's current one (T_j age, R_j restarts so far). The 1e-3 and the clamp at 0 are the artifact's.
+
+The search is pymoo's NSGA-II (population 100, 100 generations; objectives: -FITNESS_p and -GPUs in
+use, the artifact's second objective, which serves its autoscaler), seeded with the previous round's
+final population re-indexed to the current jobs (a new job gets a zero row; the first round starts from
+the current allocation only). Every candidate is repaired, in job priority order (least attained
+service first, then earliest submission): interference avoidance (at most one multi-node job per node),
+each job's GPU cap (its agent's 2x rule) truncated over a random node order, at most 16 nodes per job,
+node capacity, and the job's minimum GPUs (else zero). The answer is the state of highest fitness in
+the final population. Randomness comes from one numpy Generator seeded per round from (seed, round).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from pymoo.algorithms.moo.nsga2 import NSGA2
+from pymoo.core.crossover import Crossover
+from pymoo.core.mutation import Mutation
+from pymoo.core.problem import Problem
+from pymoo.core.repair import Repair
+from pymoo.core.sampling import Sampling
+from pymoo.optimize import minimize
+
+from artist.policies.pollux.agent import PolluxAgent
+from artist.policies.pollux.goodput import best_goodputs
+
+SPEEDUP_FLOOR = 1e-3  # added to every speedup before the power mean ([A]); an idle job counts ~1/1e-3
+
+
+def realloc_factor(age: float, restarts: int, delta: float) -> float:
+    """(T - R delta) / (T + delta), clamped at 0 (Pollux section 4.2; clamp [A])."""
+    return max(age - restarts * delta, 0.0) / (age + delta)
+
+
+def power_mean(values: np.ndarray, p: float, axis: int = -1) -> np.ndarray:
+    """((1/J) sum x^p)^(1/p) along axis; p = 0: the geometric mean."""
+    x = np.asarray(values, dtype=float)
+    if p == 0:
+        return np.exp(np.mean(np.log(x), axis=axis))
+    return np.mean(x ** p, axis=axis) ** (1.0 / p)
+
+
+@dataclass
+class JobView:
+    """What the scheduler knows of a job: its agent and its bookkeeping."""
+    job_id: str
+    agent: PolluxAgent
+    current: np.ndarray      # GPUs per node now (zeros: pending)
+    age: float               # seconds since submission
+    restarts: int            # re-allocations so far (the first start is not one)
+    attained: float          # GPU-seconds so far
+    submitted: float
+    min_gpus: int = 0
+    gpus_wanted: int = 0     # a rigid baseline's fixed GPU count (Pollux ignores it)
+
+
+class _Speedups:
+    """SPEEDUP_j(nodes, K) tables, filled from the agents' fitted goodput."""
+
+    def __init__(self, jobs: Sequence[JobView], total_gpus: int, gpus_per_node: int, max_nodes: int):
+        self.caps = np.array([j.agent.max_gpus for j in jobs], dtype=int)
+        top_k = int(self.caps.max(initial=1))
+        self.table = np.zeros((len(jobs), max_nodes + 1, top_k + 1))
+        fair = max(1, math.ceil(total_gpus / max(len(jobs), 1)))
+        for i, job in enumerate(jobs):
+            cap = int(self.caps[i])
+            base_k = min(fair, cap)
+            base_nodes = math.ceil(base_k / gpus_per_node)
+            pairs = [(n, k) for k in range(1, cap + 1) for n in range(1, min(k, max_nodes) + 1)]
+            n_idx = np.array([p[0] for p in pairs])
+            k_idx = np.array([p[1] for p in pairs])
+            params = job.agent.params
+            if params is None:  # nothing measured yet: perfect scaling assumed (the artifact's r)
+                self.table[i, n_idx, k_idx] = k_idx / base_k
+                continue
+            limit, phi = job.agent.limit, job.agent.phi
+            base = best_goodputs(params, phi, job.agent.spec, limit, base_nodes, base_k)[0]
+            if base > 0:
+                self.table[i, n_idx, k_idx] = best_goodputs(params, phi, job.agent.spec, limit, n_idx, k_idx) / base
+
+    def lookup(self, states: np.ndarray) -> np.ndarray:
+        """states (P, J, N) -> speedups (P, J)."""
+        k = states.sum(axis=2)
+        n = (states > 0).sum(axis=2)
+        n = np.minimum(n, self.table.shape[1] - 1)
+        k = np.minimum(k, self.table.shape[2] - 1)
+        rows = np.broadcast_to(np.arange(states.shape[1]), k.shape)
+        return self.table[rows, n, k]
+
+
+class _AllocationProblem(Problem):
+    def __init__(self, sched: "PolluxScheduler", jobs: Sequence[JobView], speedups: _Speedups,
+                 base: np.ndarray, rng: np.random.Generator):
+        self.sched, self.jobs, self.speedups, self.base, self.rng = sched, jobs, speedups, base, rng
+        self.shape = base.shape
+        self.capacity = np.asarray(sched.capacity)
+        self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].attained, jobs[i].submitted, jobs[i].job_id))
+        self.factor = np.array([realloc_factor(j.age, j.restarts, sched.delta) for j in jobs])
+        self.min_gpus = np.array([j.min_gpus for j in jobs])
+        super().__init__(n_var=base.size, n_obj=2, xl=0, xu=int(self.capacity.max()), vtype=int)
+
+    def fitness(self, states: np.ndarray) -> np.ndarray:
+        speedup = self.speedups.lookup(states)
+        changed = np.any(states != self.base[None], axis=2)
+        speedup = speedup * np.where(changed, self.factor[None], 1.0)
+        return power_mean(speedup + SPEEDUP_FLOOR, self.sched.p, axis=1)
+
+    def _evaluate(self, x, out, *args, **kwargs):
+        states = x.reshape(-1, *self.shape)
+        out["F"] = np.column_stack([-self.fitness(states), -states.sum(axis=(1, 2)) / self.capacity.sum()])
+
+    def repair(self, states: np.ndarray) -> np.ndarray:
+        """Constraints on a population (P, J, N), vectorised over P, jobs in priority order."""
+        a = np.maximum(np.asarray(states).astype(int), 0).copy()
+        n_pop, _, n_nodes = a.shape
+        if self.sched.interference_avoidance:
+            taken = np.zeros((n_pop, n_nodes), dtype=bool)  # node already holds a multi-node job
+            for i in self.order:
+                multi = np.count_nonzero(a[:, i], axis=1) > 1
+                a[:, i][multi[:, None] & taken] = 0
+                multi = np.count_nonzero(a[:, i], axis=1) > 1
+                taken |= multi[:, None] & (a[:, i] > 0)
+        for i in self.order:
+            # over a random node order per state: remove the excess over the cap, then keep at most
+            # max_nodes of the nodes used
+            perm = self.rng.random((n_pop, n_nodes)).argsort(axis=1)
+            row = np.take_along_axis(a[:, i], perm, axis=1)
+            excess = row.sum(axis=1, keepdims=True) - int(self.speedups.caps[i])
+            before = np.cumsum(row, axis=1) - row
+            row = row - np.clip(excess - before, 0, row)
+            rank = np.cumsum(row > 0, axis=1)
+            row = np.where(rank > self.sched.max_nodes, 0, row)
+            np.put_along_axis(a[:, i], perm, row, axis=1)
+        free = np.broadcast_to(self.capacity, (n_pop, n_nodes)).copy()
+        for i in self.order:
+            a[:, i] = np.minimum(a[:, i], free)
+            free -= a[:, i]
+        total = a.sum(axis=2)
+        a[(total > 0) & (total < self.min_gpus[None])] = 0
+        return a
+
+
+class _Seeded(Sampling):
+    def __init__(self, states: np.ndarray):
+        super().__init__()
+        self.states = states
+
+    def _do(self, problem, n_samples, *args, random_state=None, **kwargs):
+        picks = np.resize(np.arange(len(self.states)), n_samples)
+        return self.states[picks].reshape(n_samples, -1)
+
+
+class _RowCrossover(Crossover):
+    """Single-point crossover over job rows: two parents, two children."""
+
+    def __init__(self):
+        super().__init__(2, 2)
+
+    def _do(self, problem, X, *args, random_state=None, **kwargs):
+        _, n_matings, n_var = X.shape
+        jobs, nodes = problem.shape
+        out = X.copy()
+        for m in range(n_matings):
+            if jobs < 2:
+                continue
+            cut = int(problem.rng.integers(1, jobs)) * nodes
+            out[0, m, cut:], out[1, m, cut:] = X[1, m, cut:], X[0, m, cut:]
+        return out
+
+
+class _AllocationMutation(Mutation):
+    """Three parts, as the artifact's (digest 1.4): a row reset to the current allocation (prob 0.1);
+    for 10 % of the jobs each element zeroed with prob 0.1; and growth: with prob 0.1 per job, one node
+    (half the time one the job uses, else one with free GPUs) raised by a uniform count in [0, the node's
+    free GPUs]. Ours [I]: the growth probability, the used/free split, and that free GPUs are counted
+    before any growth (two jobs may grow onto the same free GPUs; repair's capacity step settles it)."""
+
+    def _do(self, problem, X, *args, random_state=None, **kwargs):
+        rng = problem.rng
+        a = X.reshape(-1, *problem.shape).copy()
+        n_pop, n_jobs, n_nodes = a.shape
+        reset = rng.random((n_pop, n_jobs)) < 0.1
+        a = np.where(reset[..., None], problem.base[None], a)
+        zero = (rng.random((n_pop, n_jobs)) < 0.1)[..., None] & (rng.random(a.shape) < 0.1)
+        a[zero] = 0
+        free = np.maximum(problem.capacity[None] - a.sum(axis=1), 0)  # (P, N), before any growth
+        grow = rng.random((n_pop, n_jobs)) < 0.1
+        used = a > 0
+        spare = np.broadcast_to((free > 0)[:, None, :], a.shape)
+        want_used = (rng.random((n_pop, n_jobs)) < 0.5)[..., None]
+        pool = np.where(want_used & used.any(axis=2, keepdims=True), used, spare)
+        score = np.where(pool, rng.random(a.shape), -1.0)
+        node = score.argmax(axis=2)                                       # (P, J)
+        ok = grow & (score.max(axis=2) >= 0)
+        p_idx, j_idx = np.nonzero(ok)
+        n_idx = node[p_idx, j_idx]
+        room = free[p_idx, n_idx]
+        a[p_idx, j_idx, n_idx] += np.floor(rng.random(p_idx.size) * (room + 1)).astype(int)
+        return a.reshape(len(X), -1)
+
+
+class _AllocationRepair(Repair):
+    def _do(self, problem, X, **kwargs):
+        return problem.repair(X.reshape(-1, *problem.shape)).reshape(len(X), -1)
+
+
+class PolluxScheduler:
+    """Every round: allocate(jobs) -> {job_id: GPUs per node}. capacity: GPUs per node."""
+
+    def __init__(self, capacity: Sequence[int], p: float = -1.0, delta: float = 30.0, pop_size: int = 100,
+                 generations: int = 100, seed: int = 0, interference_avoidance: bool = True, max_nodes: int = 16):
+        if len(capacity) == 0 or min(capacity) < 1:
+            raise ValueError("capacity: every node needs at least one GPU")
+        if pop_size < 2 or generations < 1:
+            raise ValueError("pop_size must be >= 2 and generations >= 1")
+        self.capacity = np.array(capacity, dtype=int)
+        self.p, self.delta = float(p), float(delta)
+        self.pop_size, self.generations, self.seed = int(pop_size), int(generations), int(seed)
+        self.interference_avoidance = interference_avoidance
+        self.max_nodes = min(int(max_nodes), len(self.capacity))
+        self._population: dict[str, np.ndarray] = {}  # job id -> rows (pop, nodes) of the last round
+        self._population_size = 0
+        self.round = 0
+
+    def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]:
+        self.round += 1
+        if not jobs:
+            self._population, self._population_size = {}, 0
+            return {}
+        rng = np.random.default_rng([self.seed, self.round])
+        base = np.stack([np.asarray(j.current, dtype=int) for j in jobs])
+        if base.shape[1] != len(self.capacity):
+            raise ValueError(f"a job's current allocation has {base.shape[1]} nodes, the cluster {len(self.capacity)}")
+        speedups = _Speedups(jobs, int(self.capacity.sum()), int(self.capacity.max()), self.max_nodes)
+        problem = _AllocationProblem(self, jobs, speedups, base, rng)
+        seeds = base[None]
+        if self._population_size:
+            zeros = np.zeros((self._population_size, len(self.capacity)), dtype=int)
+            previous = np.stack([self._population.get(j.job_id, zeros) for j in jobs], axis=1)  # (P, J, N)
+            seeds = np.concatenate([seeds, previous])
+        seeds = problem.repair(seeds)
+        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), crossover=_RowCrossover(),
+                          mutation=_AllocationMutation(), repair=_AllocationRepair(), eliminate_duplicates=True)
+        result = minimize(problem, algorithm, ("n_gen", self.generations), seed=int(rng.integers(2**31)),
+                          verbose=False)
+        final = result.pop.get("X").reshape(-1, *base.shape).astype(int)
+        fitness = problem.fitness(final)
+        best = final[int(np.argmax(fitness))]
+        self._population = {j.job_id: final[:, i, :].copy() for i, j in enumerate(jobs)}
+        self._population_size = len(final)
+        self.last_fitness = float(fitness.max())
+        return {j.job_id: best[i].copy() for i, j in enumerate(jobs)}

@@ -1,0 +1,118 @@
+"""Elastic jobs under Pollux in 60 s rounds: the ground-truth step time (measured compute + ArtISt's
+network), a lone job's completion time by hand, conservation, capacity, and determinism."""
+
+import csv
+import statistics
+
+import numpy as np
+import pytest
+
+from artist.elastic.applications import POLLUX_DIR, pollux_applications
+from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.spec import ElasticSpec
+from artist.elastic.steptime import NetworkStepTimer
+from artist.network.analytical import AnalyticalModel
+from artist.policies.pollux.scheduler import PolluxScheduler
+from artist.shipped import TOPOLOGIES_DIR
+from artist.topology import load_topology
+from artist.workload import load_models
+from artist.workload.traces.pollux import APPLICATIONS
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _compute(app, batch):
+    rows = _rows(POLLUX_DIR / app / "placements.csv")
+    return statistics.median(float(r["step_time"]) - float(r["sync_time"])
+                             for r in rows if int(r["local_bsz"]) == batch)
+
+
+@pytest.fixture(scope="module")
+def timer():
+    topo = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
+    models = load_models()
+    apps = {k: a for k, (a, _) in pollux_applications().items()}
+    return NetworkStepTimer(topo, AnalyticalModel(topo), apps, {k: models[APPLICATIONS[k][0]] for k in apps})
+
+
+def test_step_time_is_measured_compute_plus_the_networks_exposed_sync(timer):
+    c = _compute("imagenet", 81)
+    assert timer.seconds("imagenet", "t4", (1,), 81, 0) == (pytest.approx(c), pytest.approx(c))
+    assert timer.seconds("imagenet", "t4", (1,), 81, 3)[0] == pytest.approx(4 * c)  # s passes + the last
+    one_node = timer.seconds("imagenet", "t4", (4,), 81, 0)[0]
+    two_nodes = timer.seconds("imagenet", "t4", (0, 4, 4), 81, 0)[0]
+    assert c < one_node < two_nodes  # PCIe sync exposes some, 12.5 Gb/s per GPU across machines more
+    # accumulation passes add exactly their compute, never communication
+    assert timer.seconds("imagenet", "t4", (4, 4), 81, 2)[0] - two_nodes == pytest.approx(2 * c)
+
+
+def _cifar_total_progress():
+    tables = [_rows(p) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv"))]
+    return min(float(t[-1]["progress"]) for t in tables)
+
+
+def test_a_lone_fixed_batch_job_takes_its_progress_times_its_step_time(timer):
+    """cifar10 held at M0 = 128 on the only GPU: gain 1 per step, so the job takes (total progress) x
+    compute(128) seconds, no restart, from its first round."""
+    app, spec = pollux_applications()["cifar10"]
+    fixed = ElasticSpec(initial_batch=128, max_batch=4096, local_batch=spec.local_batch, fixed_batch=128)
+    sim = ElasticSimulation([1], "t4", [ElasticJobSpec("j", 0.0, "cifar10")], {"cifar10": (app, fixed)}, timer,
+                            PolluxScheduler([1], pop_size=4, generations=2, seed=0))
+    job = sim.run().jobs[0]
+    # 128 is not a measured local batch: linear between the medians at 91 and 129
+    c91, c129 = _compute("cifar10", 91), _compute("cifar10", 129)
+    c128 = c91 + (128 - 91) / (129 - 91) * (c129 - c91)
+    assert job.finish == pytest.approx(_cifar_total_progress() * c128, rel=1e-9)
+    assert job.progress.restarts == 0 and job.progress.progress == pytest.approx(_cifar_total_progress())
+
+
+def _small_run(timer, seed):
+    apps = pollux_applications()
+    jobs = [ElasticJobSpec(f"j{i}", 200.0 * i, app) for i, app in enumerate(["cifar10", "ncf"])]
+    sim = ElasticSimulation([4, 4], "t4", jobs, {k: apps[k] for k in ("ncf", "cifar10")}, timer,
+                            PolluxScheduler([4, 4], pop_size=6, generations=3, seed=seed))
+    return sim.run()
+
+
+def test_every_job_finishes_its_measured_epochs_within_capacity_and_runs_repeat(timer):
+    result = _small_run(timer, 1)
+    for job in result.jobs:
+        assert job.progress.progress == pytest.approx(job.app.replay.total_progress)
+        assert job.finish > job.spec.arrival
+        assert all(job.elastic.initial_batch <= b <= job.elastic.max_batch for _, _, b, _ in job.gpu_rounds)
+        assert all(0 < e <= 1 for *_, e in job.gpu_rounds)
+    per_round = {}
+    for job in result.jobs:
+        for t, gpus, *_ in job.gpu_rounds:
+            per_round[t] = per_round.get(t, 0) + gpus
+    assert max(per_round.values()) <= 8
+    again = _small_run(timer, 1)
+    assert [(j.spec.job_id, j.finish, j.progress.restarts) for j in result.jobs] == \
+        [(j.spec.job_id, j.finish, j.progress.restarts) for j in again.jobs]
+
+
+def test_unknown_application_and_duplicate_ids_are_refused(timer):
+    apps = pollux_applications()
+    sched = PolluxScheduler([4])
+    with pytest.raises(ValueError, match="unknown application 'gpt'"):
+        ElasticSimulation([4], "t4", [ElasticJobSpec("a", 0, "gpt")], apps, timer, sched)
+    with pytest.raises(ValueError, match="unique"):
+        ElasticSimulation([4], "t4", [ElasticJobSpec("a", 0, "ncf")] * 2, apps, timer, sched)
+    assert np.isfinite(timer.seconds("ncf", "t4", (2,), 64, 0)[0])
+
+
+def test_a_lone_rigid_job_under_tiresias_runs_its_own_gpus_and_batch(timer):
+    """cifar10 at 1 GPU and batch 128 (= M0) under Tiresias: the same hand value as the fixed-batch case."""
+    from artist.policies.pollux.baselines import TiresiasRigid
+    apps = pollux_applications()
+    sim = ElasticSimulation([2], "t4", [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)],
+                            {"cifar10": apps["cifar10"]}, timer, TiresiasRigid([2]))
+    job = sim.run().jobs[0]
+    c91, c129 = _compute("cifar10", 91), _compute("cifar10", 129)
+    assert job.finish == pytest.approx(_cifar_total_progress() * (c91 + 37 / 38 * (c129 - c91)), rel=1e-9)
+    assert {g for _, g, _, _ in job.gpu_rounds} == {1} and job.progress.restarts == 0
+    with pytest.raises(ValueError, match="both gpus and batch"):
+        ElasticSimulation([2], "t4", [ElasticJobSpec("k", 0.0, "cifar10", gpus=1)], apps, timer, TiresiasRigid([2]))

@@ -1,0 +1,184 @@
+"""PolluxSched: REALLOC_FACTOR and the power mean by hand, constraints as properties over random
+states and whole rounds, a brute-force optimum on a small cluster, and determinism by seed."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from artist.elastic.spec import ElasticSpec, LocalBatchLimit
+from artist.policies.pollux.agent import PolluxAgent
+from artist.policies.pollux.scheduler import JobView, PolluxScheduler, _AllocationProblem, _Speedups, power_mean, \
+    realloc_factor
+from artist.policies.pollux.throughput import ThroughputParams
+
+SPEC = ElasticSpec(initial_batch=64, max_batch=4096, local_batch={"t4": LocalBatchLimit(16, 256)})
+
+
+def test_realloc_factor_by_hand():
+    # (T - R delta) / (T + delta): age 600 s, 2 restarts, delta 30: 540 / 630
+    assert realloc_factor(600, 2, 30) == pytest.approx(540 / 630)
+    assert realloc_factor(3600, 0, 30) == pytest.approx(3600 / 3630)
+    assert realloc_factor(50, 2, 30) == 0.0  # 50 - 60 < 0: clamped
+    assert realloc_factor(0, 0, 30) == 0.0
+
+
+def test_power_mean_by_hand():
+    x = np.array([1.0, 4.0])
+    assert power_mean(x, -1) == pytest.approx(2 / (1 + 0.25))  # harmonic 1.6
+    assert power_mean(x, 0) == pytest.approx(2.0)               # geometric
+    assert power_mean(x, 1) == pytest.approx(2.5)               # arithmetic
+
+
+def _agent(rng, most_gpus=None):
+    agent = PolluxAgent(SPEC, "t4")
+    agent.params = ThroughputParams(alpha_grad=rng.uniform(0.01, 0.1), beta_grad=rng.uniform(1e-4, 1e-3),
+                                    alpha_local=rng.uniform(0.01, 0.05), beta_local=rng.uniform(1e-4, 5e-3),
+                                    alpha_node=rng.uniform(0.05, 0.2), beta_node=rng.uniform(1e-3, 1e-2),
+                                    gamma=rng.uniform(1, 3))
+    agent.grad_sqr, agent.grad_var = 1.0, rng.uniform(0.5, 20)
+    agent.most_gpus = int(most_gpus if most_gpus is not None else rng.integers(1, 9))
+    return agent
+
+
+def _jobs(rng, n_jobs, capacity):
+    jobs = []
+    free = np.array(capacity)
+    for i in range(n_jobs):
+        current = np.zeros(len(capacity), dtype=int)
+        if rng.random() < 0.5:  # a running job holds some GPUs on one or two nodes
+            for node in rng.choice(len(capacity), size=int(rng.integers(1, 3)), replace=False):
+                take = int(rng.integers(0, free[node] + 1))
+                current[node] += take
+                free[node] -= take
+        jobs.append(JobView(f"j{i}", _agent(rng), current, age=float(rng.uniform(0, 7200)),
+                            restarts=int(rng.integers(0, 4)), attained=float(rng.uniform(0, 1e4)),
+                            submitted=float(i), min_gpus=int(rng.integers(0, 3))))
+    return jobs
+
+
+def _check_constraints(alloc: np.ndarray, capacity, caps, max_nodes, min_gpus):
+    assert np.all(alloc >= 0)
+    assert np.all(alloc.sum(axis=0) <= capacity)                       # node capacity
+    multi = np.count_nonzero(alloc, axis=1) > 1
+    assert np.all((alloc[multi] > 0).sum(axis=0) <= 1)                  # interference avoidance
+    assert np.all(alloc.sum(axis=1) <= caps)                            # the agents' 2x caps
+    assert np.all(np.count_nonzero(alloc, axis=1) <= max_nodes)
+    total = alloc.sum(axis=1)
+    assert np.all((total == 0) | (total >= min_gpus))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_repair_never_violates_capacity_or_interference_avoidance(seed):
+    rng = np.random.default_rng(seed)
+    capacity = rng.integers(1, 9, size=int(rng.integers(2, 7)))
+    jobs = _jobs(rng, int(rng.integers(2, 9)), capacity)
+    sched = PolluxScheduler(capacity, max_nodes=3)
+    speedups = _Speedups(jobs, int(capacity.sum()), int(capacity.max()), sched.max_nodes)
+    problem = _AllocationProblem(sched, jobs, speedups, np.stack([j.current for j in jobs]), rng)
+    states = rng.integers(0, 10, size=(200, len(jobs), len(capacity)))  # anything, over capacity too
+    for a in problem.repair(states):
+        _check_constraints(a, capacity, speedups.caps, 3, problem.min_gpus)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_allocations_of_whole_rounds_respect_the_constraints(seed):
+    rng = np.random.default_rng(100 + seed)
+    capacity = np.array([4] * 6)
+    jobs = _jobs(rng, 7, capacity)
+    sched = PolluxScheduler(capacity, pop_size=20, generations=15, seed=seed)
+    for _ in range(2):
+        out = sched.allocate(jobs)
+        alloc = np.stack([out[j.job_id] for j in jobs])
+        _check_constraints(alloc, capacity, np.array([j.agent.max_gpus for j in jobs]), 6,
+                           np.array([j.min_gpus for j in jobs]))
+        for j in jobs:
+            j.current = out[j.job_id]
+
+
+def _brute_force_best(jobs, capacity, p, delta):
+    """Every feasible allocation of a tiny cluster, fitness computed here from the agents' goodput."""
+    total = sum(capacity)
+    fair = math.ceil(total / len(jobs))
+    rows = list(itertools.product(*[range(c + 1) for c in capacity]))
+    best = 0.0
+    for combo in itertools.product(rows, repeat=len(jobs)):
+        a = np.array(combo)
+        if np.any(a.sum(axis=0) > capacity):
+            continue
+        multi = np.count_nonzero(a, axis=1) > 1
+        if np.any((a[multi] > 0).sum(axis=0) > 1):
+            continue
+        if any(a[i].sum() > j.agent.max_gpus for i, j in enumerate(jobs)):
+            continue
+        x = []
+        for i, j in enumerate(jobs):
+            k, n = int(a[i].sum()), int(np.count_nonzero(a[i]))
+            base_k = min(fair, j.agent.max_gpus)
+            base = j.agent.goodput(math.ceil(base_k / max(capacity)), base_k).goodput
+            s = 0.0 if k == 0 else j.agent.goodput(n, k).goodput / base
+            if not np.array_equal(a[i], j.current):
+                s *= max(j.age - j.restarts * delta, 0) / (j.age + delta)
+            x.append(s + 1e-3)
+        best = max(best, np.mean(np.array(x) ** p) ** (1 / p))
+    return best
+
+
+def test_search_finds_the_brute_force_optimum_on_a_small_cluster():
+    rng = np.random.default_rng(5)
+    capacity = np.array([2, 2])
+    jobs = [JobView(f"j{i}", _agent(rng, most_gpus=2), np.zeros(2, dtype=int), age=3600.0, restarts=0,
+                    attained=float(i), submitted=float(i)) for i in range(3)]
+    want = _brute_force_best(jobs, capacity, -1.0, 30.0)
+    sched = PolluxScheduler(capacity, pop_size=30, generations=30, seed=1)
+    sched.allocate(jobs)
+    assert sched.last_fitness == pytest.approx(want, rel=1e-9)
+
+
+def test_same_seed_same_allocations_and_a_pending_job_gets_gpus():
+    def run(seed):
+        rng = np.random.default_rng(11)
+        capacity = np.array([4] * 4)
+        jobs = _jobs(rng, 6, capacity)
+        sched = PolluxScheduler(capacity, pop_size=20, generations=10, seed=seed)
+        rounds = []
+        for _ in range(3):
+            out = sched.allocate(jobs)
+            rounds.append(np.stack([out[j.job_id] for j in jobs]).tobytes())
+            for j in jobs:
+                j.current = out[j.job_id]
+        return rounds, jobs
+    first, jobs = run(3)
+    again, _ = run(3)
+    assert first == again
+    # 6 jobs, 16 GPUs: with p = -1 an idle job costs ~1000 in the mean, so every job holds a GPU
+    assert all(j.current.sum() >= 1 for j in jobs)
+
+
+def test_scheduler_refuses_bad_settings():
+    with pytest.raises(ValueError, match="capacity"):
+        PolluxScheduler([])
+    with pytest.raises(ValueError, match="pop_size"):
+        PolluxScheduler([4], pop_size=1)
+
+
+def test_tiresias_baseline_by_hand():
+    from artist.policies.pollux.baselines import TiresiasRigid
+
+    def view(job_id, gpus, current, attained):
+        return JobView(job_id, None, np.array(current), age=0.0, restarts=0, attained=attained, submitted=0.0,
+                       gpus_wanted=gpus)
+    tiresias = TiresiasRigid([4, 4], threshold_gpu_seconds=240)
+    # A (4 GPUs) and B (2) fit in 8; C (4) does not: A takes node 0 (most free, lowest index), B node 1
+    out = tiresias.allocate([view("A", 4, [0, 0], 0), view("B", 2, [0, 0], 0), view("C", 4, [0, 0], 0)])
+    assert [out[k].tolist() for k in "ABC"] == [[4, 0], [0, 2], [0, 0]]
+    # A used 240 GPU-s: second queue. B keeps its GPUs, C takes node 0, A is preempted
+    out = tiresias.allocate([view("A", 4, [4, 0], 240), view("B", 2, [0, 2], 120), view("C", 4, [0, 0], 0)])
+    assert [out[k].tolist() for k in "ABC"] == [[0, 0], [0, 2], [4, 0]]
+    # a smaller job behind a blocked one runs (D, 2 GPUs, after A, 4 GPUs, with 2 free)
+    out = tiresias.allocate([view("A", 4, [0, 0], 240), view("B", 2, [0, 2], 120), view("C", 4, [4, 0], 240),
+                             view("D", 2, [0, 0], 0)])
+    assert out["D"].sum() == 2 and out["B"].tolist() == [0, 2] and out["A"].sum() + out["C"].sum() == 4
+    with pytest.raises(ValueError, match="gpus_wanted"):
+        tiresias.allocate([view("E", 0, [0, 0], 0)])
