@@ -17,9 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from artist.workload.traces.csvrows import CsvRows
 from artist.workload.traces.helios import slurm_record
-from artist.workload.traces.options import bad_row_handler, guarded
+from artist.workload.traces.options import read_csv_table
 from artist.workload.traces.record import LoadReport, TraceRecord
 
 SEREN_COLUMNS = ("job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "state", "submit_time",
@@ -33,8 +32,4 @@ FIELDS_DROPPED = ("node_num", "cpu_num", "mem_per_pod_GB", "shared_mem_per_pod",
 
 
 def read_acme(path: str | Path, report: LoadReport, skip_bad: bool = False) -> Iterator[TraceRecord]:
-    path = Path(path)
-    with CsvRows(path) as table:
-        table.require(FIELDS_USED, "Acme")
-        yield from guarded(table.rows(bad_row_handler(report, skip_bad)),
-                           lambda lineno, row: slurm_record(path, lineno, row), report, skip_bad)
+    return read_csv_table(Path(path), FIELDS_USED, "Acme", slurm_record, report, skip_bad)

@@ -104,12 +104,10 @@ def write_jobs_csv(jobs: Sequence[Job], path: str | Path) -> None:
 
 def read_canonical(path: str | Path, report, skip_bad: bool = False):
     """The canonical CSV as TraceRecords (for `artist trace stats` and conversions between formats)."""
-    from artist.workload.traces.options import bad_row_handler, guarded
+    from artist.workload.traces.options import read_csv_table
     from artist.workload.traces.record import TraceRecord
 
-    path = Path(path)
-
-    def record(lineno, row):
+    def record(path, lineno, row):
         where = f"line {lineno}"
         return TraceRecord(
             job_id=cell(row, "job_id", path, where),
@@ -119,6 +117,4 @@ def read_canonical(path: str | Path, report, skip_bad: bool = False):
             iterations=int(number(row, "iterations", path, where, minimum=1, integer=True, maximum=MAX_ITERATIONS)),
             user=(row.get("user") or "").strip(), vc=(row.get("vc") or "").strip())
 
-    with CsvRows(path) as table:
-        table.require(CANONICAL_COLUMNS, "canonical trace")
-        yield from guarded(table.rows(bad_row_handler(report, skip_bad)), record, report, skip_bad)
+    return read_csv_table(Path(path), CANONICAL_COLUMNS, "canonical trace", record, report, skip_bad)

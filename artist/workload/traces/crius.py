@@ -16,8 +16,8 @@ from typing import Iterator
 
 from artist.errors import InputError
 from artist.limits import MAX_ARRIVAL_S, MAX_GPUS, MAX_ITERATIONS
-from artist.workload.traces.csvrows import CsvRows, cell, number
-from artist.workload.traces.options import bad_row_handler, guarded
+from artist.workload.traces.csvrows import cell, number
+from artist.workload.traces.options import read_csv_table
 from artist.workload.traces.record import LoadReport, TraceRecord
 
 COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size", "num_gpu",
@@ -34,11 +34,7 @@ MODEL_TABLE = {
 
 
 def read_crius(path: str | Path, report: LoadReport, skip_bad: bool = False) -> Iterator[TraceRecord]:
-    path = Path(path)
-    with CsvRows(path) as table:
-        table.require(FIELDS_USED, "Crius trace")
-        yield from guarded(table.rows(bad_row_handler(report, skip_bad)),
-                           lambda lineno, row: _record(path, lineno, row), report, skip_bad)
+    return read_csv_table(Path(path), FIELDS_USED, "Crius trace", _record, report, skip_bad)
 
 
 def model_family(name: str) -> str:

@@ -24,7 +24,7 @@ from artist.limits import MAX_ARRIVAL_S, MAX_GPUS
 from artist.workload.job import Job
 from artist.workload.model import ModelProfile
 from artist.workload.traces.csvrows import CsvRows, cell, number, timestamp
-from artist.workload.traces.options import bad_row_handler, guarded
+from artist.workload.traces.options import read_csv_table
 from artist.workload.traces.record import LoadReport, TraceRecord
 
 HELIOS_COLUMNS = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state",
@@ -34,11 +34,7 @@ FIELDS_DROPPED = ("cpu_num", "node_num", "start_time", "end_time", "queue")
 
 
 def read_helios(path: str | Path, report: LoadReport, skip_bad: bool = False) -> Iterator[TraceRecord]:
-    path = Path(path)
-    with CsvRows(path) as table:
-        table.require(FIELDS_USED, "Helios")
-        yield from guarded(table.rows(bad_row_handler(report, skip_bad)),
-                           lambda lineno, row: slurm_record(path, lineno, row), report, skip_bad)
+    return read_csv_table(Path(path), FIELDS_USED, "Helios", slurm_record, report, skip_bad)
 
 
 def slurm_record(path: Path, lineno: int, row: dict) -> TraceRecord:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 from artist.errors import InputError
+from artist.workload.traces.csvrows import CsvRows
 from artist.workload.traces.record import LoadReport
 
 ASSIGN_RULES = ("category", "size")
@@ -128,6 +130,16 @@ def count_bad(report: LoadReport, exc: InputError) -> None:
     report.bad_rows += 1
     if not report.first_bad:
         report.first_bad = str(exc)
+
+
+def read_csv_table(path: Path, columns, what: str, parse: Callable, report: LoadReport,
+                   skip_bad: bool) -> Iterator:
+    """parse(path, line, row) for every row of a CSV with a header holding `columns` (named `what` in
+    the error when one is missing), bad rows stopping the load or skipped and counted (guarded)."""
+    with CsvRows(path) as table:
+        table.require(columns, what)
+        yield from guarded(table.rows(bad_row_handler(report, skip_bad)),
+                           lambda lineno, row: parse(path, lineno, row), report, skip_bad)
 
 
 def bad_row_handler(report: LoadReport, skip_bad: bool):

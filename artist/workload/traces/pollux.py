@@ -18,8 +18,8 @@ from typing import Iterator
 
 from artist.errors import InputError
 from artist.limits import MAX_ARRIVAL_S, MAX_GPUS, MAX_ITERATIONS
-from artist.workload.traces.csvrows import CsvRows, cell, number
-from artist.workload.traces.options import bad_row_handler, guarded
+from artist.workload.traces.csvrows import cell, number
+from artist.workload.traces.options import read_csv_table
 from artist.workload.traces.record import LoadReport, TraceRecord
 
 COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
@@ -45,11 +45,7 @@ APPLICATIONS = {
 
 
 def read_pollux(path: str | Path, report: LoadReport, skip_bad: bool = False) -> Iterator[TraceRecord]:
-    path = Path(path)
-    with CsvRows(path) as table:
-        table.require(COLUMNS, "Pollux/Sia workload")
-        yield from guarded(table.rows(bad_row_handler(report, skip_bad)),
-                           lambda lineno, row: _record(path, lineno, row), report, skip_bad)
+    return read_csv_table(Path(path), COLUMNS, "Pollux/Sia workload", _record, report, skip_bad)
 
 
 def _record(path: Path, lineno: int, row: dict) -> TraceRecord:

@@ -15,8 +15,8 @@ from typing import Iterator
 
 from artist.errors import InputError
 from artist.limits import MAX_ARRIVAL_S, MAX_GPUS, MAX_ITERATIONS
-from artist.workload.traces.csvrows import CsvRows, cell, number
-from artist.workload.traces.options import bad_row_handler, guarded
+from artist.workload.traces.csvrows import cell, number
+from artist.workload.traces.options import read_csv_table
 from artist.workload.traces.record import LoadReport, TraceRecord
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
@@ -36,11 +36,7 @@ MODEL_TABLE = {
 
 
 def read_tiresias(path: str | Path, report: LoadReport, skip_bad: bool = False) -> Iterator[TraceRecord]:
-    path = Path(path)
-    with CsvRows(path) as table:
-        table.require(FIELDS_USED, "Tiresias job file")
-        yield from guarded(table.rows(bad_row_handler(report, skip_bad)),
-                           lambda lineno, row: _record(path, lineno, row), report, skip_bad)
+    return read_csv_table(Path(path), FIELDS_USED, "Tiresias job file", _record, report, skip_bad)
 
 
 def _record(path: Path, lineno: int, row: dict) -> TraceRecord:
