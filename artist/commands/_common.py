@@ -44,8 +44,8 @@ def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) ->
     """--backend (the network backend in every command; --comm is the old spelling), --algorithm,
     --channels, --calibration, and the cache options."""
     p.add_argument("--backend", "--comm", dest="backend", default="analytical", choices=BACKENDS,
-                   help="network backend: analytical (alpha-beta), flow (fluid max-min: jobs share links) or ns3 "
-                        "(packet level)")
+                   help="network backend: analytical (alpha-beta), flow (fluid max-min: jobs share links), ns3 "
+                        "(packet level) or none (communication free: the network-less baseline)")
     p.add_argument("--algorithm", default="ring", choices=ALGORITHMS, help="all-reduce algorithm")
     p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")

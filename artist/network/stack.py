@@ -46,8 +46,14 @@ def _flow(topology: Topology, **settings):
     return FlowModel(topology, **settings)
 
 
+def _none(topology: Topology, **settings):
+    from artist.network.free import FreeNetworkModel
+
+    return FreeNetworkModel(topology, **settings)
+
+
 # Backend name -> factory(topology, algorithm=, channels=, **options).
-BACKENDS: Mapping[str, Callable] = {"analytical": _analytical, "flow": _flow, "ns3": _ns3}
+BACKENDS: Mapping[str, Callable] = {"analytical": _analytical, "flow": _flow, "ns3": _ns3, "none": _none}
 
 
 def _sorted_items(options: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
@@ -86,6 +92,10 @@ class CommSpec:
         profile already loaded (a sweep ships it to workers, which may not have the file);
         default: loaded from self.calibration."""
         model = self.backend_model(topology)
+        if self.backend == "none":  # nothing to cache, nothing to correct: a profile here is a mistake
+            if profile is not None or self.calibration is not None:
+                raise ValueError("backend none (free communication) takes no calibration profile")
+            return model
         if self.cache is not None:
             model = Cached(model, LatencyStore(self.cache))
         if profile is None and self.calibration is not None:
