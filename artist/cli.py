@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "artist.commands.plans",
     "artist.commands.sweep",
     "artist.commands.plot",
+    "artist.commands.report",
     "artist.commands.list",
     "artist.commands.trace",
 )

@@ -34,6 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--policy", default="fifo", help=f"one of: {', '.join(policy_names())}")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="policy parameter (repeatable); values are parsed as YAML scalars")
+    p.add_argument("--plugin", default=None, metavar="FILE.py",
+                   help="a Python file whose @register calls add policies (a policy in one file; README)")
     add_network_arguments(p)
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0)
     p.add_argument("--restore-seconds", type=number(0.0, MAX_RESTORE_S), default=SimulatorConfig.restore_seconds,
@@ -75,6 +77,10 @@ def _cache_line(comm, spec: CommSpec) -> str:
 
 
 def run(args) -> int:
+    if args.plugin:
+        from artist.policies.plugins import load_plugin
+
+        load_plugin(args.plugin)
     if args.policy not in policy_names():
         raise InputError("command line", "--policy",
                          f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")

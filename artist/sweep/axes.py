@@ -24,6 +24,7 @@ class PolicyChoice:
     name: str
     params: dict = field(hash=False)
     params_json: str = ""
+    plugin: str = ""  # absolute path of the file registering the policy (artist/policies/plugins.py); "" = built in
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import hashlib
 from pathlib import Path
 
 from artist.jsonkey import digest
+from artist.policies.plugins import plugin_sha256
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
 
@@ -38,7 +39,9 @@ def run_identity(topology: TopologyChoice, racks: int, models_digest: str, polic
         "format": IDENTITY_FORMAT,
         "topology": {"sha256": topology.sha256, "racks": racks},
         "models_sha256": models_digest,
-        "policy": {"name": policy.name, "params": policy.params},
+        # a plugin policy: its file's content (not path) enters, so an edited policy re-runs; built-ins keep their ids
+        "policy": {"name": policy.name, "params": policy.params,
+                   **({"plugin_sha256": plugin_sha256(policy.plugin)} if policy.plugin else {})},
         "workload": {**workload.identity, "seed": seed},
         "comm": {"backend": backend, "algorithm": algorithm, "channels": channels, "options": options},
         "calibration": calibration.profile.id if calibration.profile is not None else None,

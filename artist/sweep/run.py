@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from artist.errors import InputError
+from artist.report.evaluate import write_report_spec
 from artist.sweep.runs import Run
 from artist.sweep.spec import SweepSpec
 from artist.sweep.store import ResultStore
@@ -219,6 +220,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
             bar.close()
         if not report.failed:
             report.results_csv, report.results_parquet = store.write_results(spec.runs)
+            if spec.report is not None:  # what `artist report` checks the results against
+                write_report_spec(store.out, spec.report)
             if plots:
                 from artist.sweep.plots import plot_sweep
 

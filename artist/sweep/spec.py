@@ -41,6 +41,7 @@ from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
+from artist.report.spec import ReportSpec, check_against_policies, parse_report
 from artist.perf.model import CONTENTION_MODES
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
@@ -53,7 +54,7 @@ from artist.workload.traces.spec import TRACE_KINDS, trace_identity_files, with_
 from artist.yamlio import Fields, load_yaml_mapping
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
-                    "simulator", "models", "notes"}
+                    "simulator", "models", "notes", "report"}
 
 
 @dataclass
@@ -75,6 +76,7 @@ class SweepSpec:
     comm_options: dict[str, dict] = field(default_factory=dict)  # backend -> its CommSpec options
     runs: list[Run] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # said before running (e.g. extrapolated calibration)
+    report: ReportSpec | None = None  # the `report:` section: the paper's claims (artist/report/spec.py)
 
 
 
@@ -124,7 +126,7 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     models, models_sha = _models(f, base)
     topologies = _topologies(f, base)
     racks = _racks(f)
-    policies = _policies(f)
+    policies = _policies(f, base)
     seeds = [_integer(f, "seeds", i, v, minimum=0, maximum=2**32 - 1) for i, v in enumerate(_listed(f, "seeds", [0]))]
     if len(set(seeds)) != len(seeds):
         raise f.error("seeds", f"a seed is listed twice: {seeds}")
@@ -147,6 +149,9 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
                      calibrations, simulator, models, models_sha, comm_options)
     spec.runs = expand(spec)
     spec.notes = notes + calibration_coverage_notes(spec)
+    if f.has("report"):  # checked now, not after hours of runs
+        spec.report = parse_report(f.sub("report"))
+        check_against_policies(spec.report, [p.label for p in policies], source)
     return spec
 
 
@@ -219,14 +224,21 @@ def _entries(f: Fields, key: str, shorthand: str, allowed: set[str], what: str) 
         yield ef
 
 
-def _policies(f: Fields) -> list[PolicyChoice]:
+def _policies(f: Fields, base: Path) -> list[PolicyChoice]:
+    from artist.policies.plugins import load_plugin
     from artist.policies.registry import make_policy_checked, policy_names
 
-    known = policy_names()
     out = []
-    for pf in _entries(f, "policies", "name", {"name", "params", "label"},
-                       "policy names or {name, params, label} mappings"):
+    for pf in _entries(f, "policies", "name", {"name", "params", "label", "plugin"},
+                       "policy names or {name, params, label, plugin} mappings"):
         name = pf.string("name")
+        plugin = ""
+        if pf.has("plugin"):  # a user's policy in one file: importing it registers the policy
+            plugin = str(_resolve(base, pf.string("plugin")))
+            if not Path(plugin).is_file():
+                raise pf.error("plugin", f"no such policy plugin file: {plugin}")
+            load_plugin(plugin)
+        known = policy_names()
         if name not in known:
             raise pf.error("name", f"unknown policy {name!r}; known policies: {', '.join(known)}")
         params = pf.raw("params", {})
@@ -239,7 +251,7 @@ def _policies(f: Fields) -> list[PolicyChoice]:
         # The policy checks its own parameters, here rather than in a worker.
         make_policy_checked(name, params, f.source, f"field '{pf.prefix}params'")
         label = pf.string("label", name if not params else f"{name}({params_json[1:-1]})")
-        out.append(PolicyChoice(label, name, params, params_json))
+        out.append(PolicyChoice(label, name, params, params_json, plugin))
     _unique(f, "policies", [p.label for p in out], "policy")
     return out
 

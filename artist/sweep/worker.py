@@ -22,6 +22,7 @@ import pandas as pd
 from artist import lifeline
 from artist.metrics import job_table, summary, utilisation_table
 from artist.network.stack import cached_layer, fabric_for
+from artist.policies.plugins import load_plugin
 from artist.policies.registry import make_policy
 from artist.simulator import simulate
 from artist.sweep.runs import Run
@@ -83,6 +84,8 @@ def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None
         comm = comm_for(run, cache_path, use_cache)
         cached = cached_layer(comm)
         before = (cached.session.hits, cached.session.misses) if cached is not None else (0, 0)
+        if run.policy.plugin:  # a fresh worker process: the user's file registers the policy here too
+            load_plugin(run.policy.plugin)
         policy = make_policy(run.policy.name, **run.policy.params)
         try:
             result = simulate(run.topology, run.jobs, models, policy, comm, run.simulator)

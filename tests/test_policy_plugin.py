@@ -1,0 +1,87 @@
+"""A policy in one file (artist/policies/plugins.py), as the README's walkthrough writes it: swept
+against the suite, reported, and checked for its own defining property."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_readme import example
+
+from artist.errors import InputError
+from artist.policies.plugins import load_plugin
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "artist.cli", *argv], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def walkthrough(tmp_path_factory) -> Path:
+    """The README's two blocks in a repository-like layout (the spec's ../topologies resolves)."""
+    root = tmp_path_factory.mktemp("walkthrough")
+    (root / "topologies").symlink_to(ROOT / "topologies")
+    (root / "my_policies").mkdir()
+    (root / "my_policies/smallest_first.py").write_text(example("python policy-plugin"))
+    (root / "my_policies/compare.yaml").write_text(example("yaml policy-sweep"))
+    done = _cli("sweep", "my_policies/compare.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache", cwd=root)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def test_the_walkthrough_sweeps_and_reports(walkthrough):
+    out = walkthrough / "results/smallest-first-vs-suite"
+    results = pd.read_csv(out / "results.csv")
+    assert sorted(results.policy.unique()) == ["dally", "fifo", "gandiva", "smallest-first", "tiresias"]
+    assert len(results) == 20 and (results.finished == results.jobs).all()
+    done = _cli("report", str(out), "--html", cwd=walkthrough)
+    assert done.returncode == 0, done.stderr
+    report = (out / "report/report.md").read_text()
+    assert "Smallest-first has a lower mean JCT than FIFO" in report
+
+
+def test_at_time_zero_the_smallest_jobs_start(walkthrough):
+    """The policy's defining property, from its jobs table: in a batch workload (all jobs at t = 0)
+    every job started at t = 0 asks for no more GPUs than any job that had to wait."""
+    runs = walkthrough / "results/smallest-first-vs-suite/runs"
+    checked = 0
+    for params in runs.glob("*/params.json"):
+        if '"smallest-first"' not in params.read_text():
+            continue
+        jobs = pd.read_csv(params.parent / "jobs.csv")
+        first = jobs[jobs.first_start_s == 0]
+        later = jobs[jobs.first_start_s > 0]
+        assert len(first) and len(later)
+        assert first.gpus.max() <= later.gpus.min()
+        checked += 1
+    assert checked == 4  # 2 seeds x 2 networks
+
+
+def test_an_edited_plugin_is_another_run(walkthrough, tmp_path):
+    from artist.sweep.spec import load_sweep_spec
+
+    root = tmp_path / "copy"
+    shutil.copytree(walkthrough / "my_policies", root / "my_policies")
+    (root / "topologies").symlink_to(ROOT / "topologies")
+    before = {r.run_id for r in load_sweep_spec(root / "my_policies/compare.yaml").runs}
+    plugin = root / "my_policies/smallest_first.py"
+    plugin.write_text(plugin.read_text().replace('@register("smallest-first")', '@register("smallest-first")  # v2'))
+    after = {r.run_id for r in load_sweep_spec(root / "my_policies/compare.yaml").runs}
+    assert len(before - after) == 4 and len(before & after) == 16  # only the plugin policy's 2 seeds x 2 networks
+
+
+@pytest.mark.parametrize("text, where", [("def broken(:\n", "line 1"), ("x = 1\nraise RuntimeError('no')\n", "line 2")])
+def test_a_broken_plugin_is_one_line(tmp_path, text, where):
+    path = tmp_path / "bad.py"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_plugin(path)
+    assert str(path) in str(err.value) and where in str(err.value)
+    done = _cli("simulate", "--plugin", str(path), "--policy", "fifo", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -1,0 +1,213 @@
+"""`artist report`: claims judged per network configuration, every printed number traced to the results."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from artist.errors import InputError
+from artist.report.evaluate import HELD, NA, NOT_HELD, judge
+from artist.report.spec import Claim
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+HOUR = 1 / 3600
+
+SPEC = f"""
+name: rep
+topology: {ROOT / 'topologies/dally-3tier.yaml'}
+racks: [1, 2]
+policies: [fifo, tiresias, gandiva]
+workloads:
+  - label: batch-20
+    spec: batch:n=20,gpus=4|8|16,min_iter=1000,max_iter=5000,models=resnet50|vgg11
+seeds: [0, 1]
+comm: {{backend: [analytical, none]}}
+report:
+  paper: "Test paper"
+  source: "made up for the test"
+  primary: {{backend: analytical}}
+  claims:
+    - id: jct
+      text: "Tiresias beats FIFO"
+      metric: jct_mean_s
+      order: [tiresias, fifo]
+      per: racks
+      scale: {HOUR!r}
+      unit: h
+      paper: {{tiresias: 1.25, fifo: 2.5}}
+      paper_source: "nowhere, Fig. 0"
+    - id: comm
+      text: "Gandiva's communication rises with racks"
+      metric: comm_latency_mean_s
+      trend: increasing
+      over: racks
+      policies: [gandiva]
+"""
+
+
+def _run(tmp: Path, text: str, name: str) -> Path:
+    spec_path = tmp / f"{name}.yaml"
+    spec_path.write_text(text)
+    out = tmp / name
+    report = run_sweep(load_sweep_spec(spec_path), out, n_jobs=1, progress=False, plots=False, use_cache=False)
+    assert not report.failed
+    return out
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    return _run(tmp_path_factory.mktemp("report"), SPEC, "rep")
+
+
+def _report(results: Path, *extra: str) -> Path:
+    out = results / "report"
+    done = subprocess.run([sys.executable, "-m", "artist.cli", "report", str(results),
+                           "--out", str(out), *extra], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def _tables(markdown: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(the heading above, headers, rows) of every markdown table."""
+    out, heading, lines = [], "", markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("#"):
+            heading = lines[i]
+        if lines[i].startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            headers = [c.strip() for c in lines[i].strip("|").split(" | ")]
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].startswith("| "):
+                rows.append([c.strip() for c in lines[i].strip().strip("|").split(" | ")])
+                i += 1
+            out.append((heading, headers, rows))
+            continue
+        i += 1
+    return out
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def test_every_number_in_the_tables_comes_from_the_results(swept):
+    results = pd.read_csv(swept / "results.csv")
+    markdown = (_report(swept) / "report.md").read_text()
+    metric_of = {"jct": ("jct_mean_s", HOUR), "comm": ("comm_latency_mean_s", 1.0)}
+    checked = 0
+    for heading, headers, rows in _tables(markdown):
+        for row in rows:
+            for col, cell in enumerate(row):
+                if not _is_number(cell):
+                    continue
+                header = headers[col]
+                if heading.startswith("### All policies"):  # network per row, policy @ racks per column
+                    metric = re.search(r"`(\w+)`", heading).group(1)
+                    policy, racks = re.fullmatch(r"([\w-]+) @ racks=(\d+)", header).groups()
+                    sub = results[(results.backend == row[0].split("=")[1]) & (results.policy == policy)
+                                  & (results.racks == int(racks))]
+                    assert len(sub) == 2 and float(cell) == pytest.approx(sub[metric].mean(), rel=5e-4)
+                elif header.startswith("paper"):  # the spec's figures, copied
+                    assert float(cell) == {"tiresias": 1.25, "fifo": 2.5}[row[0]]
+                elif heading.startswith("### Headline"):  # policy per row, racks per column, primary network
+                    racks = int(re.search(r"racks=(\d+)", header).group(1))
+                    sub = results[(results.backend == "analytical") & (results.policy == row[0])
+                                  & (results.racks == racks)]
+                    assert float(cell) == pytest.approx(sub.jct_mean_s.mean() * HOUR, rel=5e-4)
+                else:  # ablation: network per row, policy @ racks per column
+                    metric, scale = metric_of[re.search(r"#### (\w+):", heading).group(1)]
+                    policy, racks = re.fullmatch(r"(\w+) @ racks=(\d+)", header).groups()
+                    backend = row[0].split("=")[1]
+                    sub = results[(results.backend == backend) & (results.policy == policy)
+                                  & (results.racks == int(racks))]
+                    assert len(sub) == 2  # both seeds
+                    assert float(cell) == pytest.approx(sub[metric].mean() * scale, rel=5e-4, abs=1e-12)
+                checked += 1
+    # headline: paper, ArtISt at 2 rack counts; all policies (2 metrics x 2 networks x 3 policies x 2 racks);
+    # jct ablation; comm ablation
+    assert checked == 2 + 4 + 24 + 8 + 4
+
+
+def test_verdicts_follow_the_results(swept):
+    results = pd.read_csv(swept / "results.csv")
+    markdown = (_report(swept) / "report.md").read_text()
+    claims = next(rows for heading, _, rows in _tables(markdown) if "Claims" in heading)
+    for backend, col in (("analytical", 1), ("none", 2)):
+        means = results[results.backend == backend].groupby(["policy", "racks"]).mean(numeric_only=True)
+        held = all(means.loc[("tiresias", r), "jct_mean_s"] < means.loc[("fifo", r), "jct_mean_s"] for r in (1, 2))
+        assert claims[0][col] == (HELD if held else NOT_HELD)
+        rises = means.loc[("gandiva", 2), "comm_latency_mean_s"] > means.loc[("gandiva", 1), "comm_latency_mean_s"]
+        assert claims[1][col] == (HELD if rises else NOT_HELD)
+    assert claims[1][2] == NOT_HELD  # backend none: communication is 0 at every rack count, nothing rises
+
+
+def test_report_is_deterministic_and_html_self_contained(swept, tmp_path):
+    first = _report(swept, "--html")
+    md, png = (first / "report.md").read_bytes(), (first / "figures/test-paper-jct.png").read_bytes()
+    html = (first / "report.html").read_text()
+    assert "data:image/png;base64," in html and "<table>" in html and "src='figures" not in html
+    again = _report(swept, "--html")
+    assert (again / "report.md").read_bytes() == md and (again / "figures/test-paper-jct.png").read_bytes() == png
+
+
+def test_judge_by_hand():
+    order = Claim("o", "a < b < c", "m", ("a", "b", "c"), per="racks")
+    means = {("a", 1): 1.0, ("b", 1): 2.0, ("c", 1): 3.0, ("a", 2): 1.0, ("b", 2): 2.0, ("c", 2): 1.5}
+    assert judge(order, {k: v for k, v in means.items() if k[1] == 1}, (1,)) == (HELD, "")
+    status, detail = judge(order, means, (1, 2))
+    assert status == NOT_HELD and "racks=2" in detail and "b 2 >= c 1.5" in detail
+    assert judge(order, {("a", 1): 1.0, ("b", 1): 2.0}, (1,))[0] == NA  # c never ran
+    trend = Claim("t", "b falls", "m", ("b",), trend="decreasing", over="racks")
+    assert judge(trend, {("b", 1): 3.0, ("b", 2): 2.0, ("b", 4): 1.0}, (1, 2, 4)) == (HELD, "")
+    assert judge(trend, {("b", 1): 3.0, ("b", 2): 2.0, ("b", 4): 2.0}, (1, 2, 4))[0] == NOT_HELD  # strictly
+    assert judge(trend, {("b", 1): 3.0}, (1,))[0] == NA
+
+
+@pytest.mark.parametrize("change, field", [
+    ("order: [tiresias, fifo]", "report.claims[0]"),  # replaced below by an unknown policy
+    ("      paper_source: \"nowhere, Fig. 0\"\n", "report.claims[0].paper_source"),
+    ("trend: increasing", "report.claims[1].trend"),
+])
+def test_bad_report_section_is_one_line_naming_the_field(tmp_path, change, field):
+    bad = {"order: [tiresias, fifo]": "order: [tiresias, fiffo]", "trend: increasing": "trend: upwards"}
+    text = SPEC.replace(change, bad.get(change, ""))
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_sweep_spec(path)
+    assert f"field '{field}'" in str(err.value) and str(path) in str(err.value)
+    done = subprocess.run([sys.executable, "-m", "artist.cli", "sweep", str(path),
+                           "--dry-run"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_sweep_without_report_section_gets_its_means(tmp_path):
+    text = SPEC.split("report:")[0].replace("racks: [1, 2]", "racks: [1]").replace("seeds: [0, 1]", "seeds: [0]")
+    out = _run(tmp_path, text, "plain")
+    results = pd.read_csv(out / "results.csv")
+    markdown = (_report(out) / "report.md").read_text()
+    assert "no report spec" in markdown
+    _, headers, rows = next(t for t in _tables(markdown) if "jct_mean_s" in t[0])
+    assert headers[1:] == ["fifo", "tiresias", "gandiva"]  # one rack count, one workload: plain policy columns
+    for row in rows:
+        backend = row[0].split("=")[1]
+        for policy, cell in zip(headers[1:], row[1:]):
+            sub = results[(results.backend == backend) & (results.policy == policy)]
+            assert float(cell) == pytest.approx(sub.jct_mean_s.mean(), rel=5e-4)
+
+
+def test_not_a_results_directory(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "artist.cli", "report", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and str(tmp_path) in done.stderr
