@@ -211,3 +211,26 @@ def test_not_a_results_directory(tmp_path):
     done = subprocess.run([sys.executable, "-m", "artist.cli", "report", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode != 0 and "Traceback" not in done.stderr and str(tmp_path) in done.stderr
+
+
+def test_normalised_means_and_paper_ranges(tmp_path):
+    from artist.report.evaluate import NetworkConfig, claim_means
+    from artist.report.render import paper_figure
+    from artist.report.spec import parse_report
+    from artist.yamlio import Fields
+
+    spec = parse_report(Fields({"paper": "P", "source": "S", "claims": [
+        {"id": "rel", "text": "t", "metric": "m", "order": ["a", "b"], "per": "racks", "normalise_to": "a",
+         "paper": {"a": 1.0, "b": [1.25, 1.5]}, "paper_source": "Fig. 1"}]}, "spec.yaml", "report."))
+    claim = spec.claims[0]
+    assert claim.paper == {"a": (1.0,), "b": (1.25, 1.5)} and paper_figure(claim.paper["b"]) == "1.25 - 1.5"
+    table = pd.DataFrame({"policy": ["a", "a", "b", "b", "a", "b"], "racks": [2, 2, 2, 2, 4, 4],
+                          "m": [10.0, 14.0, 18.0, 18.0, 5.0, 4.0], "backend": "x"})
+    means, ats = claim_means(table, claim, {}, NetworkConfig((("backend", "x"),), "x"))
+    assert ats == (2, 4)
+    assert means == {("a", 2): 1.0, ("b", 2): pytest.approx(18.0 / 12.0), ("a", 4): 1.0, ("b", 4): 0.8}
+    assert judge(claim, means, ats)[0] == NOT_HELD  # b is faster than a at 4 racks
+    with pytest.raises(InputError, match=r"report.claims\[0\].paper.b"):
+        parse_report(Fields({"paper": "P", "source": "S", "claims": [
+            {"id": "rel", "text": "t", "metric": "m", "order": ["a", "b"], "paper": {"b": [2, 1]},
+             "paper_source": "Fig. 1"}]}, "spec.yaml", "report."))

@@ -139,16 +139,22 @@ def claim_means(table: pd.DataFrame, claim: Claim, where: dict[str, Any], config
                 ) -> tuple[dict[tuple[str, Any], float], tuple]:
     """Mean of the claim's metric over seeds (and other unpinned axes) per (policy, at), x scale."""
     rows = _filtered(config.rows(table), where, claim.where)
-    rows = rows[rows["policy"].isin(claim.policies + tuple(claim.paper))]
+    wanted = claim.policies + tuple(claim.paper) + ((claim.normalise_to,) if claim.normalise_to else ())
+    rows = rows[rows["policy"].isin(wanted)]
     at = claim.per or claim.over
     if rows.empty or claim.metric not in rows.columns:
         return {}, ()
     if at is None:
         grouped = rows.groupby("policy", sort=False)[claim.metric].mean()
-        return {(p, None): float(v) * claim.scale for p, v in grouped.items()}, ()
-    grouped = rows.groupby(["policy", at], sort=False)[claim.metric].mean()
-    return ({(p, a): float(v) * claim.scale for (p, a), v in grouped.items()},
-            tuple(sorted(rows[at].unique().tolist())))
+        means, ats = {(p, None): float(v) * claim.scale for p, v in grouped.items()}, ()
+    else:
+        grouped = rows.groupby(["policy", at], sort=False)[claim.metric].mean()
+        means = {(p, a): float(v) * claim.scale for (p, a), v in grouped.items()}
+        ats = tuple(sorted(rows[at].unique().tolist()))
+    if claim.normalise_to:  # relative to one policy at the same judged value (none there: no value)
+        means = {(p, a): v / means[(claim.normalise_to, a)] for (p, a), v in means.items()
+                 if means.get((claim.normalise_to, a))}
+    return means, ats
 
 
 def judge(claim: Claim, means: dict, at_values: tuple) -> tuple[str, str]:

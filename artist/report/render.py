@@ -44,8 +44,19 @@ def number(value: float | None) -> str:
     return "-" if value is None or pd.isna(value) else f"{value:.4g}"
 
 
+def paper_figure(value: tuple[float, ...] | None) -> str:
+    """A paper's figure: one number, or a range low-high."""
+    return "-" if not value else " - ".join(number(v) for v in value)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "sweep"
+
+
+def _unit(claim) -> str:
+    if claim.normalise_to:
+        return f" [x {claim.normalise_to}]"
+    return f" [{claim.unit}]" if claim.unit else ""
 
 
 def _at_label(claim, at) -> str:
@@ -70,19 +81,21 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
             continue
         v = next(v for v in judged if v.claim is claim and v.config == primary)
         ats = v.at_values or (None,)
-        unit = f" [{claim.unit}]" if claim.unit else ""
+        unit = _unit(claim)
         blocks.append(Heading(3, f"Headline: {claim.text}"))
         blocks.append(Text(f"Paper: {claim.paper_source}. ArtISt: mean of `{claim.metric}` over seeds"
-                           + (f" x {claim.scale:g}" if claim.scale != 1 else "") + f", network {primary.label}."))
+                           + (f" x {claim.scale:g}" if claim.scale != 1 else "")
+                           + (f", relative to {claim.normalise_to}" if claim.normalise_to else "")
+                           + f", network {primary.label}."))
         blocks.append(Table(("policy", f"paper{unit}") + tuple(f"ArtISt{unit}{_at_label(claim, a)}" for a in ats),
-                            tuple((p, number(claim.paper.get(p))) + tuple(number(v.means.get((p, a))) for a in ats)
-                                  for p in claim.policies)))
+                            tuple((p, paper_figure(claim.paper.get(p)))
+                                  + tuple(number(v.means.get((p, a))) for a in ats) for p in claim.policies)))
     blocks += _means_tables(table, "All policies (means over seeds)")
     blocks.append(Heading(3, "Network ablation"))
     for claim in spec.claims:
         mine = [v for v in judged if v.claim is claim]
         ats = mine[0].at_values or (None,)
-        unit = f" [{claim.unit}]" if claim.unit else ""
+        unit = _unit(claim)
         blocks.append(Heading(4, f"{claim.id}: `{claim.metric}`{unit}"))
         blocks.append(Table(("network",) + tuple(f"{p}{_at_label(claim, a)}" for a in ats for p in claim.policies)
                             + ("verdict",),

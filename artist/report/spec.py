@@ -14,6 +14,8 @@
           unit: h
           paper: {dally: 1.0, tiresias: 1.3, gandiva: 1.6}   # the paper's figures (optional)
           paper_source: "Dally Fig. 8"
+          normalise_to: dally           # optional: every value / this policy's at the same judged value
+          # a paper figure may be a range [low, high] (a paper reporting "19 % to 36 %" over its settings)
         - id: gandiva-comm
           text: "Gandiva's communication rises with racks"
           metric: comm_latency_mean_s
@@ -36,7 +38,7 @@ from artist.yamlio import Fields
 
 REPORT_FIELDS = {"paper", "source", "primary", "claims", "where"}
 CLAIM_FIELDS = {"id", "text", "metric", "order", "trend", "over", "per", "policies", "scale", "unit", "paper",
-                "paper_source", "where"}
+                "paper_source", "where", "normalise_to"}
 TRENDS = ("increasing", "decreasing")
 _SCALAR = (str, int, float, bool)
 
@@ -52,9 +54,10 @@ class Claim:
     per: str | None = None  # order: judged at every value of this column
     scale: float = 1.0
     unit: str = ""
-    paper: dict[str, float] = field(default_factory=dict)
+    paper: dict[str, tuple[float, ...]] = field(default_factory=dict)  # one figure, or a (low, high) range
     paper_source: str = ""
     where: dict[str, Any] = field(default_factory=dict)
+    normalise_to: str | None = None
 
     @property
     def kind(self) -> str:
@@ -76,7 +79,8 @@ class ReportSpec:
     def from_json(cls, data: dict, source: str) -> "ReportSpec":
         """The copy a sweep leaves in its results directory (report-spec.json)."""
         try:
-            claims = tuple(Claim(**{**c, "policies": tuple(c["policies"])}) for c in data["claims"])
+            claims = tuple(Claim(**{**c, "policies": tuple(c["policies"]),
+                                    "paper": {p: tuple(v) for p, v in c["paper"].items()}}) for c in data["claims"])
             return cls(data["paper"], data["source"], claims, dict(data.get("primary", {})),
                        dict(data.get("where", {})))
         except (KeyError, TypeError) as exc:
@@ -128,11 +132,21 @@ def _claim(f: Fields, ids: set[str]) -> Claim:
         if not isinstance(raw, dict):
             raise f.error("paper", f"expected a mapping policy -> the paper's figure, got {raw!r}")
         pf = Fields(raw, f.source, f"{f.prefix}paper.")
-        paper = {str(p): pf.number(p) for p in raw}
+        for p, value in raw.items():
+            if isinstance(value, list):  # a range
+                if len(value) != 2:
+                    raise pf.error(str(p), f"a range is [low, high], got {value!r}")
+                lo, hi = (Fields({"v": v}, f.source, f"{pf.prefix}{p}[{i}]").number("v") for i, v in enumerate(value))
+                if not lo <= hi:
+                    raise pf.error(str(p), f"a range needs low <= high, got {value!r}")
+                paper[str(p)] = (lo, hi)
+            else:
+                paper[str(p)] = (pf.number(p),)
         if not f.has("paper_source"):
             raise f.error("paper_source", "the paper's figures need their source (figure or table)")
+    normalise_to = f.string("normalise_to") if f.has("normalise_to") else None
     return Claim(cid, text, metric, policies, trend, over, per, f.number("scale", 1.0, positive=True),
-                 f.string("unit", ""), paper, f.string("paper_source", ""), _filter(f, "where"))
+                 f.string("unit", ""), paper, f.string("paper_source", ""), _filter(f, "where"), normalise_to)
 
 
 def parse_report(f: Fields) -> ReportSpec:
@@ -149,7 +163,7 @@ def parse_report(f: Fields) -> ReportSpec:
 def check_against_policies(spec: ReportSpec, labels: list[str], source: str) -> None:
     """Every policy a claim names must be one the sweep runs (a typo would make a claim 'n/a' silently)."""
     for i, claim in enumerate(spec.claims):
-        for p in claim.policies + tuple(claim.paper):
+        for p in claim.policies + tuple(claim.paper) + ((claim.normalise_to,) if claim.normalise_to else ()):
             if p not in labels:
                 raise InputError(source, f"field 'report.claims[{i}]'",
                                  f"policy {p!r} is not among the sweep's policies ({', '.join(labels)})")
