@@ -234,3 +234,18 @@ def test_normalised_means_and_paper_ranges(tmp_path):
         parse_report(Fields({"paper": "P", "source": "S", "claims": [
             {"id": "rel", "text": "t", "metric": "m", "order": ["a", "b"], "paper": {"b": [2, 1]},
              "paper_source": "Fig. 1"}]}, "spec.yaml", "report."))
+
+
+def test_reduced_version_replaces_fields_and_names_itself(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(SPEC + "reduced: {racks: [1], seeds: [0], comm: none}\n")
+    full, small = load_sweep_spec(path), load_sweep_spec(path, reduced=True)
+    assert (full.name, len(full.runs)) == ("rep", 24)
+    assert (small.name, len(small.runs)) == ("rep-reduced", 3)  # 1 rack x 3 policies x 1 seed x 1 backend
+    assert small.report == full.report
+    path.write_text(SPEC + "reduced: {name: other}\n")
+    with pytest.raises(InputError, match=r"field 'reduced.name'"):
+        load_sweep_spec(path, reduced=True)
+    path.write_text(SPEC)
+    with pytest.raises(InputError, match=r"field 'reduced'.*no reduced version"):
+        load_sweep_spec(path, reduced=True)

@@ -30,6 +30,8 @@ def add_arguments(p) -> None:
                    help="runs at once (default -1: all cores; on a cluster: every run submitted, the cluster's "
                         "workers take them as they free up)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and their count; run nothing")
+    p.add_argument("--reduced", action="store_true",
+                   help="run the spec's `reduced:` version (seconds; what CI runs) into results/<name>-reduced")
     p.add_argument("--out", default=None, help="output directory (default: results/<spec name>)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="where the runs execute: local processes, or an existing Dask / Ray cluster (--address)")
@@ -61,7 +63,8 @@ def run(args) -> int:
     if calibration is not None and calibration.lower() != "none":
         calibration = calibration_path(calibration)
     # Every check happens here, before any run.
-    spec = load_sweep_spec(args.spec, backend_override=args.backend, calibration_override=calibration)
+    spec = load_sweep_spec(args.spec, backend_override=args.backend, calibration_override=calibration,
+                           reduced=args.reduced)
     for note in spec.notes:
         print(f"note: {note}", file=sys.stderr)
     out = Path(args.out) if args.out else default_out_dir(spec)

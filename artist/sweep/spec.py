@@ -54,7 +54,9 @@ from artist.workload.traces.spec import TRACE_KINDS, trace_identity_files, with_
 from artist.yamlio import Fields, load_yaml_mapping
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
-                    "simulator", "models", "notes", "report"}
+                    "simulator", "models", "notes", "report", "reduced"}
+# what a spec's `reduced:` version may replace (the report and the name stay the spec's own)
+REDUCIBLE_FIELDS = TOP_LEVEL_FIELDS - {"name", "notes", "report", "reduced"}
 
 
 @dataclass
@@ -108,19 +110,33 @@ def _unique(f: Fields, key: str, labels: Sequence[str], what: str) -> None:
 # --------------------------------------------------------------------------- parsing
 
 
+def _reduced_version(f: Fields, name: str) -> Fields:
+    """The spec with its `reduced:` fields in place of the top-level ones: the same claims on a sweep
+    small enough for CI (seconds). Messages about them name the reduced version."""
+    if not f.has("reduced"):
+        raise f.error("reduced", "this spec has no reduced version (a `reduced:` mapping of fields to replace)")
+    rf = f.sub("reduced")
+    rf.unknown_keys(REDUCIBLE_FIELDS)
+    data = {k: v for k, v in f.data.items() if k != "reduced"}
+    return Fields({**data, **rf.data, "name": f"{name}-reduced"}, f"{f.source} (reduced version)")
+
+
 def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
-                    calibration_override: str | None = None) -> SweepSpec:
+                    calibration_override: str | None = None, reduced: bool = False) -> SweepSpec:
     """Read, check and expand a sweep spec. Raises InputError before any work on anything wrong.
 
     backend_override replaces the comm backend axis (`artist sweep --backend`); a calibration
     profile of the spec fitted for another backend is then swapped for the profile beside it
     fitted for the new one (same topology links, algorithm and channels), with a note.
-    calibration_override replaces the calibration axis: a profile path, or "none"."""
+    calibration_override replaces the calibration axis: a profile path, or "none". reduced: the spec's
+    `reduced:` version (named NAME-reduced)."""
     path = Path(path)
     source = str(path)
     f = Fields(load_yaml_mapping(path), source)
     f.unknown_keys(TOP_LEVEL_FIELDS)
     base = path.resolve().parent
+    if reduced:
+        f = _reduced_version(f, f.string("name", path.stem))
 
     name = f.string("name", path.stem)
     models, models_sha = _models(f, base)
