@@ -314,7 +314,9 @@ def _load_example(kind: str, tmp_path: Path):
     else:
         from artist.sweep.spec import load_sweep_spec
 
-        load_sweep_spec(sweep_spec_in_repo_layout(tmp_path))
+        path = sweep_spec_in_repo_layout(tmp_path)
+        load_sweep_spec(path)
+        assert len(load_sweep_spec(path, reduced=True).runs) == 2  # as the example's comment says
         import artist.sweep.spec as module
     return Path(module.__file__).resolve()
 
