@@ -155,3 +155,18 @@ def test_jobs_gavel_cannot_run_are_refused(timer):
     with pytest.raises(ValueError, match="node types"):
         GavelPolicy([4, 4], ["t4"], policy.profiler)
     assert policy.allocate([]) == {}
+
+
+def test_a_bad_profiled_value_is_refused_and_gavel_never_imports_the_network():
+    import ast
+    from pathlib import Path
+
+    from artist.policies.gavel.throughputs import throughput_matrix
+    with pytest.raises(ValueError, match="job q on t4: profiled throughput must be finite"):
+        throughput_matrix([("q", 1)], ["t4"], [4], _TableProfiler({"q": {"t4": float("nan")}}))
+    package = Path(__file__).resolve().parent.parent / "artist" / "policies" / "gavel"
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n.startswith(("artist.network", "artist.elastic.steptime"))], path.name
