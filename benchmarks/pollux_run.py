@@ -1,10 +1,11 @@
 """A whole Pollux run: the artifact's 160-job workload on the 64-GPU T4 cluster, with its wall time.
 
-    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|tiresias] [--workload 6] [--jobs 160]
+    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|tiresias|gavel] [--workload 6] [--jobs 160]
         [--pop 100] [--gen 100] [--seed 0]
 
 Jobs: workloads/pollux/workloads/workload-<i>.csv (name, arrival, application; the file's GPU count and
-batch are the TunedJobs settings, which Tiresias+TunedJobs runs and Pollux ignores). Cluster: topologies/pollux-t4.yaml.
+batch are the TunedJobs settings, which Tiresias+TunedJobs and Gavel+TunedJobs run and Pollux ignores;
+Gavel: max-sum-throughput in 360 s rounds, each job profiled alone per GPU type). Cluster: topologies/pollux-t4.yaml.
 Ground truth: measured compute + ArtISt's analytical network (artist/elastic/steptime.py). Prints the
 summary (average and p99 JCT, makespan, restarts per job, median policy seconds per round) and the wall
 time; the issue's target is <= 10 min on 2 cores. Pollux's Table 2 (testbed, workload 6): average JCT
@@ -25,9 +26,11 @@ import json  # noqa: E402
 import time  # noqa: E402
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications  # noqa: E402
+from artist.elastic.profiling import IsolatedProfiler  # noqa: E402
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation  # noqa: E402
 from artist.elastic.steptime import NetworkStepTimer  # noqa: E402
 from artist.network.analytical import AnalyticalModel  # noqa: E402
+from artist.policies.gavel.policy import GavelPolicy  # noqa: E402
 from artist.policies.pollux.baselines import TiresiasRigid  # noqa: E402
 from artist.policies.pollux.scheduler import PolluxScheduler  # noqa: E402
 from artist.shipped import TOPOLOGIES_DIR  # noqa: E402
@@ -38,7 +41,7 @@ from artist.workload.traces.pollux import APPLICATIONS  # noqa: E402
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", choices=("pollux", "tiresias"), default="pollux")
+    ap.add_argument("--policy", choices=("pollux", "tiresias", "gavel"), default="pollux")
     ap.add_argument("--workload", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=160, help="the first N jobs of the workload")
     ap.add_argument("--pop", type=int, default=100)
@@ -52,14 +55,20 @@ def main(argv=None):
                              {k: models[APPLICATIONS[k][0]] for k in apps})
     with open(POLLUX_DIR / "workloads" / f"workload-{args.workload}.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))[:args.jobs]
-    rigid = args.policy == "tiresias"
+    rigid = args.policy in ("tiresias", "gavel")
     jobs = [ElasticJobSpec(r["name"], float(r["time"]), r["application"],
                            gpus=int(r["num_replicas"]) if rigid else 0, batch=int(r["batch_size"]) if rigid else 0)
             for r in rows]
     capacity = [topology.gpus_per_machine] * topology.machines
-    policy = TiresiasRigid(capacity) if rigid else \
-        PolluxScheduler(capacity, pop_size=args.pop, generations=args.gen, seed=args.seed)
-    sim = ElasticSimulation(capacity, "t4", jobs, apps, timer, policy)
+    rounds = {}
+    if args.policy == "gavel":
+        policy = GavelPolicy(capacity, ["t4"] * len(capacity),
+                             IsolatedProfiler(timer, apps, jobs, {"t4": topology.gpus_per_machine}))
+        rounds = {"round_seconds": policy.round_seconds}
+    else:
+        policy = TiresiasRigid(capacity) if rigid else \
+            PolluxScheduler(capacity, pop_size=args.pop, generations=args.gen, seed=args.seed)
+    sim = ElasticSimulation(capacity, "t4", jobs, apps, timer, policy, **rounds)
     start = time.perf_counter()
     result = sim.run()
     summary = result.summary()

@@ -1,0 +1,172 @@
+"""Gavel+TunedJobs in the elastic loop (artist/policies/gavel/policy.py, artist/elastic/profiling.py):
+profiled throughputs by hand, the loop's (m, s), a lone job by hand, a small run within capacity and
+repeatable, several GPU types, and refusals."""
+
+import csv
+import statistics
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from artist.elastic.applications import POLLUX_DIR, pollux_applications
+from artist.elastic.profiling import IsolatedProfiler, rigid_split
+from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.steptime import NetworkStepTimer
+from artist.network.analytical import AnalyticalModel
+from artist.policies.gavel.policy import GavelPolicy
+from artist.policies.gavel.rounds import GAVEL_ROUND_SECONDS
+from artist.shipped import TOPOLOGIES_DIR
+from artist.topology import load_topology
+from artist.workload import load_models
+from artist.workload.traces.pollux import APPLICATIONS
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _compute(app, batch):
+    rows = _rows(POLLUX_DIR / app / "placements.csv")
+    return statistics.median(float(r["step_time"]) - float(r["sync_time"])
+                             for r in rows if int(r["local_bsz"]) == batch)
+
+
+@pytest.fixture(scope="module")
+def timer():
+    topo = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
+    models = load_models()
+    apps = {k: a for k, (a, _) in pollux_applications().items()}
+    return NetworkStepTimer(topo, AnalyticalModel(topo), apps, {k: models[APPLICATIONS[k][0]] for k in apps})
+
+
+def _gavel(capacity, jobs, timer, **kw):
+    profiler = IsolatedProfiler(timer, pollux_applications(), jobs, {"t4": 4})
+    return GavelPolicy(capacity, ["t4"] * len(capacity), profiler, **kw)
+
+
+def test_profiled_throughput_is_the_batch_over_the_measured_step_by_hand(timer):
+    """cifar10 on 1 T4 at batch 128 = M0: m = 128, s = 0, one GPU so no sync: 128 / compute(128)."""
+    jobs = [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)]
+    profiler = IsolatedProfiler(timer, pollux_applications(), jobs, {"t4": 4})
+    c128 = _compute("cifar10", 91) + 37 / 38 * (_compute("cifar10", 129) - _compute("cifar10", 91))
+    assert profiler.throughput("j", "t4", 1) == pytest.approx(128 / c128, rel=1e-9)
+    # the Pollux applications carry T4 tables only: no compute measured on rtx, so the job cannot run there
+    assert IsolatedProfiler(timer, pollux_applications(), jobs, {"rtx": 8}).throughput("j", "rtx", 1) == 0.0
+    with pytest.raises(ValueError, match="GPUs per node unknown"):
+        profiler.throughput("j", "a100", 1)
+
+
+def test_a_lone_job_under_gavel_takes_its_hand_time(timer):
+    """The Tiresias hand case (tests/test_elastic_simulation.py) under Gavel in 360 s rounds: picked in
+    the first round, kept every round after, so (total progress) x compute(128), no restart."""
+    jobs = [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)]
+    sim = ElasticSimulation([2], "t4", jobs, {"cifar10": pollux_applications()["cifar10"]}, timer,
+                            _gavel([2], jobs, timer), round_seconds=GAVEL_ROUND_SECONDS)
+    job = sim.run().jobs[0]
+    total = min(float(_rows(p)[-1]["progress"]) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv")))
+    c128 = _compute("cifar10", 91) + 37 / 38 * (_compute("cifar10", 129) - _compute("cifar10", 91))
+    assert job.finish == pytest.approx(total * c128, rel=1e-9)
+    assert job.progress.restarts == 0 and {g for _, g, _, _ in job.gpu_rounds} == {1}
+
+
+def _workload(n):
+    rows = _rows(POLLUX_DIR / "workloads" / "workload-6.csv")[:n]
+    return [ElasticJobSpec(r["name"], float(r["time"]), r["application"], gpus=int(r["num_replicas"]),
+                           batch=int(r["batch_size"])) for r in rows]
+
+
+def _small_run(timer, objective):
+    jobs = _workload(14)
+    capacity = [4, 4, 4, 4]
+    policy = _gavel(capacity, jobs, timer, objective=objective)
+    sim = ElasticSimulation(capacity, "t4", jobs, pollux_applications(), timer, policy,
+                            round_seconds=GAVEL_ROUND_SECONDS)
+    return sim.run(), policy
+
+
+@pytest.mark.parametrize("objective", ["max_sum_throughput", "max_min_fairness"])
+def test_a_small_workload_finishes_within_capacity_repeatably(timer, objective):
+    result, policy = _small_run(timer, objective)
+    per_round = {}
+    for job in result.jobs:
+        assert job.progress.progress == pytest.approx(job.app.replay.total_progress)
+        assert {g for _, g, _, _ in job.gpu_rounds} == {job.spec.gpus}   # always its own GPU count
+        # the loop ran the (m, s) the profiler measured
+        spec = pollux_applications()[job.spec.app][1]
+        assert (job.local_batch, job.accum_steps) == rigid_split(replace(spec, fixed_batch=job.spec.batch),
+                                                                 job.spec.gpus, "t4")
+        for t, gpus, *_ in job.gpu_rounds:
+            assert t % GAVEL_ROUND_SECONDS == 0
+            per_round[t] = per_round.get(t, 0) + gpus
+    assert max(per_round.values()) <= 16
+    assert policy.lp_seconds and all(s >= 0 for s in policy.lp_seconds)
+    again, _ = _small_run(timer, objective)
+    assert [(j.spec.job_id, j.finish, j.progress.restarts) for j in result.jobs] == \
+        [(j.spec.job_id, j.finish, j.progress.restarts) for j in again.jobs]
+
+
+class _TableProfiler:
+    def __init__(self, table):
+        self.table, self.calls = table, []
+
+    def throughput(self, job_id, gpu_type, gpus):
+        self.calls.append((job_id, gpu_type, gpus))
+        return self.table[job_id][gpu_type]
+
+
+def _view(job_id, gpus, current, submitted=0.0, age=0.0):
+    return SimpleNamespace(job_id=job_id, gpus_wanted=gpus, current=np.asarray(current), submitted=submitted,
+                           age=age)
+
+
+def test_several_gpu_types_each_job_on_nodes_of_one_type():
+    """Two 4-GPU slow nodes and one 8-GPU fast node; max-sum puts the job with the larger relative
+    speed-up (a: 5x) on the fast type and b (1.2x) on the slow one; placements are kept next round;
+    each job is profiled once per type that can hold it."""
+    table = {"a": {"slow": 1.0, "fast": 5.0}, "b": {"slow": 10.0, "fast": 12.0}, "c": {"slow": 2.0, "fast": 0.0}}
+    profiler = _TableProfiler(table)
+    policy = GavelPolicy([4, 4, 8], ["slow", "slow", "fast"], profiler)
+    zeros = [0, 0, 0]
+    views = [_view("a", 8, zeros), _view("b", 4, zeros, submitted=1.0), _view("c", 4, zeros, submitted=2.0)]
+    out = policy.allocate(views)
+    assert out["a"].tolist() == [0, 0, 8]
+    assert sorted([out["b"].tolist(), out["c"].tolist()]) == [[0, 4, 0], [4, 0, 0]]
+    assert policy.allocation[0].tolist() == pytest.approx([0, 1])
+    again = policy.allocate([_view(v.job_id, v.gpus_wanted, out[v.job_id], v.submitted, 360.0) for v in views])
+    assert all(again[k].tolist() == out[k].tolist() for k in out)
+    assert sorted(profiler.calls) == [("a", "fast", 8), ("a", "slow", 8), ("b", "fast", 4), ("b", "slow", 4),
+                                      ("c", "fast", 4), ("c", "slow", 4)]
+    assert len(policy.lp_seconds) == 1                    # same jobs: X not recomputed
+
+
+def test_jobs_gavel_cannot_run_are_refused(timer):
+    policy = GavelPolicy([4], ["t4"], _TableProfiler({"x": {"t4": 1.0}, "z": {"t4": 0.0}}))
+    with pytest.raises(ValueError, match="job y: it can run on no GPU type"):
+        policy.allocate([_view("y", 8, [0])])
+    with pytest.raises(ValueError, match="job z: it can run on no GPU type"):
+        policy.allocate([_view("z", 1, [0])])
+    with pytest.raises(ValueError, match="gpus_wanted"):
+        policy.allocate([_view("x", 0, [0])])
+    with pytest.raises(ValueError, match="objective must be one of"):
+        GavelPolicy([4], ["t4"], policy.profiler, objective="fifo")
+    with pytest.raises(ValueError, match="node types"):
+        GavelPolicy([4, 4], ["t4"], policy.profiler)
+    assert policy.allocate([]) == {}
+
+
+def test_a_bad_profiled_value_is_refused_and_gavel_never_imports_the_network():
+    import ast
+    from pathlib import Path
+
+    from artist.policies.gavel.throughputs import throughput_matrix
+    with pytest.raises(ValueError, match="job q on t4: profiled throughput must be finite"):
+        throughput_matrix([("q", 1)], ["t4"], [4], _TableProfiler({"q": {"t4": float("nan")}}))
+    package = Path(__file__).resolve().parent.parent / "artist" / "policies" / "gavel"
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n.startswith(("artist.network", "artist.elastic.steptime"))], path.name
