@@ -78,6 +78,9 @@ EXPECTED = {
 # the paper states none): the same datasheet figures, the uplinks oversubscribed.
 for _ratio in (1, 2, 4):
     EXPECTED[f"dally-3tier-ecmp-{_ratio}to1"] = dict(EXPECTED["dally-3tier"], oversubscription=_ratio)
+# The congested variant (project's assumption): 4:1 with the rack's spine capacity broken out into
+# 100 Gb/s ports (an SN5600 800 GbE port splits down to 100 GbE: SN5000 hardware user manual).
+EXPECTED["dally-3tier-ecmp-4to1-100g"] = dict(EXPECTED["dally-3tier"], oversubscription=4, spine_Bps=100e9 / 8)
 # The DGX H100 SuperPOD wired rail-optimised as its RA describes: the same datasheet figures.
 EXPECTED["dgx-h100-rails"] = dict(EXPECTED["dgx-h100"])
 # Meta's RoCE AI Zone (Gangidi et al., SIGCOMM 2024): Grand Teton nodes (HGX H100, 8 x 400G RoCE
@@ -138,8 +141,13 @@ def test_non_blocking_rack_uplinks(case):
     topo, exp = case
     # Oversubscription 1: a rack's uplink bundle carries all of its NICs at line rate (the
     # oversubscribed variants: that / their ratio).
-    nics = exp["gpus_per_machine"] * exp["machines_per_rack"] * exp["rack_Bps"] * 8
+    nics = exp.get("nics", exp["gpus_per_machine"]) * exp["machines_per_rack"] * exp["rack_Bps"] * 8
     assert topo.rack_uplink_bps == pytest.approx(nics / exp.get("oversubscription", 1), rel=1e-12)
+
+
+def test_nics_per_machine_are_the_datasheet_counts(case):
+    topo, exp = case
+    assert topo.nics == exp.get("nics", exp["gpus_per_machine"])
 
 
 def test_every_tier_cites_a_source(case):
