@@ -32,6 +32,7 @@ EXPECTED = {
         gpus_per_machine=8, machines_per_rack=20,
         machine_Bps=600 * GB / 2,  # DGX A100 datasheet: 600 GB/s bidirectional NVLink 3 per GPU
         rack_Bps=200e9 / 8,  # ConnectX-6 HDR 200 Gb/s, one per GPU
+        nics=8,  # DGX A100 datasheet: 8 single-port ConnectX-6 for the compute fabric
         spine_Bps=200e9 / 8,  # HDR 200 Gb/s spine ports
         speeds={"A100": 1.0},  # undeclared: the profiles' reference GPU
         rack_types=["A100"] * 20,
@@ -41,6 +42,7 @@ EXPECTED = {
         gpus_per_machine=8, machines_per_rack=32,
         machine_Bps=900 * GB / 2,  # DGX H100 datasheet: 900 GB/s bidirectional NVLink 4 per GPU
         rack_Bps=400e9 / 8,  # ConnectX-7 NDR 400 Gb/s, one per GPU
+        nics=8,  # DGX H100 user guide: 8 single-port ConnectX-7 for the compute fabric
         spine_Bps=400e9 / 8,  # QM9700 NDR 400 Gb/s spine ports
         speeds={"H100": 2.0},  # Lambda's ~2x for vision models (an estimate, see the YAML)
         rack_types=["H100"] * 4,
