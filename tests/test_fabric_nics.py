@@ -222,3 +222,20 @@ def test_ns3_ring_over_two_nics_has_half_the_single_nic_bandwidth_part():
         at = {x: model.time({"a": allreduce_graph(range(n), x)})["a"].step_seconds for x in (s, 2 * s)}
         # packets carry 16-byte headers in 9000-byte frames and acks: a little over the fluid figure
         assert at[2 * s] - at[s] == pytest.approx(ring_bandwidth_by_hand(n, s, nics), rel=0.02)
+
+
+def test_ns3_two_jobs_on_one_shared_nic_take_twice_the_bandwidth_time_as_flow_does():
+    pytest.importorskip("ns3")
+    from artist.network.ns3 import Ns3Model
+
+    topo = nic_topology(nics=1, gpus_per_machine=2)  # GPUs 0, 1 on machine 0's only NIC; 2, 3 on machine 1's
+    s = 8 * MIB
+    ns3 = Ns3Model(topo)
+    alone = {x: ns3.time({"a": allreduce_graph((0, 2), x)})["a"].step_seconds for x in (s, 2 * s)}
+    shared = {x: ns3.time({"a": allreduce_graph((0, 2), x), "b": allreduce_graph((1, 3), x)}) for x in (s, 2 * s)}
+    assert alone[2 * s] - alone[s] == pytest.approx(2 * (s / 2) / NIC_BPS, rel=0.02)
+    flow = FlowModel(topo).time({"a": allreduce_graph((0, 2), s), "b": allreduce_graph((1, 3), s)})
+    for job in ("a", "b"):
+        both = shared[2 * s][job].step_seconds - shared[s][job].step_seconds
+        assert both == pytest.approx(2 * 2 * (s / 2) / NIC_BPS, rel=0.03)
+        assert shared[s][job].step_seconds == pytest.approx(flow[job].step_seconds, rel=0.03)
