@@ -2,10 +2,16 @@
 
 Three tiers, each with its own links:
 - ``machine``: every GPU has one link to its machine's NVSwitch-class switch;
-- ``rack``: every GPU has its own NIC with one link to the rack switch
-  (InfiniBand-class, as on DGX machines with one NIC per GPU). With
+- ``rack``: every machine has ``tiers.rack.nics_per_machine`` NICs (default:
+  one per GPU, as DGX machines have), each with one link of
+  ``tiers.rack.bandwidth_gbps`` to the rack switch. GPU k of a machine sends
+  and receives its inter-machine traffic through NIC floor(k x nics / gpus)
+  (GPUs paired with NICs in order, as DGX boxes pair them behind PCIe
+  switches) or through the NIC an explicit ``tiers.rack.nic_of_gpu`` list
+  names; GPUs on one NIC share it (the PCIe hop from GPU to NIC is not a tier
+  of the model: it never limits). With
   ``tiers.rack.wiring: rails`` (rail-optimised, as DGX SuperPODs are wired) a
-  rack has one leaf switch per GPU index k ("rail" k), NIC k of every machine
+  rack has one leaf switch per NIC index k ("rail" k), NIC k of every machine
   on leaf k; two GPUs of a rack on different rails reach each other through
   the spine. Each leaf then has its own uplinks (its NICs' capacity /
   oversubscription, or that many ports).
@@ -20,12 +26,14 @@ Three tiers, each with its own links:
   (artist/network/ecmp.py) up from its rack and down to the other.
 
 GPU ids are global and dense: GPU g sits on machine g // gpus_per_machine,
-machine m in rack m // machines_per_rack. All bandwidths are per direction.
+machine m in rack m // machines_per_rack; NIC n (global) is NIC n % nics of
+machine n // nics. All bandwidths are per direction.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +81,8 @@ class Topology:
     spine_model: str = "bundle"  # SPINE_MODELS: one ideal uplink per rack, or individual ECMP ports
     rack_wiring: str = "switch"  # RACK_WIRINGS: NICs on one rack switch, or on rail leaves
     rack_gpu_types: tuple[str, ...] = ("generic",)  # cycled over racks
+    nics_per_machine: int = 0  # 0: one NIC per GPU
+    nic_of_gpu: tuple[int, ...] = ()  # NIC index of each GPU index of a machine; (): floor(k x nics / gpus)
     gpu_types: dict = field(default_factory=dict, compare=False, hash=False)
     source: str = ""
     path: str = ""
@@ -113,6 +123,39 @@ class Topology:
             raise KeyError(f"unknown tier {name!r}; tiers are {TIER_NAMES}")
         return getattr(self, name)
 
+    # ---- NICs (module docstring) ------------------------------------------
+    @property
+    def nics(self) -> int:
+        """NICs per machine."""
+        return self.nics_per_machine or self.gpus_per_machine
+
+    @property
+    def nics_per_rack(self) -> int:
+        return self.machines_per_rack * self.nics
+
+    @functools.cached_property
+    def nic_map(self) -> tuple[int, ...]:
+        """NIC index (inside the machine) of each GPU index of a machine."""
+        if self.nic_of_gpu:
+            return self.nic_of_gpu
+        return tuple(k * self.nics // self.gpus_per_machine for k in range(self.gpus_per_machine))
+
+    @property
+    def shared_nics(self) -> bool:
+        """True when some NIC serves several GPUs (GPUs of a machine are then not interchangeable,
+        unless the machine has one NIC for all)."""
+        return self.nics < self.gpus_per_machine
+
+    def nic_index(self, gpu: int) -> int:
+        """GPU g's NIC inside its machine (its rail with rail-optimised wiring)."""
+        if not self.nics_per_machine and not self.nic_of_gpu:
+            return gpu % self.gpus_per_machine
+        return self.nic_map[gpu % self.gpus_per_machine]
+
+    def nic_of(self, gpu: int) -> int:
+        """GPU g's NIC, as a global id: machine x nics + its NIC index."""
+        return self.machine_of(gpu) * self.nics + self.nic_index(gpu)
+
     # ---- leaf switches (one per rack, or one per rail of a rack) ------------
     @property
     def rails(self) -> bool:
@@ -120,20 +163,20 @@ class Topology:
 
     @property
     def leaves_per_rack(self) -> int:
-        return self.gpus_per_machine if self.rails else 1
+        return self.nics if self.rails else 1
 
     def leaf_of(self, gpu: int) -> int:
-        """The leaf switch of GPU g's NIC: its rack's switch, or with rails its rack's switch of rail
-        g mod gpus_per_machine (leaf = rack x gpus_per_machine + rail)."""
+        """The leaf switch of GPU g's NIC: its rack's switch, or with rails its rack's switch of the
+        rail of its NIC index k (leaf = rack x nics + k)."""
         if not self.rails:
             return self.rack_of(gpu)
-        return self.rack_of(gpu) * self.gpus_per_machine + gpu % self.gpus_per_machine
+        return self.rack_of(gpu) * self.nics + self.nic_index(gpu)
 
     # ---- derived link figures --------------------------------------------
     @property
     def rack_uplink_bps(self) -> float:
         """Capacity of one rack's bundle of spine uplinks, per direction."""
-        return self.gpus_per_rack * self.rack.bandwidth_bps / self.oversubscription
+        return self.nics_per_rack * self.rack.bandwidth_bps / self.oversubscription
 
     @property
     def leaf_uplink_bps(self) -> float:
@@ -153,7 +196,7 @@ class Topology:
         exact = self.leaf_uplink_bps / self.spine.bandwidth_bps
         ports = round(exact)
         if ports < 1 or abs(ports - exact) > 1e-9 * max(1.0, exact):
-            nics = self.gpus_per_rack // self.leaves_per_rack
+            nics = self.nics_per_rack // self.leaves_per_rack
             raise ValueError(f"topology {self.name!r}: {nics} NICs x {self.rack.bandwidth_bps / 1e9:g} "
                              f"Gb/s / oversubscription {self.oversubscription:g} / {self.spine.bandwidth_bps / 1e9:g} "
                              f"Gb/s per spine port = {exact:g} ports per {'leaf' if self.rails else 'rack'}; an ecmp "
@@ -201,6 +244,9 @@ class Topology:
             params["spine.model"] = self.spine_model
         if self.rails:
             params["rack.wiring"] = self.rack_wiring
+        if self.nics != self.gpus_per_machine or self.nic_map != tuple(range(self.gpus_per_machine)):
+            params["rack.nics_per_machine"] = self.nics
+            params["rack.nic_of_gpu"] = list(self.nic_map)
         return params
 
     # ---- loading -----------------------------------------------------------
@@ -259,6 +305,7 @@ class Topology:
         racks = f.integer("racks", minimum=1, maximum=MAX_GPUS)
         machines_per_rack = f.integer("machines_per_rack", minimum=1, maximum=MAX_GPUS)
         gpus_per_machine = f.integer("gpus_per_machine", minimum=1, maximum=MAX_GPUS)
+        nics, nic_of_gpu = _nics(rack_f, gpus_per_machine)
         if racks * machines_per_rack * gpus_per_machine > MAX_GPUS:
             raise f.error("racks", f"{racks} x {machines_per_rack} x {gpus_per_machine} = "
                                    f"{racks * machines_per_rack * gpus_per_machine} GPUs; at most {MAX_GPUS} are "
@@ -275,6 +322,8 @@ class Topology:
             spine_model=spine_model,
             rack_wiring=wiring,
             rack_gpu_types=rack_types,
+            nics_per_machine=nics,
+            nic_of_gpu=nic_of_gpu,
             gpu_types=gpu_types,
             source=f.string("source", ""),
             path=source,
@@ -307,7 +356,7 @@ def _tier(f: Fields, name: str) -> Tier:
     # Only the spine has an oversubscription; a field that changes no answer is refused, not ignored.
     f.unknown_keys({"bandwidth_gbps", "link_latency_us", "switch_latency_us", "source", "notes"}
                    | ({"oversubscription", "model"} if name == "spine" else set())
-                   | ({"wiring"} if name == "rack" else set()))
+                   | ({"wiring", "nics_per_machine", "nic_of_gpu"} if name == "rack" else set()))
     if not f.has("source"):
         raise f.error("source", "every tier must say where its figures come from")
     return Tier(
@@ -317,6 +366,23 @@ def _tier(f: Fields, name: str) -> Tier:
         switch_latency_s=f.number("switch_latency_us", minimum=0.0) * 1e-6,
         source=f.string("source"),
     )
+
+
+def _nics(f: Fields, gpus_per_machine: int) -> tuple[int, tuple[int, ...]]:
+    """(nics_per_machine, nic_of_gpu) of the rack tier: (0, ()) for the default, one NIC per GPU.
+    A NIC no GPU uses would change no answer, so it is refused."""
+    nics = f.integer("nics_per_machine", gpus_per_machine, minimum=1, maximum=gpus_per_machine)
+    if not f.has("nic_of_gpu"):
+        return (0 if nics == gpus_per_machine else nics), ()
+    raw = f.raw("nic_of_gpu")
+    if (not isinstance(raw, list) or len(raw) != gpus_per_machine
+            or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < nics for n in raw)):
+        raise f.error("nic_of_gpu", f"expected a list of {gpus_per_machine} NIC indices (one per GPU of a machine), "
+                                    f"each an integer in 0..{nics - 1}")
+    unused = sorted(set(range(nics)) - set(raw))
+    if unused:
+        raise f.error("nic_of_gpu", f"NIC(s) {unused} serve no GPU: lower nics_per_machine or attach a GPU to them")
+    return nics, tuple(raw)
 
 
 def load_topology(path: str | Path, racks: int | None = None) -> Topology:

@@ -239,9 +239,10 @@ def test_reduced_congested_sweep_loads_and_expands():
     from conftest import REPO
 
     small = load_sweep_spec(REPO / "sweeps" / "dally-congested-small.yaml")
-    assert len(small.runs) == 2 * 2 * 3  # 1:1 and 4:1 spines x racks [2, 4] x Gandiva, Tiresias, Dally
+    assert len(small.runs) == 2 * 3 * 3  # 4:1 spines of 800 / 100 Gb/s ports x racks [2, 4, 8] x 3 policies
     assert {(r.comm.backend, r.comm.channels) for r in small.runs} == {("flow", 8)}
-    assert {r.topology.oversubscription for r in small.runs} == {1.0, 4.0}
+    assert {r.topology.oversubscription for r in small.runs} == {4.0}
+    assert {r.topology.spine.bandwidth_bps for r in small.runs} == {800e9, 100e9}
     assert {r.topology.spine_model for r in small.runs} == {"ecmp"}
     assert small.simulator.contention == "shared"
     assert {len(r.jobs) for r in small.runs} == {40}

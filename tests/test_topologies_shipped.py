@@ -32,6 +32,7 @@ EXPECTED = {
         gpus_per_machine=8, machines_per_rack=20,
         machine_Bps=600 * GB / 2,  # DGX A100 datasheet: 600 GB/s bidirectional NVLink 3 per GPU
         rack_Bps=200e9 / 8,  # ConnectX-6 HDR 200 Gb/s, one per GPU
+        nics=8,  # DGX A100 datasheet: 8 single-port ConnectX-6 for the compute fabric
         spine_Bps=200e9 / 8,  # HDR 200 Gb/s spine ports
         speeds={"A100": 1.0},  # undeclared: the profiles' reference GPU
         rack_types=["A100"] * 20,
@@ -41,6 +42,7 @@ EXPECTED = {
         gpus_per_machine=8, machines_per_rack=32,
         machine_Bps=900 * GB / 2,  # DGX H100 datasheet: 900 GB/s bidirectional NVLink 4 per GPU
         rack_Bps=400e9 / 8,  # ConnectX-7 NDR 400 Gb/s, one per GPU
+        nics=8,  # DGX H100 user guide: 8 single-port ConnectX-7 for the compute fabric
         spine_Bps=400e9 / 8,  # QM9700 NDR 400 Gb/s spine ports
         speeds={"H100": 2.0},  # Lambda's ~2x for vision models (an estimate, see the YAML)
         rack_types=["H100"] * 4,
@@ -78,6 +80,9 @@ EXPECTED = {
 # the paper states none): the same datasheet figures, the uplinks oversubscribed.
 for _ratio in (1, 2, 4):
     EXPECTED[f"dally-3tier-ecmp-{_ratio}to1"] = dict(EXPECTED["dally-3tier"], oversubscription=_ratio)
+# The congested variant (project's assumption): 4:1 with the rack's spine capacity broken out into
+# 100 Gb/s ports (an SN5600 800 GbE port splits down to 100 GbE: SN5000 hardware user manual).
+EXPECTED["dally-3tier-ecmp-4to1-100g"] = dict(EXPECTED["dally-3tier"], oversubscription=4, spine_Bps=100e9 / 8)
 # The DGX H100 SuperPOD wired rail-optimised as its RA describes: the same datasheet figures.
 EXPECTED["dgx-h100-rails"] = dict(EXPECTED["dgx-h100"])
 # Meta's RoCE AI Zone (Gangidi et al., SIGCOMM 2024): Grand Teton nodes (HGX H100, 8 x 400G RoCE
@@ -138,8 +143,13 @@ def test_non_blocking_rack_uplinks(case):
     topo, exp = case
     # Oversubscription 1: a rack's uplink bundle carries all of its NICs at line rate (the
     # oversubscribed variants: that / their ratio).
-    nics = exp["gpus_per_machine"] * exp["machines_per_rack"] * exp["rack_Bps"] * 8
+    nics = exp.get("nics", exp["gpus_per_machine"]) * exp["machines_per_rack"] * exp["rack_Bps"] * 8
     assert topo.rack_uplink_bps == pytest.approx(nics / exp.get("oversubscription", 1), rel=1e-12)
+
+
+def test_nics_per_machine_are_the_datasheet_counts(case):
+    topo, exp = case
+    assert topo.nics == exp.get("nics", exp["gpus_per_machine"])
 
 
 def test_every_tier_cites_a_source(case):

@@ -34,6 +34,7 @@ from typing import Sequence
 
 from artist.parallel.graph import COMMUNICATION
 from artist.placement import Placement
+from artist.topology import Topology
 
 ALGORITHMS = ("ring", "hierarchical")
 
@@ -147,16 +148,32 @@ def _with_dependencies(raw: list[tuple[int, int, int, int, int]], dependencies: 
     return tuple(out)
 
 
+def nic_interleaved(topology: Topology, local: Sequence[int]) -> list[int]:
+    """A machine's GPUs in the order channels rotate through: each NIC's first GPU (NICs in order),
+    then each NIC's second, ...; with a NIC per GPU (or one NIC) simply their order. Rotating this
+    order by c makes consecutive channels enter and leave the machine by different NICs, so C channels
+    spread over min(C, NICs) NICs, as NCCL puts one ring on each NIC."""
+    if not topology.shared_nics:
+        return list(local)
+    seen: dict[int, int] = {}
+    keyed = []
+    for g in local:
+        nic = topology.nic_index(g)
+        seen[nic] = seen.get(nic, -1) + 1
+        keyed.append((seen[nic], nic, g))
+    return [g for _, _, g in sorted(keyed)]
+
+
 def channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
-    """Ranks of channel c's ring: racks, machines in order; each machine's GPUs rotated by c
-    so that another GPU (and NIC) carries each channel's inter-machine hop, as NCCL's channels do.
-    On rail-optimised racks the rotation keeps hops on one rail (rail_aligned_ring)."""
+    """Ranks of channel c's ring: racks, machines in order; each machine's GPUs (nic_interleaved)
+    rotated by c so that another GPU (and NIC) carries each channel's inter-machine hop, as NCCL's
+    channels do. On rail-optimised racks the rotation keeps hops on one rail (rail_aligned_ring)."""
     if placement.topology.rails:
         return rail_aligned_ring(placement, rank_of, channel)
     ring_gpus = []
     for machines in placement.machines_by_rack.values():
         for m in machines:
-            local = list(placement.gpus_by_machine[m])
+            local = nic_interleaved(placement.topology, placement.gpus_by_machine[m])
             shift = channel % len(local)
             ring_gpus.extend(local[shift:] + local[:shift])
     return [rank_of[g] for g in ring_gpus]
@@ -164,18 +181,18 @@ def channel_ring(placement: Placement, rank_of: dict[int, int], channel: int) ->
 
 def rail_aligned_ring(placement: Placement, rank_of: dict[int, int], channel: int) -> list[int]:
     """Channel c's ring on rail-optimised racks: the first machine's GPUs rotated by c, every next
-    machine's rotated to start at the GPU index (rail) the previous machine's last GPU has, so that
+    machine's rotated to start at a GPU on the rail (NIC index) the previous machine's last GPU has, so that
     every inter-machine hop stays on one rail (NCCL builds rings this way on rail-optimised fabrics);
     a machine without a GPU on that rail, and the hop closing the ring, may change rails (through the
     spine: NCCL's PXN detour over NVLink is not modelled)."""
-    per_machine = placement.topology.gpus_per_machine
+    topology = placement.topology
     ring_gpus: list[int] = []
     for machines in placement.machines_by_rack.values():
         for m in machines:
-            local = list(placement.gpus_by_machine[m])
-            rails = [g % per_machine for g in local]
-            if ring_gpus and ring_gpus[-1] % per_machine in rails:
-                shift = rails.index(ring_gpus[-1] % per_machine)
+            local = nic_interleaved(topology, placement.gpus_by_machine[m])
+            rails = [topology.nic_index(g) for g in local]
+            if ring_gpus and topology.nic_index(ring_gpus[-1]) in rails:
+                shift = rails.index(topology.nic_index(ring_gpus[-1]))
             else:
                 shift = channel % len(local)
             ring_gpus.extend(local[shift:] + local[:shift])

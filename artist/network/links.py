@@ -2,14 +2,16 @@
 
 Directional link ids:
   ("gpu_up", g) / ("gpu_down", g)     GPU g <-> its machine's NVSwitch   (machine tier)
-  ("nic_up", g) / ("nic_down", g)     GPU g's NIC <-> its rack switch     (rack tier)
+  ("nic_up", n) / ("nic_down", n)     NIC n <-> its leaf switch           (rack tier; n = topology.nic_of(g)
+                                      for GPU g: g itself with one NIC per GPU)
   ("rack_up", l) / ("rack_down", l)   leaf switch l <-> the spine           (spine tier, ``bundle`` model)
   ("port_up", i) / ("port_down", i)   leaf l's uplink port k <-> spine plane k, i = l * spine_ports + k
                                       (spine tier, ``ecmp`` model; k from network/ecmp.py's hash)
 A leaf switch is a rack's switch (leaf = rack), or with rail-optimised wiring a
 rack's switch of rail k (leaf = rack x GPUs per machine + k; topology.leaf_of).
 
-Intra-machine traffic goes over the NVSwitch, everything else over the NICs,
+Intra-machine traffic goes over the NVSwitch, everything else over the NICs
+(each GPU's own, or the one it shares with other GPUs of its machine),
 and between leaves (racks; with rails also rails of one rack) through the spine.
 With an ``ecmp`` spine the route depends on the transfer's channel (the hash
 sees it); with the bundle it does not.
@@ -61,7 +63,7 @@ def path(topology: Topology, src: int, dst: int, channel: int = 0) -> Path:
     else:
         rs, rd = t.rack_of_machine(ms), t.rack_of_machine(md)
     if rs == rd:
-        return Path((("nic_up", src), ("nic_down", dst)),
+        return Path((("nic_up", t.nic_of(src)), ("nic_down", t.nic_of(dst))),
                     2 * t.rack.link_latency_s + t.rack.switch_latency_s, NET)
     if t.spine_model == "ecmp":
         k = ecmp_plane(t, src, dst, channel)
@@ -70,7 +72,7 @@ def path(topology: Topology, src: int, dst: int, channel: int = 0) -> Path:
     else:
         spine = (("rack_up", rs), ("rack_down", rd))
     return Path(
-        (("nic_up", src),) + spine + (("nic_down", dst),),
+        (("nic_up", t.nic_of(src)),) + spine + (("nic_down", t.nic_of(dst)),),
         2 * t.rack.link_latency_s + 2 * t.spine.link_latency_s + 2 * t.rack.switch_latency_s + t.spine.switch_latency_s,
         NET,
     )

@@ -5,9 +5,10 @@ machines inside a rack and of GPUs inside a machine, so a job alone depends
 only on its canonical shape (placement.py) and is timed on
 placement_from_shape(shape).
 
-``ecmp`` spine, or rail-optimised racks: the hash (ecmp.py) sees each GPU's
-position inside its rack, and a rail is a GPU index inside its machine, so
-machines and GPUs cannot be renumbered; racks can, and the ring order follows
+``ecmp`` spine, rail-optimised racks, or NICs shared by some GPUs of a machine
+(GPUs 0 and 1 on one NIC are not GPUs 0 and 2 on two): the hash (ecmp.py) sees each GPU's
+position inside its rack, a rail is a NIC index inside its machine, and a
+shared NIC ties GPUs together, so machines and GPUs cannot be renumbered; racks can, and the ring order follows
 rack ids, so the renumbering keeps their order: the racks used become racks
 0, 1, ... in the same order, each GPU keeping its position inside its rack.
 That is still a topology automorphism for every question (any two placements
@@ -24,8 +25,10 @@ from artist.topology import Topology
 
 def shape_symmetric(topology: Topology) -> bool:
     """True when a placement's canonical shape is all an answer depends on (bundle spine, one switch
-    per rack); else only racks may be renumbered (ecmp_gpu_map)."""
-    return topology.spine_model == "bundle" and not topology.rails
+    per rack, and GPUs of a machine interchangeable: a NIC each, or one NIC for all); else only racks
+    may be renumbered (ecmp_gpu_map)."""
+    nics_symmetric = not topology.shared_nics or topology.nics == 1
+    return topology.spine_model == "bundle" and not topology.rails and nics_symmetric
 
 
 def ecmp_gpu_map(topology: Topology, gpus: Iterable[int]) -> dict[int, int]:

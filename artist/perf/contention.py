@@ -1,10 +1,12 @@
 """Which running jobs can slow each other down: contention components.
 
-GPUs belong to one job at a time, and so do their NVSwitch ports and NICs
-(one NIC per GPU in every topology here); the only links two jobs can share
-are the spine's: a leaf switch's uplink bundle (``bundle``) or its uplink
-ports (``ecmp``), a leaf being a rack's switch, or with rail-optimised wiring
-a rail's switch of a rack. A job whose GPUs hang off one leaf never crosses
+GPUs belong to one job at a time, and so do their NVSwitch ports, and their
+NICs where every GPU has its own; where GPUs of a machine share a NIC
+(topology.shared_nics), jobs on those GPUs that leave the machine share it and
+are in one component. Otherwise the only links two jobs can share are the
+spine's: a leaf switch's uplink bundle (``bundle``) or its uplink ports
+(``ecmp``), a leaf being a rack's switch, or with rail-optimised wiring a
+rail's switch of a rack. A job whose GPUs hang off one leaf never crosses
 them; jobs spanning leaves share a link only if they have a leaf in common.
 So a component is a set of leaf-spanning jobs connected through common
 leaves (without rails: rack-spanning jobs through common racks); every other
@@ -33,6 +35,15 @@ def uplink_leaves(placement: Placement) -> tuple[int, ...]:
     return tuple(leaves) if len(leaves) > 1 else ()
 
 
+def shared_nic_links(placement: Placement) -> list[tuple]:
+    """("nic", id) of the NICs a job leaving its machine sends through, where NICs are shared by
+    GPUs (another job may be on the same NIC); [] otherwise."""
+    topology = placement.topology
+    if not topology.shared_nics or len(placement.gpus_by_machine) < 2:
+        return []
+    return [("nic", n) for n in sorted({topology.nic_of(g) for g in placement.gpus})]
+
+
 def contention_components(placements: Mapping[str, Placement]) -> list[list[str]]:
     """Job ids grouped into components, each component's jobs in the mapping's order, components in
     the order of their first job; jobs under one leaf (one rack without rails) are components of one."""
@@ -45,11 +56,11 @@ def contention_components(placements: Mapping[str, Placement]) -> list[list[str]
             job = parent[job]
         return job
 
-    first_on_leaf: dict[int, str] = {}
+    first_on_link: dict[tuple, str] = {}
     for job, placement in placements.items():
         parent[job] = job
-        for leaf in uplink_leaves(placement):
-            other = first_on_leaf.setdefault(leaf, job)
+        for link in [("leaf", leaf) for leaf in uplink_leaves(placement)] + shared_nic_links(placement):
+            other = first_on_link.setdefault(link, job)
             a, b = find(job), find(other)
             if a != b:
                 parent[max(a, b, key=order.get)] = min(a, b, key=order.get)

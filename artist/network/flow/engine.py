@@ -84,13 +84,13 @@ SENDER_PRIORITY = 1e-6  # weight ratio between successive flows of one job at on
 
 
 def _sender_weights(transfers: list, active: list[int]) -> np.ndarray:
-    """Weight of each active flow: SENDER_PRIORITY ** (flows of its job that started earlier at its
-    sending GPU's first link); `active` is in start order."""
+    """Weight of each active flow: SENDER_PRIORITY ** (flows of its job that started earlier from its
+    sending GPU on its first link); `active` is in start order. GPUs sharing a NIC share it equally."""
     seen: dict[tuple, int] = {}
     out = np.empty(len(active))
     for k, i in enumerate(active):
         tr = transfers[i]
-        key = (tr.owner[0], int(tr.links[0]))
+        key = (tr.owner[0], tr.connection[1], int(tr.links[0]))  # job, sending GPU (GPUs may share a NIC), link
         position = seen.get(key, 0)
         seen[key] = position + 1
         out[k] = SENDER_PRIORITY ** position

@@ -3,7 +3,11 @@
 The network realises exactly the links of artist/network/links.py, and only the
 ones the job's transfers cross:
 - per GPU a link to its machine's NVSwitch node (machine tier),
-- per GPU a NIC link to its rack switch node (rack tier),
+- per NIC a link to its leaf switch node (rack tier): from the GPU node itself where
+  the GPU has a NIC of its own; where GPUs share a NIC, from a NIC node, each of its
+  GPUs attached to it by a link 1000x the NIC's rate with no delay (the GPU-to-NIC PCIe
+  hop is no tier of the model, links.py has no link for it: this one never limits, and
+  adds < 0.1 ns per 9 KB frame at a 400 Gb/s NIC's 1000x),
 - ``bundle`` spine: per leaf switch (a rack's switch, or with rails a rail's) an
   uplink to the spine node at topology.leaf_uplink_bps (spine tier, oversubscription
   applied; the bundle of spine ports is one link of that capacity);
@@ -31,6 +35,8 @@ from artist.network.analytical import StartupLatency
 from artist.network.collectives import Schedule
 from artist.network.links import link_bandwidth_bps, path
 from artist.topology import Topology
+
+ATTACH_RATE_FACTOR = 1000.0  # a GPU's link to its shared NIC's node: this many times the NIC's rate
 
 # Link kinds of links.py -> (our bidirectional link key, direction: 0 = a->b, 1 = b->a).
 _LINK_OF = {
@@ -104,9 +110,14 @@ class _NetworkBuilder:
         if kind == "gpu":
             a, b = self.rank_of[index], self._switch(("nvswitch", t.machine_of(index)))
             delay = t.machine.link_latency_s + t.machine.switch_latency_s / 2
-        elif kind == "nic":
-            a, b = self.rank_of[index], self._switch(("rackswitch", t.leaf_of(index)))
+        elif kind == "nic":  # index: the NIC's global id (topology.nic_of)
+            gpu = _gpu_of_nic(t, index)
+            a = self._switch(("nic", index)) if t.shared_nics else self.rank_of[gpu]
+            b = self._switch(("rackswitch", t.leaf_of(gpu)))
             delay = t.rack.link_latency_s + t.rack.switch_latency_s / 2
+        elif kind == "attach":  # GPU index -> its shared NIC's node (see the module docstring)
+            a, b = self.rank_of[index], self._switch(("nic", t.nic_of(index)))
+            delay = 0.0
         elif kind == "port":  # ecmp: leaf index // ports, plane index % ports
             leaf, plane = divmod(index, t.spine_ports)
             a, b = self._switch(("rackswitch", leaf)), self._switch(("spine", plane))
@@ -117,7 +128,8 @@ class _NetworkBuilder:
         self.links[key] = len(self.link_a)
         self.link_a.append(a)
         self.link_b.append(b)
-        self.link_bps.append(link_bandwidth_bps(t, link_id))
+        self.link_bps.append(ATTACH_RATE_FACTOR * t.rack.bandwidth_bps if kind == "attach"
+                             else link_bandwidth_bps(t, link_id))
         self.link_delay.append(delay)
         self.link_names.append(f"{kind}{index}")
         return self.links[key]
@@ -127,14 +139,25 @@ class _NetworkBuilder:
         key = (src_rank, dst_rank, channel if self.per_channel else 0)
         found = self.routes.get(key)
         if found is None:  # a ring reuses a handful of routes for every step: compute each once
-            p = path(self.t, self.rank_gpus[src_rank], self.rank_gpus[dst_rank], key[2])
+            src, dst = self.rank_gpus[src_rank], self.rank_gpus[dst_rank]
+            p = path(self.t, src, dst, key[2])
             steps = []
             for link_id in p.links:
                 kind, direction = _LINK_OF[link_id[0]]
+                if kind == "nic" and direction == 0 and self.t.shared_nics:
+                    steps.append((self._link("attach", src, ("attach", src)), 0))
                 steps.append((self._link(kind, link_id[1], link_id), direction))
+                if kind == "nic" and direction == 1 and self.t.shared_nics:
+                    steps.append((self._link("attach", dst, ("attach", dst)), 1))
             found = self.routes[key] = (len(self.route_steps), p.kind)
             self.route_steps.append(steps)
         return found
+
+
+def _gpu_of_nic(topology: Topology, nic: int) -> int:
+    """A GPU using this NIC (global ids): the lowest GPU index of its machine attached to it."""
+    machine, local = divmod(nic, topology.nics)
+    return machine * topology.gpus_per_machine + topology.nic_map.index(local)
 
 
 def _gpu_nodes(collectives: Sequence[EngineCollective]) -> list[int]:
