@@ -249,3 +249,16 @@ def test_reduced_version_replaces_fields_and_names_itself(tmp_path):
     path.write_text(SPEC)
     with pytest.raises(InputError, match=r"field 'reduced'.*no reduced version"):
         load_sweep_spec(path, reduced=True)
+
+
+def test_an_ablation_sweep_shares_its_papers_section(tmp_path):
+    main = tmp_path / "main.yaml"
+    main.write_text(SPEC)
+    ablation = tmp_path / "ablation.yaml"
+    ablation.write_text(SPEC.split("report:")[0].replace("name: rep", "name: rep-flow")
+                        .replace("[analytical, none]", "flow").replace("seeds: [0, 1]", "seeds: [0]")
+                        + "report: {same_as: main.yaml}\n")
+    assert load_sweep_spec(ablation).report == load_sweep_spec(main).report
+    ablation.write_text(SPEC.split("report:")[0] + "report: {same_as: missing.yaml}\n")
+    with pytest.raises(InputError, match=r"report.same_as.*no such sweep spec"):
+        load_sweep_spec(ablation)

@@ -31,12 +31,15 @@ every judged value. Policies are matched on results.csv's `policy` column (the s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from artist.errors import InputError
-from artist.yamlio import Fields
+from artist.yamlio import Fields, load_yaml_mapping
 
 REPORT_FIELDS = {"paper", "source", "primary", "claims", "where"}
+# an ablation sweep of a paper (another backend, topology or contention mode) shares its main spec's claims
+SAME_AS = "same_as"
 CLAIM_FIELDS = {"id", "text", "metric", "order", "trend", "over", "per", "policies", "scale", "unit", "paper",
                 "paper_source", "where", "normalise_to"}
 TRENDS = ("increasing", "decreasing")
@@ -149,8 +152,20 @@ def _claim(f: Fields, ids: set[str]) -> Claim:
                  f.string("unit", ""), paper, f.string("paper_source", ""), _filter(f, "where"), normalise_to)
 
 
-def parse_report(f: Fields) -> ReportSpec:
-    """The `report:` mapping of a sweep spec; errors name the spec file and the dotted field."""
+def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
+    """The `report:` mapping of a sweep spec; errors name the spec file and the dotted field.
+    `report: {same_as: other.yaml}` (relative to base, the spec's directory) takes that spec's report
+    section, so `artist report` puts both sweeps' results in one section (e.g. a paper's ablation)."""
+    if f.has(SAME_AS):
+        f.unknown_keys({SAME_AS})
+        other = (base or Path(".")) / f.string(SAME_AS)
+        if not other.is_file():
+            raise f.error(SAME_AS, f"no such sweep spec: {other}")
+        data = load_yaml_mapping(other)
+        of = Fields(data, str(other))
+        if not of.has("report") or (isinstance(data["report"], dict) and SAME_AS in data["report"]):
+            raise f.error(SAME_AS, f"{other} has no report section of its own")
+        return parse_report(of.sub("report"))
     f.unknown_keys(REPORT_FIELDS)
     raw = f.raw("claims")
     if not isinstance(raw, list) or not raw:

@@ -166,7 +166,7 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     spec.runs = expand(spec)
     spec.notes = notes + calibration_coverage_notes(spec)
     if f.has("report"):  # checked now, not after hours of runs
-        spec.report = parse_report(f.sub("report"))
+        spec.report = parse_report(f.sub("report"), base)
         check_against_policies(spec.report, [p.label for p in policies], source)
     return spec
 
