@@ -123,5 +123,6 @@ class Catalogue:
         key = (id(run.model), run.plan, tuple(n for _, n in shape), tuple(r == racks[0] for r in racks))
         found = self._truth.get(key)
         if found is None:
-            found = self._truth[key] = true_step_seconds(run.model, run.plan, gpus, self.fabrics[run.model.pool.gpu_type])
+            fabric = self.fabrics[run.model.pool.gpu_type]
+            found = self._truth[key] = true_step_seconds(run.model, run.plan, gpus, fabric)
         return found
