@@ -100,7 +100,7 @@ def test_estimate_is_the_best_of_the_assembled_plans(testbed):
     pools, _, tables = testbed
     cm = CellModel(zoo_model("bert-1.3b"), pools["A40"], tables["A40"], gpus=8, stages=2, global_batch=256)
     est = estimate_cell_model(Cell("bert-1.3b", "A40", 8, 2), cm)
-    assert est.assembled == 4 and est.profiles == 4
+    assert est.assembled == 4 and est.profiles == 2
     plans = [(StagePlan(a, 4 // a), StagePlan(b, 4 // b)) for a in (1, 4) for b in (1, 4)]
     fitting = [cm.time(p).latency_s for p in plans if cm.time(p).fits]
     assert est.latency_s == pytest.approx(min(fitting))
@@ -261,3 +261,47 @@ def test_allocator_packs_small_jobs_and_gives_back():
         alloc.give(one)
     assert alloc.free_gpus == 31
     assert math.isclose(alloc.free_gpus + 1, 32)
+
+
+def test_schedulers_never_see_the_network():
+    """Crius and the baselines decide from the catalogue's estimates only: their modules import nothing
+    of artist.network (the estimator's offline tables and the ground truth live in commtable.py / truth.py)."""
+    import ast
+    from pathlib import Path
+
+    import artist.policies.crius as pkg
+
+    root = Path(pkg.__file__).parent
+    for name in ("scheduler.py", "baselines.py", "jobs.py"):
+        tree = ast.parse((root / name).read_text())
+        modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not any(m.startswith("artist.network") for m in modules), name
+        assert not any(m.endswith(("truth", "commtable", "simulation")) for m in modules), name
+
+
+@pytest.mark.parametrize("text,field", [
+    ("name: x\ncluster: nope\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\n", "cluster"),
+    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [gavel]\n", "policies"),
+    ("name: x\ncluster: crius-testbed\njobs: -1\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\n", "jobs"),
+    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: []\npolicies: [crius]\n", "seeds"),
+    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\nextra: 1\n",
+     "extra"),
+])
+def test_sweep_spec_errors_name_file_and_field(tmp_path, capsys, text, field):
+    from artist.policies.crius.sweep import main
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and f"'{field}'" in err
+
+
+def test_shipped_sweep_spec_reads():
+    from pathlib import Path
+
+    from artist.policies.crius.sweep import read_spec
+
+    spec = read_spec(str(Path(__file__).resolve().parent.parent / "sweeps" / "crius.yaml"))
+    assert spec["cluster"] == "crius-1280" and spec["depth"] == 3

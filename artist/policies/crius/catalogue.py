@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from artist.network.analytical import AnalyticalModel
+from artist.network.stack import CommSpec, fabric_for
 from artist.policies.crius.cells import Cell, CellEstimate, CellModel, StagePlan, estimate_cell_model
 from artist.policies.crius.commtable import CommTable
 from artist.policies.crius.truth import true_step_seconds
@@ -45,9 +45,10 @@ class RunPlan:
 
 
 class Catalogue:
-    def __init__(self, pools):
+    def __init__(self, pools, comm: CommSpec = CommSpec()):
         self.pools = pools
-        self.fabrics = {t: AnalyticalModel(p.topology) for t, p in pools.items()}
+        # the network stack every ArtISt command builds (default: analytical, ring, uncalibrated)
+        self.fabrics = {t: fabric_for(comm, p.topology) for t, p in pools.items()}
         self.tables = {t: CommTable(p.topology, self.fabrics[t]) for t, p in pools.items()}
         self._models: dict = {}
         self._crius: dict = {}
@@ -102,7 +103,8 @@ class Catalogue:
             else:
                 blocks = zoo_model(model).layers
                 models = [self.cell_model(model, batch, gpu_type, gpus, s) for s in stage_counts(gpus, gpus, blocks)]
-                t = full_search(models)
+                starts = [estimate_cell_model(Cell(model, gpu_type, gpus, m.stages), m).plan for m in models]
+                t = full_search(models, starts)
                 if t is not None:
                     run = RunPlan(t.model, t.plan, t.latency_s, t.tuning_seconds, float("inf"))
             self._run[key] = run

@@ -17,8 +17,8 @@ fastest plan left. Our choices where the paper is silent (marked [I] in the dige
 - T_s holds the forward and the backward of one micro-batch (Alpa's convention).
 - Compute (the paper's single-GPU XLA profile, which a simulator cannot run): forward FLOPs of the stage
   x (micro-batch / d) / t x 4 (backward = 2 x forward plus the recomputed forward: Alpa's benchmarks use
-  rematerialisation) / the GPU type's achieved FLOP/s (artist/perf/accelerators.py). Each profile is
-  charged PROFILE_SECONDS of one GPU.
+  rematerialisation) / the GPU type's achieved FLOP/s (artist/perf/accelerators.py). A Cell's two
+  profiles (all stages DP-only, all TP-only) are charged PROFILE_SECONDS of one GPU each (~1 min per Cell).
 - Tensor parallelism: two all-reduces per block in the forward, two in the backward (Megatron-style, as
   artist/workload/transformer.py's LayerSpec says), of the replica's micro-batch activation, over t GPUs.
 - Inter-stage: the boundary activation of the micro-batch goes forward and its gradient backward by
@@ -49,6 +49,7 @@ from artist.workload.transformer import DTYPE_BYTES, TransformerConfig
 from artist.workload.zoo import zoo_model
 
 PROFILE_SECONDS = 30.0  # one parallelism profile on one GPU (Crius sec. 6.1: "~30 s"), charged as GPU time
+PROFILES_PER_CELL = 2  # DP-only and TP-only (Crius sec. 5.1, 6.1)
 MICROBATCHES_PER_STAGE = 4  # B = 4 x N_S (GPipe's rule, Crius sec. 5.1)
 # backward = 2 x forward (Narayanan et al. 2021 sec. 5.1) + 1 x forward again: Alpa's benchmarks train with
 # rematerialisation (use_remat), which Crius reuses ("same models as Alpa"); memory keeps layer inputs only.
@@ -195,7 +196,9 @@ class CellEstimate:
     global_batch: int
     best: PlanTiming | None  # None: no assembled plan fits
     assembled: int  # plans assembled (2^N_S, fewer where a stage has one GPU: DP-only = TP-only)
-    profiles: int  # physical profiles taken (DP-only and TP-only per stage)
+    # physical profiles: one DP-only and one TP-only run of the whole Cell on one GPU, stage after stage
+    # (Crius sec. 6.1: "~30 s per parallelism profile ... ~1 min per Cell", <= 30 min per job)
+    profiles: int
 
     @property
     def feasible(self) -> bool:
@@ -232,7 +235,7 @@ def estimate_cell_model(cell: Cell, model: CellModel) -> CellEstimate:
         g = cut.gpus
         per_stage.append(sorted(p for p in {StagePlan(g, 1), StagePlan(1, g)} if p in model.options(s)))
     if any(not options for options in per_stage):
-        return CellEstimate(cell, model.global_batch, None, 0, 2 * len(model.cuts))
+        return CellEstimate(cell, model.global_batch, None, 0, PROFILES_PER_CELL)
     S = len(per_stage)
     grids = np.meshgrid(*[np.arange(len(o)) for o in per_stage], indexing="ij")
     choice = np.stack([g.ravel() for g in grids], axis=1)  # plans x stages, in itertools.product order
@@ -257,4 +260,4 @@ def estimate_cell_model(cell: Cell, model: CellModel) -> CellEstimate:
     if fits.any():
         k = int(np.flatnonzero(fits)[np.argmin(latency[fits])])
         best = model.time(tuple(per_stage[s][choice[k, s]] for s in range(S)))
-    return CellEstimate(cell, model.global_batch, best, len(choice), 2 * len(model.cuts))
+    return CellEstimate(cell, model.global_batch, best, len(choice), PROFILES_PER_CELL)

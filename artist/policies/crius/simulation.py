@@ -49,6 +49,8 @@ class Result:
     throughput: list[tuple[float, float]]  # per round: (time, sum of normalised true throughput)
     decision_seconds: list[tuple[float, int]]  # per decision: (wall seconds, jobs it placed or moved)
     accuracy: list[tuple[float, float]] = field(default_factory=list)  # (Cell estimate, truth) per start
+    # Crius only, per start: (true step of its tuned plan, true step of the full-search plan), same GPUs
+    tuning: list[tuple[float, float]] = field(default_factory=list)
     profile_gpu_seconds: float = 0.0
     tuning_seconds: float = 0.0
 
@@ -58,6 +60,7 @@ class Result:
         queue = [(j.start - j.spec.arrival) / 3600 for j in self.jobs if j.start is not None]
         thr = [v for _, v in self.throughput]
         acc = [1 - abs(e - t) / t for e, t in self.accuracy]
+        tune = [1 - (c - o) / o for c, o in self.tuning]
         placed = sum(n for _, n in self.decision_seconds)
         return {
             "policy": self.policy, "jobs": len(self.jobs), "finished": len(done),
@@ -69,6 +72,7 @@ class Result:
             "makespan_h": self.makespan / 3600,
             "estimation_accuracy_avg": statistics.fmean(acc) if acc else math.nan,
             "estimation_accuracy_min": min(acc, default=math.nan),
+            "tuning_accuracy_avg": statistics.fmean(tune) if tune else math.nan,
             "decision_s_per_job": sum(s for s, _ in self.decision_seconds) / max(placed, 1),
             "profile_gpu_h": self.profile_gpu_seconds / 3600, "tuning_h": self.tuning_seconds / 3600,
         }
@@ -163,6 +167,8 @@ class CriusSimulation:
                                                              cell.cell.stages), cell.plan, cell.latency_s, 0.0,
                                    cell.latency_s)
                 result.accuracy.append((cell.latency_s, self.catalogue.true_seconds(cell_run, gpus)))
+                full = self.catalogue.run_plan(j.spec.model, j.spec.global_batch, j.spec.n_g, *target, False)
+                result.tuning.append((j.step_s, self.catalogue.true_seconds(full, gpus)))
             if j.start is None:
                 j.start = self.now
         return changed

@@ -11,9 +11,10 @@ its half with the others fixed, by the estimator's formula (cells.py). Every (st
 tuning trial of TUNE_TRIAL_SECONDS (a compile + profile, as a Cell profile: Crius sec. 6.1's ~30 s);
 the trials' sum is the tuning time a (re)started job waits before it trains.
 
-full_search is the same descent over every option of every stage, for every stage count the caller
-gives: what the baselines' Alpa-style "best plan" search costs (they run with the best plan, Crius
-sec. 8.1). It is also the reference for Crius' tuning accuracy, 1 - (T_c - T_o) / T_o.
+full_search is the same descent over every option of every stage (not only the kept half), for every
+stage count the caller gives, from the same start as Crius (each count's best assembled plan): what the
+baselines' Alpa-style "best plan" search costs (they run with the best plan, Crius sec. 8.1). It is also
+the reference for Crius' tuning accuracy, 1 - (T_c - T_o) / T_o (a descent, so not a proven optimum).
 """
 
 from __future__ import annotations
@@ -71,12 +72,16 @@ def tune_cell(model: CellModel, estimated: Sequence[StagePlan]) -> Tuned:
     return Tuned(model, plan, latency, trials)
 
 
-def full_search(models: Sequence[CellModel]) -> Tuned | None:
-    """The fastest fitting plan over every given stage count, every option per stage (None: none fits)."""
+def full_search(models: Sequence[CellModel], starts: Sequence[Sequence[StagePlan] | None]) -> Tuned | None:
+    """The fastest fitting plan over every given stage count, every option per stage (None: none fits),
+    each descent starting from `starts` (the best assembled plan of that stage count, else the first
+    option of every stage), so it never ends behind Crius' half-space descent from the same start."""
     best, trials = None, 0
-    for model in models:
+    for model, first in zip(models, starts):
         spaces = [model.options(s) for s in range(model.stages)]
-        start = [space[0] for space in spaces]
+        if any(not space for space in spaces):
+            continue
+        start = list(first) if first is not None else [space[0] for space in spaces]
         plan, latency, n = _descend(model, start, spaces)
         trials += n
         if latency < math.inf and (best is None or latency < best.latency_s):
