@@ -282,7 +282,7 @@ def test_schedulers_never_see_the_network():
 
 @pytest.mark.parametrize("text,field", [
     ("name: x\ncluster: nope\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\n", "cluster"),
-    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [gavel]\n", "policies"),
+    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [nope]\n", "policies"),
     ("name: x\ncluster: crius-testbed\njobs: -1\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\n", "jobs"),
     ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: []\npolicies: [crius]\n", "seeds"),
     ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\nextra: 1\n",
@@ -305,3 +305,28 @@ def test_shipped_sweep_spec_reads():
 
     spec = read_spec(str(Path(__file__).resolve().parent.parent / "sweeps" / "crius.yaml"))
     assert spec["cluster"] == "crius-1280" and spec["depth"] == 3
+
+
+def test_gavel_baseline_or_its_refusal():
+    """With the Gavel module (issue 18g) in the checkout: Gavel places jobs at their own N_G on any type,
+    within every type's GPUs. Without it: the baseline refuses in one line naming the missing module."""
+    from artist.policies.crius.catalogue import Catalogue
+    from artist.policies.crius.simulation import make_policy
+    from artist.policies.crius.workload import crius_jobs
+
+    pools = crius_cluster("crius-testbed")
+    capacity = {t: p.gpus for t, p in pools.items()}
+    cat = Catalogue(pools)
+    try:
+        import artist.policies.gavel.lp  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="needs the Gavel module"):
+            make_policy("gavel", cat, capacity)
+        return
+    gavel = make_policy("gavel", cat, capacity)
+    jobs = [JobRun(s) for s in crius_jobs(pools, cat, count=12, seed=5, arrivals_per_hour=100)]
+    state = gavel.decide(jobs, 0.0)
+    assert state
+    assert all(g == next(j.spec.n_g for j in jobs if j.spec.job_id == jid) for jid, (_, g) in state.items())
+    for t in capacity:
+        assert sum(g for tt, g in state.values() if tt == t) <= capacity[t]

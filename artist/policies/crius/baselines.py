@@ -15,10 +15,12 @@ only Gavel does, and it comes from the Gavel module (see below).
                   ElasticFlow proper (strict deadlines, admission control) is not built: the workload has
                   no deadlines.
 
-A new baseline is a class with `name`, `tuned = False` and decide(jobs) -> {job id: (type, count)},
-added to BASELINES. Gavel (heterogeneity-aware, no count scaling) plugs in as such a class once the
-Gavel module (artist/policies/gavel/, helper issue18g: throughput matrix in, allocation out) is merged:
-its matrix is dp_view(job, type, N_G) normalised per job, its answer the type per job at N_G.
+A new baseline is a subclass of _Baseline with `name` and decide(jobs, now) -> {job id: (type, count)}
+for every job that should run (jobs: those not finished whose profiles are done; `every_round = True`
+to be asked every 5-minute round, as a round-based policy like Gavel needs), added to BASELINES.
+Gavel (heterogeneity-aware, no count scaling) plugs in as such a class once the Gavel module
+(artist/policies/gavel/, helper issue18g: throughput matrix in, allocation out) is merged: its matrix is
+dp_view(job, type, N_G) per job, its answer the type per job at N_G (see gavel.py).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from artist.policies.crius.jobs import Alloc, JobRun, gpu_counts
 
 
 class _Baseline:
-    tuned = False
+    tuned = False  # runs the full-search plan
+    every_round = False  # True: decide() is called every round, not only on arrivals and departures
 
     def __init__(self, catalogue, capacity: dict[str, int]):
         self.catalogue, self.capacity = catalogue, dict(capacity)
@@ -48,7 +51,7 @@ class _Baseline:
 class FCFS(_Baseline):
     name = "fcfs"
 
-    def decide(self, jobs: list[JobRun]) -> dict[str, Alloc]:
+    def decide(self, jobs: list[JobRun], now: float = 0.0) -> dict[str, Alloc]:
         state = {j.spec.job_id: j.alloc for j in jobs if j.alloc is not None}
         free = dict(self.capacity)
         for t, g in state.values():
@@ -65,7 +68,7 @@ class FCFS(_Baseline):
 class Gandiva(_Baseline):
     name = "gandiva"
 
-    def decide(self, jobs: list[JobRun]) -> dict[str, Alloc]:
+    def decide(self, jobs: list[JobRun], now: float = 0.0) -> dict[str, Alloc]:
         state = {j.spec.job_id: j.alloc for j in jobs if j.alloc is not None}
         specs = {j.spec.job_id: j.spec for j in jobs}
         free = dict(self.capacity)
@@ -102,7 +105,7 @@ class Gandiva(_Baseline):
 class ElasticFlowLS(_Baseline):
     name = "elasticflow-ls"
 
-    def decide(self, jobs: list[JobRun]) -> dict[str, Alloc]:
+    def decide(self, jobs: list[JobRun], now: float = 0.0) -> dict[str, Alloc]:
         free = dict(self.capacity)
         state: dict[str, Alloc] = {}
         ordered = self.in_order(jobs)

@@ -70,6 +70,7 @@ class CellThroughput:
 class CriusScheduler:
     name = "crius"
     tuned = True  # runs Crius' tuned Cell plan (catalogue.run_plan)
+    every_round = False  # decides on arrivals and departures only
 
     def __init__(self, catalogue, capacity: dict[str, int], depth: int = SEARCH_DEPTH):
         if depth < 0:
@@ -153,7 +154,7 @@ class CriusScheduler:
             state[best[0]] = best[1]
 
     # ---- one decision -------------------------------------------------------------------------------
-    def decide(self, jobs: list[JobRun]) -> dict[str, Alloc]:
+    def decide(self, jobs: list[JobRun], now: float = 0.0) -> dict[str, Alloc]:
         specs = {j.spec.job_id: j.spec for j in jobs}
         state = {j.spec.job_id: j.alloc for j in jobs if j.alloc is not None}
         opportunistic = {j.spec.job_id for j in jobs if j.alloc is not None and j.opportunistic}

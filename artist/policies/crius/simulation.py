@@ -38,7 +38,7 @@ from artist.policies.crius.scheduler import SEARCH_DEPTH, CriusScheduler
 ROUND_SECONDS = 300.0  # Crius' scheduling interval (sec. 7; the authors' SCHEDULING_INTERVAL = 300)
 CHECKPOINT_SECONDS = 30.0  # checkpoint-resume on a restart: chosen (paper silent; Pollux uses 30 s)
 MAX_ROUNDS = 200_000  # a run that has not finished by then is refused, not looped forever
-POLICIES = ("crius",) + tuple(BASELINES)
+POLICIES = ("crius",) + tuple(BASELINES) + ("gavel",)  # gavel: through the Gavel module (gavel.py)
 
 
 @dataclass
@@ -81,6 +81,9 @@ class Result:
 def make_policy(name: str, catalogue: Catalogue, capacity: dict, depth: int = SEARCH_DEPTH):
     if name == "crius":
         return CriusScheduler(catalogue, capacity, depth)
+    if name == "gavel":
+        from artist.policies.crius.gavel import Gavel
+        return Gavel(catalogue, capacity)
     try:
         return BASELINES[name](catalogue, capacity)
     except KeyError:
@@ -191,9 +194,9 @@ class CriusSimulation:
             if any(last_ready < ready_at[j.spec.job_id] <= self.now for j in self.jobs):
                 event = True
             last_ready = self.now
-            if event and ready:
+            if (event or self.policy.every_round) and ready:
                 t0 = wallclock.perf_counter()
-                targets = self.policy.decide(ready)
+                targets = self.policy.decide(ready, self.now)
                 seconds = wallclock.perf_counter() - t0
                 result.decision_seconds.append((seconds, self._apply(targets, ready, result)))
             event = False
