@@ -48,7 +48,9 @@ class Result:
     makespan: float
     throughput: list[tuple[float, float]]  # per round: (time, sum of normalised true throughput)
     decision_seconds: list[tuple[float, int]]  # per decision: (wall seconds, jobs it placed or moved)
-    accuracy: list[tuple[float, float]] = field(default_factory=list)  # (Cell estimate, truth) per start
+    # per Crius start: (Cell estimate, truth of the Cell's plan on the GPUs given, packed?) where packed =
+    # on the fewest machines the count allows (the estimator's CommTable assumes packed groups)
+    accuracy: list[tuple[float, float, bool]] = field(default_factory=list)
     # Crius only, per start: (true step of its tuned plan, true step of the full-search plan), same GPUs
     tuning: list[tuple[float, float]] = field(default_factory=list)
     profile_gpu_seconds: float = 0.0
@@ -59,7 +61,8 @@ class Result:
         jct = [(j.finish - j.spec.arrival) / 3600 for j in done]
         queue = [(j.start - j.spec.arrival) / 3600 for j in self.jobs if j.start is not None]
         thr = [v for _, v in self.throughput]
-        acc = [1 - abs(e - t) / t for e, t in self.accuracy]
+        acc = [1 - abs(e - t) / t for e, t, _ in self.accuracy]
+        acc_packed = [1 - abs(e - t) / t for e, t, packed in self.accuracy if packed]
         tune = [1 - (c - o) / o for c, o in self.tuning]
         placed = sum(n for _, n in self.decision_seconds)
         return {
@@ -72,6 +75,9 @@ class Result:
             "makespan_h": self.makespan / 3600,
             "estimation_accuracy_avg": statistics.fmean(acc) if acc else math.nan,
             "estimation_accuracy_min": min(acc, default=math.nan),
+            "estimation_accuracy_packed_avg": statistics.fmean(acc_packed) if acc_packed else math.nan,
+            "estimation_accuracy_packed_min": min(acc_packed, default=math.nan),
+            "packed_starts": len(acc_packed) / len(acc) if acc else math.nan,
             "tuning_accuracy_avg": statistics.fmean(tune) if tune else math.nan,
             "decision_s_per_job": sum(s for s, _ in self.decision_seconds) / max(placed, 1),
             "profile_gpu_h": self.profile_gpu_seconds / 3600, "tuning_h": self.tuning_seconds / 3600,
@@ -169,7 +175,9 @@ class CriusSimulation:
                 cell_run = RunPlan(self.catalogue.cell_model(j.spec.model, j.spec.global_batch, target[0], target[1],
                                                              cell.cell.stages), cell.plan, cell.latency_s, 0.0,
                                    cell.latency_s)
-                result.accuracy.append((cell.latency_s, self.catalogue.true_seconds(cell_run, gpus)))
+                topo = self.pools[target[0]].topology
+                packed = len({topo.machine_of(g) for g in gpus}) == -(-target[1] // topo.gpus_per_machine)
+                result.accuracy.append((cell.latency_s, self.catalogue.true_seconds(cell_run, gpus), packed))
                 full = self.catalogue.run_plan(j.spec.model, j.spec.global_batch, j.spec.n_g, *target, False)
                 result.tuning.append((j.step_s, self.catalogue.true_seconds(full, gpus)))
             if j.start is None:

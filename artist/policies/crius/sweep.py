@@ -88,7 +88,10 @@ def report(result: dict) -> str:
     if crius:
         lines.append("")
         lines.append(f"Crius estimation accuracy: avg {_fmt(crius['estimation_accuracy_avg'])} (paper 0.934), worst "
-                     f"{_fmt(crius['estimation_accuracy_min'])} (paper 0.905); tuning accuracy "
+                     f"{_fmt(crius['estimation_accuracy_min'])} (paper 0.905); on packed placements "
+                     f"({_fmt(100 * crius['packed_starts'])} % of starts) avg "
+                     f"{_fmt(crius['estimation_accuracy_packed_avg'])}, worst "
+                     f"{_fmt(crius['estimation_accuracy_packed_min'])}; tuning accuracy "
                      f"{_fmt(crius['tuning_accuracy_avg'])} (paper 0.962); scheduler "
                      f"{_fmt(crius['decision_s_per_job'])} s per job (paper 0.88-5.98)")
     return "\n".join(lines)
