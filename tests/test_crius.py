@@ -330,3 +330,37 @@ def test_gavel_baseline_or_its_refusal():
     assert all(g == next(j.spec.n_g for j in jobs if j.spec.job_id == jid) for jid, (_, g) in state.items())
     for t in capacity:
         assert sum(g for tt, g in state.values() if tt == t) <= capacity[t]
+
+
+def test_philly_derived_jobs_keep_the_logs_arrivals_and_run_times():
+    import json
+    from datetime import datetime
+    from pathlib import Path
+
+    from artist.policies.crius.catalogue import Catalogue
+    from artist.policies.crius.workload import philly_jobs
+
+    path = Path(__file__).resolve().parent / "data" / "traces" / "philly_cluster_job_log.json"
+    log = json.loads(path.read_text())
+    stamp = "%Y-%m-%d %H:%M:%S"
+    # by hand from the log: jobs with a GPU attempt whose first start and last end are both logged
+    done = {}
+    for job in log:
+        attempts = job.get("attempts") or []
+        if attempts and attempts[0].get("start_time") and attempts[-1].get("end_time") and \
+                any(d.get("gpus") for d in attempts[0].get("detail", [])):
+            run = (datetime.strptime(attempts[-1]["end_time"], stamp)
+                   - datetime.strptime(attempts[0]["start_time"], stamp)).total_seconds()
+            done[job["jobid"]] = (datetime.strptime(job["submitted_time"], stamp), run)
+    first = min(t for t, _ in done.values())
+    pools = crius_cluster("crius-testbed")
+    cat = Catalogue(pools)
+    jobs = philly_jobs(path, pools, cat, count=100, seed=2)
+    assert len(jobs) == len(done)
+    for spec in jobs:
+        submitted, run = done[spec.job_id.split("-", 1)[1]]
+        assert spec.arrival == pytest.approx((submitted - first).total_seconds())
+        # iterations = run time / the true step on the packed request: within one step of the log's run time
+        step = cat.true_seconds(cat.run_plan(spec.model, spec.global_batch, spec.n_g, spec.gpu_type, spec.n_g,
+                                             False), PoolAllocator(pools[spec.gpu_type].topology).take(spec.n_g))
+        assert spec.iterations * step <= run + 1e-6 and (spec.iterations + 1) * step > run or spec.iterations == 1

@@ -3,7 +3,9 @@
     python -m artist.policies.crius.sweep sweeps/crius.yaml [--out results/crius.json] [--jobs N]
 
 Spec fields: name, cluster (crius-1280 | crius-testbed), jobs, arrivals_per_hour, seeds (list), policies
-(list of crius, fcfs, gandiva, elasticflow-ls), depth (Crius' search depth, default 3). Every seed draws
+(list of crius, gavel, fcfs, gandiva, elasticflow-ls), depth (Crius' search depth, default 3), philly_log
+(optional, relative to the spec: a Philly cluster_job_log whose first `jobs` jobs give the arrivals and
+durations; arrivals_per_hour is then unused). Every seed draws
 one workload (workload.py) that every policy runs; the table averages the seeds. Not the generic
 artist/sweep machinery: that runs artist/simulator.py's rigid jobs (see the README's Crius section).
 """
@@ -23,7 +25,7 @@ from artist.errors import InputError
 from artist.policies.crius.catalogue import Catalogue
 from artist.policies.crius.cluster import CLUSTERS, crius_cluster
 from artist.policies.crius.simulation import POLICIES, simulate
-from artist.policies.crius.workload import crius_jobs
+from artist.policies.crius.workload import crius_jobs, philly_jobs
 from artist.yamlio import Fields, load_yaml_mapping
 
 MAX_JOBS = 100_000  # a spec asking for more is refused (the run would not end in reasonable time)
@@ -38,7 +40,13 @@ PAPER = {"avg_jct_reduction": {"fcfs": 0.813, "elasticflow-ls": 0.758, "gandiva"
 
 def read_spec(path: str) -> dict:
     f = Fields(load_yaml_mapping(path), str(path))
-    f.unknown_keys({"name", "cluster", "jobs", "arrivals_per_hour", "seeds", "policies", "depth", "notes"})
+    f.unknown_keys({"name", "cluster", "jobs", "arrivals_per_hour", "seeds", "policies", "depth", "notes",
+                    "philly_log"})
+    philly = None
+    if f.has("philly_log"):
+        philly = Path(path).parent / f.string("philly_log")
+        if not philly.is_file():
+            raise f.error("philly_log", f"no such file: {philly}")
     cluster = f.string("cluster")
     if cluster not in CLUSTERS:
         raise f.error("cluster", f"unknown cluster {cluster!r}; known: {', '.join(CLUSTERS)}")
@@ -51,7 +59,8 @@ def read_spec(path: str) -> dict:
         raise f.error("policies", f"expected a list of {', '.join(POLICIES)}, got {policies!r}")
     return {"name": f.string("name"), "cluster": cluster, "jobs": f.integer("jobs", minimum=1, maximum=MAX_JOBS),
             "arrivals_per_hour": f.number("arrivals_per_hour", positive=True, maximum=1e6),
-            "seeds": seeds, "policies": policies, "depth": f.integer("depth", 3, minimum=0, maximum=10)}
+            "seeds": seeds, "policies": policies, "depth": f.integer("depth", 3, minimum=0, maximum=10),
+            "philly_log": str(philly) if philly else None}
 
 
 def run(spec: dict, jobs_override: int | None = None) -> dict:
@@ -60,7 +69,10 @@ def run(spec: dict, jobs_override: int | None = None) -> dict:
     rows: dict[str, list[dict]] = {p: [] for p in spec["policies"]}
     for seed in spec["seeds"]:
         catalogue = Catalogue(pools)
-        jobs = crius_jobs(pools, catalogue, count, seed, spec["arrivals_per_hour"])
+        if spec["philly_log"]:
+            jobs = philly_jobs(spec["philly_log"], pools, catalogue, count, seed)
+        else:
+            jobs = crius_jobs(pools, catalogue, count, seed, spec["arrivals_per_hour"])
         for policy in spec["policies"]:
             rows[policy].append(simulate(pools, jobs, policy, spec["depth"], catalogue).summary())
     table = {}
