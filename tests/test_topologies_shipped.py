@@ -97,7 +97,8 @@ EXPECTED["cloud-roce-2tier"] = dict(
 for _name, _type, _racks, _mpr, _gpm, _nic, _machine_Bps in (
         ("crius-a100", "A100", 10, 8, 4, 100e9, 600 * GB / 2), ("crius-a40", "A40", 20, 8, 2, 100e9, 200e9 / 8),
         ("crius-a10", "A10", 20, 8, 2, 200e9, 200e9 / 8), ("crius-v100", "V100", 5, 4, 16, 8 * 100e9, 300 * GB / 2),
-        ("crius-testbed-a40", "A40", 2, 8, 2, 100e9, 200e9 / 8), ("crius-testbed-a10", "A10", 2, 8, 2, 200e9, 200e9 / 8)):
+        ("crius-testbed-a40", "A40", 2, 8, 2, 100e9, 200e9 / 8),
+        ("crius-testbed-a10", "A10", 2, 8, 2, 200e9, 200e9 / 8)):
     EXPECTED[_name] = dict(gpus=_racks * _mpr * _gpm, gpus_per_machine=_gpm, machines_per_rack=_mpr,
                            machine_Bps=_machine_Bps, rack_Bps=_nic / _gpm / 8, spine_Bps=_nic * _mpr / 8,
                            speeds={_type: 1.0}, rack_types=[_type] * _racks)

@@ -83,7 +83,7 @@ def run(spec: dict, jobs_override: int | None = None) -> dict:
 
 
 def _fmt(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}"
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4g}"
 
 
 def report(result: dict) -> str:
