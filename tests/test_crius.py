@@ -364,3 +364,49 @@ def test_philly_derived_jobs_keep_the_logs_arrivals_and_run_times():
         step = cat.true_seconds(cat.run_plan(spec.model, spec.global_batch, spec.n_g, spec.gpu_type, spec.n_g,
                                              False), PoolAllocator(pools[spec.gpu_type].topology).take(spec.n_g))
         assert spec.iterations * step <= run + 1e-6 and (spec.iterations + 1) * step > run or spec.iterations == 1
+
+
+# ---- baselines (hand cases on a fake catalogue) --------------------------------------------------------------
+
+class _DPCatalogue:
+    """Every allocation runs; DP throughput = G^0.9 for model 'm', G^0.5 for model 'flat' (scales badly)."""
+
+    def run_plan(self, model, batch, n_g, gpu_type, gpus, tuned):
+        return object()
+
+    def dp_view(self, model, batch, gpu_type, gpus):
+        return gpus ** (0.5 if model == "flat" else 0.9)
+
+
+def _job(job_id, n_g, arrival, alloc=None, model="m"):
+    return JobRun(JobSpec(job_id, arrival, model, 128, n_g, "A", 100), alloc=alloc)
+
+
+def test_fcfs_blocks_behind_its_head():
+    from artist.policies.crius.baselines import FCFS
+
+    jobs = [_job("run", 4, 0.0, ("A", 4)), _job("head", 8, 1.0), _job("small", 1, 2.0)]
+    state = FCFS(_DPCatalogue(), {"A": 8}).decide(jobs)
+    assert state == {"run": ("A", 4)}  # 4 free GPUs: the 8-GPU head waits and so does the 1-GPU job behind it
+
+
+def test_gandiva_grows_into_idle_gpus_and_shrinks_back_for_a_newcomer():
+    from artist.policies.crius.baselines import Gandiva
+
+    g = Gandiva(_DPCatalogue(), {"A": 8})
+    state = g.decide([_job("a", 2, 0.0, ("A", 2))])
+    assert state == {"a": ("A", 4)}  # 2 -> 2 N_G = 4: 4^0.9 > 2^0.9
+    state = g.decide([_job("a", 2, 0.0, ("A", 4)), _job("b", 4, 1.0), _job("c", 2, 2.0)])
+    # b (4 GPUs) fits in the 4 free; c needs 2 more: a shrinks back to its N_G of 2 and c takes them
+    assert state == {"a": ("A", 2), "b": ("A", 4), "c": ("A", 2)}
+
+
+def test_elasticflow_ls_admits_at_the_minimum_then_doubles_the_best_marginal_gain():
+    from artist.policies.crius.baselines import ElasticFlowLS
+
+    jobs = [_job("steep", 2, 0.0), _job("flat", 2, 1.0, model="flat")]
+    state = ElasticFlowLS(_DPCatalogue(), {"A": 6}).decide(jobs)
+    # both admitted at N_G / 2 = 1 (4 GPUs left). Gains per added GPU, normalised by the N_G = 2 throughput:
+    # steep 1 -> 2: (2^0.9 - 1) / 2^0.9 = 0.464; flat 1 -> 2: (2^0.5 - 1) / 2^0.5 = 0.293 -> steep to 2 (3 left);
+    # steep 2 -> 4: (4^0.9 - 2^0.9) / 2^0.9 / 2 = 0.433 > flat's 0.293 -> steep to 4 (1 left); flat 1 -> 2 fits.
+    assert state == {"steep": ("A", 4), "flat": ("A", 2)}
