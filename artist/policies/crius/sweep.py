@@ -1,6 +1,7 @@
 """Run a Crius comparison from a YAML spec and print it beside the paper's figures.
 
     python -m artist.policies.crius.sweep sweeps/crius.yaml [--out results/crius.json] [--jobs N]
+        [--cluster crius-testbed] [--rate ARRIVALS_PER_HOUR]
 
 Spec fields: name, cluster (crius-1280 | crius-testbed), jobs, arrivals_per_hour, seeds (list), policies
 (list of crius, gavel, fcfs, gandiva, elasticflow-ls), depth (Crius' search depth, default 3), philly_log
@@ -114,9 +115,19 @@ def main(argv=None) -> int:
     parser.add_argument("spec")
     parser.add_argument("--out")
     parser.add_argument("--jobs", type=int, help="override the spec's job count (a reduced run)")
+    parser.add_argument("--cluster", help="override the spec's cluster (e.g. crius-testbed)")
+    parser.add_argument("--rate", type=float, help="override the spec's arrivals_per_hour")
     args = parser.parse_args(argv)
     try:
         spec = read_spec(args.spec)
+        if args.cluster is not None:
+            if args.cluster not in CLUSTERS:
+                raise InputError("--cluster", None, f"unknown cluster {args.cluster!r}; known: {', '.join(CLUSTERS)}")
+            spec["cluster"] = args.cluster
+        if args.rate is not None:
+            if not 0 < args.rate <= 1e6:
+                raise InputError("--rate", None, f"must be in (0, 1e6], got {args.rate}")
+            spec["arrivals_per_hour"] = args.rate
         if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
             raise InputError("--jobs", None, f"must be in 1..{MAX_JOBS}, got {args.jobs}")
         if "gavel" in spec["policies"]:
