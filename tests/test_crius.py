@@ -410,3 +410,15 @@ def test_elasticflow_ls_admits_at_the_minimum_then_doubles_the_best_marginal_gai
     # steep 1 -> 2: (2^0.9 - 1) / 2^0.9 = 0.464; flat 1 -> 2: (2^0.5 - 1) / 2^0.5 = 0.293 -> steep to 2 (3 left);
     # steep 2 -> 4: (4^0.9 - 2^0.9) / 2^0.9 / 2 = 0.433 > flat's 0.293 -> steep to 4 (1 left); flat 1 -> 2 fits.
     assert state == {"steep": ("A", 4), "flat": ("A", 2)}
+
+
+def test_sweep_overrides_are_checked(capsys):
+    from pathlib import Path
+
+    from artist.policies.crius.sweep import main
+
+    spec = str(Path(__file__).resolve().parent.parent / "sweeps" / "crius.yaml")
+    assert main([spec, "--cluster", "nope"]) == 2
+    assert "unknown cluster 'nope'" in capsys.readouterr().err
+    assert main([spec, "--rate", "0"]) == 2
+    assert "--rate" in capsys.readouterr().err
