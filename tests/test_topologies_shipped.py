@@ -95,6 +95,18 @@ EXPECTED["cloud-roce-2tier"] = dict(
     speeds={"H100": 2.0},
     rack_types=["H100"] * 16,
 )
+# Crius (Xue et al.) Table 1 pools and the sec. 8.1 testbed pools: nodes x GPUs from the paper; the link
+# rates are the YAMLs' stated choices (CX-5 100 Gb/s, CX-6 200 Gb/s, one NIC per server, 8 on the 16-GPU
+# V100 servers as on a DGX-2; PCIe 4.0 x16 ~200 Gb/s for A40/A10; NVLink 3 300 GB/s per direction for
+# A100; DGX-2 NVSwitch 150 GB/s for V100).
+for _name, _type, _racks, _mpr, _gpm, _nic, _machine_Bps in (
+        ("crius-a100", "A100", 10, 8, 4, 100e9, 600 * GB / 2), ("crius-a40", "A40", 20, 8, 2, 100e9, 200e9 / 8),
+        ("crius-a10", "A10", 20, 8, 2, 200e9, 200e9 / 8), ("crius-v100", "V100", 5, 4, 16, 8 * 100e9, 300 * GB / 2),
+        ("crius-testbed-a40", "A40", 2, 8, 2, 100e9, 200e9 / 8),
+        ("crius-testbed-a10", "A10", 2, 8, 2, 200e9, 200e9 / 8)):
+    EXPECTED[_name] = dict(gpus=_racks * _mpr * _gpm, gpus_per_machine=_gpm, machines_per_rack=_mpr,
+                           machine_Bps=_machine_Bps, rack_Bps=_nic / _gpm / 8, spine_Bps=_nic * _mpr / 8,
+                           speeds={_type: 1.0}, rack_types=[_type] * _racks)
 
 
 def shipped() -> list[Path]:

@@ -1,0 +1,122 @@
+"""Ground truth for Crius: the step time of the plan actually run, on the GPUs actually given.
+
+    seconds = true_step_seconds(cell_model, plan, gpus, fabric)   # gpus: the placement, in machine order
+
+The plan (one (d, t) per stage, stage s on the next G_s GPUs of the placement) becomes a step graph
+(artist/parallel/graph.py) that the fabric model times, like every other ArtISt job:
+
+- 1F1B (PipeDream-Flush, what Alpa runs) with B = 4 N_S micro-batches: stage s does
+  artist/parallel/hybrid.py's one_f_one_b order of passes, one pass at a time;
+- a pass = one compute node on the stage's GPUs (forward, or backward at 2 x forward; the same FLOPs
+  model as the estimate), then its TP all-reduces one after the other, each over every TP group at once;
+- after a forward, send/recv of the boundary activation to stage s + 1 over min(G_s, G_s+1) GPU pairs,
+  then an all-gather over each TP group of s + 1 when t > 1; after a backward the same towards s - 1;
+- after a stage's last backward, its gradient all-reduce over each DP group (the GPUs of the same TP
+  index), params_s / t x 2 bytes.
+
+What differs from the estimate (cells.py) is therefore exactly what Crius' estimator approximates: the
+real schedule instead of the closed formula, each collective timed on its real GPUs (which may straddle
+machines) instead of interpolated from a packed profile, and send/recv between the real machines.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from artist.parallel.graph import Node, StepGraph
+from artist.parallel.hybrid import one_f_one_b
+from artist.policies.crius.cells import BACKWARD_FACTOR, CellModel, StagePlan
+from artist.workload.transformer import DTYPE_BYTES
+
+
+class _Graph:
+    def __init__(self):
+        self.nodes: list[Node] = []
+
+    def add(self, kind, deps, group, seconds=0.0, nbytes=0) -> int:
+        i = len(self.nodes)
+        if kind != "send_recv":
+            group = tuple(sorted(group))
+        self.nodes.append(Node(i, kind, tuple(deps), float(seconds), tuple(group), int(max(0, round(nbytes)))))
+        return i
+
+
+def plan_step_graph(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[int]) -> StepGraph:
+    if len(plan) != model.stages:
+        raise ValueError(f"{len(plan)} stage plans for {model.stages} stages")
+    if len(gpus) != model.gpus:
+        raise ValueError(f"the Cell has {model.gpus} GPUs, the placement {len(gpus)}")
+    stage_gpus, start = [], 0
+    for s, cut in enumerate(model.cuts):
+        if plan[s].d * plan[s].t != cut.gpus:
+            raise ValueError(f"stage {s} plan d={plan[s].d} t={plan[s].t} does not use its {cut.gpus} GPUs")
+        stage_gpus.append(tuple(gpus[start:start + cut.gpus]))
+        start += cut.gpus
+    tp_groups = [[g[k * p.t:(k + 1) * p.t] for k in range(p.d)] for g, p in zip(stage_gpus, plan)]
+    b = _Graph()
+    S, M = model.stages, model.microbatches
+    achieved = model.pool.gpu.achieved_flops
+
+    def pass_nodes(s, forward, deps):
+        p, layers = plan[s], model.stage_layers(s)
+        samples = model.micro_batch / p.d
+        flops = sum(layer.forward_flops for layer in layers) * samples / p.t
+        prev = (b.add("compute", deps, stage_gpus[s], (1.0 if forward else BACKWARD_FACTOR) * flops / achieved),)
+        if p.t > 1:
+            for layer in layers:
+                for _ in range(layer.tp_all_reduces):
+                    prev = tuple(b.add("all_reduce", prev, g, nbytes=samples * layer.tp_bytes) for g in tp_groups[s])
+        return prev
+
+    def transfer(src, dst, act, deps):
+        pairs = min(len(stage_gpus[src]), len(stage_gpus[dst]))
+        a, c = stage_gpus[src], stage_gpus[dst]
+        ends = tuple(b.add("send_recv", deps, (a[k * len(a) // pairs], c[k * len(c) // pairs]), nbytes=act / pairs)
+                     for k in range(pairs))
+        if plan[dst].t > 1:
+            ends = tuple(b.add("all_gather", ends, g, nbytes=act / plan[dst].d) for g in tp_groups[dst])
+        return ends
+
+    orders = [one_f_one_b(s, S, M) for s in range(S)]
+    position, last = [0] * S, [()] * S
+    fwd_sent: dict = {}
+    bwd_sent: dict = {}
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(S):
+            while position[s] < len(orders[s]):
+                forward, j = orders[s][position[s]]
+                incoming = (fwd_sent.get((s - 1, j)) if s > 0 else ()) if forward else \
+                    (bwd_sent.get((s + 1, j)) if s < S - 1 else ())
+                if incoming is None:
+                    break
+                end = pass_nodes(s, forward, last[s] + incoming)
+                last[s] = end
+                if forward and s < S - 1:
+                    act = model.micro_batch * model.layers[model.cuts[s].last].output_bytes
+                    fwd_sent[(s, j)] = transfer(s, s + 1, act, end)
+                if not forward and s > 0:
+                    act = model.micro_batch * model.layers[model.cuts[s - 1].last].output_bytes
+                    bwd_sent[(s, j)] = transfer(s, s - 1, act, end)
+                position[s] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            raise RuntimeError("pipeline schedule deadlocked")
+    for s, p in enumerate(plan):
+        if p.d == 1:
+            continue
+        layers = model.stage_layers(s)
+        params = sum(layer.params for layer in layers)
+        if S > 1 and s == S - 1:
+            params += sum(layer.tied_params for layer in layers)
+        for k in range(p.t):
+            group = [stage_gpus[s][i * p.t + k] for i in range(p.d)]
+            b.add("all_reduce", last[s], group, nbytes=params * DTYPE_BYTES / p.t)
+    return StepGraph(tuple(b.nodes), samples=model.global_batch)
+
+
+def true_step_seconds(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[int], fabric) -> float:
+    graph = plan_step_graph(model, plan, gpus)
+    return fabric.time({"job": graph})["job"].step_seconds
