@@ -81,3 +81,27 @@ def test_steady_state_refuses_bad_settings_and_caps_the_steps():
     # b's step is ~100 of a's: a reaches the cap of 7 steps long before b has 7; b is not settled
     capped = steady_step_times(model, graphs, window=3, max_steps=7)
     assert capped["a"].steps_run == 7 and not capped["b"].converged
+
+
+def test_ns3_co_simulation_reaches_the_same_hand_computed_steady_state():
+    # The long/short pair above in ns-3 (packets, window transport), smaller: S = 4 MiB. Alone, a
+    # job's steady step is its single step; together B's steady step is ~2x its alone bandwidth
+    # time (start-up latencies, a few % here, are where B has the port alone: hence the margin).
+    pytest.importorskip("ns3")
+    from artist.network.ns3 import Ns3Model
+
+    topo = ecmp_topology(oversubscription=2.0)
+    a, b = colliding_pairs(topo, collide=True)
+    s = 4 * MIB
+    t = s / NIC_BPS
+    graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
+                              Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
+              "b": allreduce_graph(b, 4 * s)}
+    model = Ns3Model(topo)
+    single = model.time({"a": graphs["a"]})["a"].step_seconds
+    alone = steady_step_times(model, {"a": graphs["a"]})["a"]
+    assert alone.converged and alone.step_seconds == pytest.approx(single, rel=1e-6)
+    steady = steady_step_times(model, graphs)
+    assert steady["a"].converged and steady["b"].converged
+    assert steady["a"].step_seconds / (3 * t) == pytest.approx(1.0, abs=0.08)
+    assert steady["b"].step_seconds / (6 * t) == pytest.approx(1.0, abs=0.08)

@@ -38,8 +38,8 @@ from typing import Mapping
 
 from artist.parallel.graph import Node, StepGraph
 
-TOLERANCE = 0.02  # relative difference between the last two windows' mean step times (choice)
-WINDOW = 3  # steps per window (choice: a few, so that a periodic pattern averages out)
+TOLERANCE = 0.03  # relative difference between the last two windows' mean step times (choice)
+WINDOW = 4  # steps per window (choice: even, so that a pattern of period 1, 2 or 4 averages out)
 MAX_STEPS = 40  # per job and run (a cap so that no input runs without bound)
 
 
