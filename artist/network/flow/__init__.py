@@ -69,7 +69,7 @@ from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
 from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule
 from artist.errors import InputError
-from artist.network.flow.engine import MAX_TRANSFERS, run_graphs
+from artist.network.flow.engine import MAX_TRANSFERS, Sharing, run_graphs
 from artist.network.symmetry import fabric_form, fabric_key
 from artist.parallel.graph import Node, StepGraph
 from artist.placement import Placement
@@ -86,7 +86,8 @@ class FlowModel:
     name = "flow"
 
     def __init__(self, topology: Topology, algorithm: str = "ring", channels: int = 1,
-                 latency: StartupLatency = StartupLatency()):
+                 latency: StartupLatency = StartupLatency(), sharing: str = "maxmin", window_bytes: int = 1 << 20,
+                 mtu: int = 9000, ack_every: int = 8):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
         if channels < 1:
@@ -95,12 +96,14 @@ class FlowModel:
         self.algorithm = algorithm
         self.channels = channels
         self.latency = latency
+        self.sharing = Sharing(sharing, window_bytes, mtu, ack_every)
         self._schedules: dict = {}
         self._memo: dict = {}
 
     def identity(self) -> dict:
         return {"backend": self.name, "version": FLOW_VERSION, "algorithm": self.algorithm,
-                "channels": self.channels, "latency": asdict(self.latency), "contention": True}
+                "channels": self.channels, "latency": asdict(self.latency), "contention": True,
+                "sharing": asdict(self.sharing)}
 
     def _schedule(self, node: Node) -> Schedule:
         key = (node.kind, node.group, node.nbytes)
@@ -134,7 +137,7 @@ class FlowModel:
         started = time.perf_counter()
         self._check_size(graphs)
         jobs = list(graphs)
-        run = run_graphs(self.topology, [graphs[j] for j in jobs], self._schedule, self.latency)
+        run = run_graphs(self.topology, [graphs[j] for j in jobs], self._schedule, self.latency, self.sharing)
         wall = time.perf_counter() - started
         out = {}
         for gi, job in enumerate(jobs):
