@@ -57,7 +57,7 @@ scenarios: the first step only from a common start (--first-step, what was
 measured before steady state): median 2.99 %, max 31.75 %; window sharing
 (--sharing window), steady state: median 3.22 %, max 56.0 % (s17; without s17,
 max 23 %: s07 10 % where max-min has 30 %, but 2-channel jobs without
-contention up to +16 %, s23, as the channels of one GPU share its link evenly
+contention up to +17 %, s08 and s23, as the channels of one GPU share its link evenly
 there, without max-min's sender order), flow wall 723 s against 378 s.
 The large errors are jobs whose flows meet several congested spine ports.
 ns-3's fixed-window transport shares a congested FIFO port by bytes queued:
