@@ -1,26 +1,72 @@
 """Flow backend vs ns-3 co-simulation on contention scenarios: prints the error table, asserts nothing.
 
-    PYTHONPATH=. python benchmarks/contention_accuracy.py [--count 24] [--seed 14]
+    PYTHONPATH=. python benchmarks/contention_accuracy.py [--count 24] [--seed 14] [--sharing maxmin|window]
+                                                          [--first-step] [--ns3-results FILE]
 
 Scenarios (artist/network/flow/scenarios.py): 2-8 jobs on a small fabric with
 ecmp spines at 1:1, 2:1, 4:1 and bundle spines, with and without ECMP
-collisions. Every job's step time is co-simulated by both backends (all jobs of
-a scenario in one run from a common start) and alone. Per scenario: the largest
-contention slowdown (shared / alone) by ns-3 and by flow, and the error of
-flow's shared step times against ns-3 (flow / ns-3 - 1), median and max over
-jobs. Summary: median and max |error| over every job of every scenario (goal:
-median <= 5 %, max <= 15 %), and the wall time of each backend.
+collisions. Both backends measure the same way (artist/network/steady.py):
+all jobs of a scenario start together and each repeats its step until every
+job's step time is stable (or a job reaches the step cap); each job's steady
+step time shared, and alone (the same procedure with the job by itself).
+--first-step measures instead the first step from the common start only.
+
+Per scenario: the largest contention slowdown (shared / alone) by ns-3 and by
+flow, the error of flow's shared step times against ns-3 (flow / ns-3 - 1),
+median and max over jobs, and the most steps ns-3 ran for one job (a '*' when
+some job of either backend did not settle within the cap). Summary: median and
+max |error| over every job of every scenario (goal: median <= 5 %, max <= 15 %),
+and the CPU and wall time of each backend (CPU includes the ns-3 worker process).
+
+--ns3-results FILE keeps ns-3's answers in FILE (JSON) and reuses them when
+the same scenarios are asked again (for trying flow settings; delete the file
+when ns-3 or the scenarios change).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
 import statistics
 import time
 
 from artist.network.flow import FlowModel
 from artist.network.flow.scenarios import contention_scenarios
 from artist.network.ns3 import Ns3Model
+from artist.network.ns3.runner import shared_worker
+from artist.network.steady import steady_step_times
+
+
+def _cpu_seconds() -> float:
+    """This process, its finished children, and the ns-3 worker process (alive, so not in RUSAGE_CHILDREN)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    pid = shared_worker().pid
+    if pid is not None:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        except OSError:
+            pass  # no /proc (not Linux) or the worker is gone: its time is not counted
+    return total
+
+
+def measure(model, graphs, first_step: bool) -> dict:
+    """{job: {"shared": s, "alone": s, "steps": n, "converged": bool}} for one backend."""
+    if first_step:
+        shared = {j: t.step_seconds for j, t in model.time(graphs).items()}
+        alone = {j: model.time({j: g})[j].step_seconds for j, g in graphs.items()}
+        return {j: {"shared": shared[j], "alone": alone[j], "steps": 1, "converged": True} for j in graphs}
+    together = steady_step_times(model, graphs)
+    out = {}
+    for j, g in graphs.items():
+        by_itself = steady_step_times(model, {j: g})[j]
+        out[j] = {"shared": together[j].step_seconds, "alone": by_itself.step_seconds,
+                  "steps": together[j].steps_run, "converged": together[j].converged and by_itself.converged}
+    return out
 
 
 def main() -> None:
@@ -28,38 +74,63 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=24)
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--scale", type=int, default=1, help="multiply every payload and compute time")
+    parser.add_argument("--sharing", default="maxmin", help="the flow backend's link sharing: window or maxmin")
+    parser.add_argument("--first-step", action="store_true", help="time the first step only (no steady state)")
+    parser.add_argument("--ns3-results", default=None, help="JSON file keeping ns-3's answers between runs")
     parser.add_argument("--window-kib", type=int, default=None,
-                        help="ns-3 window transport's per-connection window (default: the backend's, 1 MiB)")
+                        help="per-connection window of ns-3's window transport and of flow's window sharing "
+                             "(default: the backends', 1 MiB)")
     args = parser.parse_args()
-    ns3_options = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}
+    window = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}
+    kept = {}
+    if args.ns3_results and os.path.exists(args.ns3_results):
+        with open(args.ns3_results) as f:
+            kept = json.load(f)
     errors, slow_errors = [], []
     wall = {"flow": 0.0, "ns3": 0.0}
+    cpu = {"flow": 0.0, "ns3": 0.0}
     print(f"{'scenario':32} {'ch':>2} {'GPUs':>4} {'slowdown ns3':>12} {'slowdown flow':>13} "
-          f"{'median err':>10} {'max |err|':>9}")
-    for sc in contention_scenarios(args.count, args.seed, args.scale):
-        shared, alone = {}, {}
-        for name, model in (("flow", FlowModel(sc.topology, channels=sc.channels)),
-                            ("ns3", Ns3Model(sc.topology, channels=sc.channels, **ns3_options))):
-            started = time.perf_counter()
-            shared[name] = {j: t.step_seconds for j, t in model.time(sc.graphs).items()}
-            alone[name] = {j: model.time({j: g})[j].step_seconds for j, g in sc.graphs.items()}
+          f"{'median err':>10} {'max |err|':>9} {'steps':>5}")
+    unsettled = 0
+    scenarios = contention_scenarios(args.count, args.seed, args.scale)
+    for sc in scenarios:
+        got = {}
+        key = json.dumps([sc.name, args.seed, args.scale, args.first_step, window], sort_keys=True)
+        for name, model in (("flow", FlowModel(sc.topology, channels=sc.channels, sharing=args.sharing, **window)),
+                            ("ns3", Ns3Model(sc.topology, channels=sc.channels, **window))):
+            if name == "ns3" and key in kept:
+                got[name] = kept[key]
+                continue
+            started, cpu_started = time.perf_counter(), _cpu_seconds()
+            got[name] = measure(model, sc.graphs, args.first_step)
             wall[name] += time.perf_counter() - started
-        err = [shared["flow"][j] / shared["ns3"][j] - 1 for j in sc.graphs]
-        slow = {b: max(shared[b][j] / alone[b][j] for j in sc.graphs) for b in shared}
+            cpu[name] += _cpu_seconds() - cpu_started
+        kept[key] = got["ns3"]
+        err = [got["flow"][j]["shared"] / got["ns3"][j]["shared"] - 1 for j in sc.graphs]
+        slow = {b: max(got[b][j]["shared"] / got[b][j]["alone"] for j in sc.graphs) for b in got}
         errors.extend(err)
-        slow_errors.extend(shared["flow"][j] / alone["flow"][j] - shared["ns3"][j] / alone["ns3"][j]
-                           for j in sc.graphs)
+        slow_errors.extend(got["flow"][j]["shared"] / got["flow"][j]["alone"]
+                           - got["ns3"][j]["shared"] / got["ns3"][j]["alone"] for j in sc.graphs)
+        settled = all(got[b][j]["converged"] for b in got for j in sc.graphs)
+        unsettled += not settled
         gpus = sum(len(g.gpus) for g in sc.graphs.values())
+        steps = max(got["ns3"][j]["steps"] for j in sc.graphs)
         print(f"{sc.name:32} {sc.channels:>2} {gpus:>4} {slow['ns3']:>12.3f} {slow['flow']:>13.3f} "
-              f"{statistics.median(err):>+10.2%} {max(abs(e) for e in err):>9.2%}")
+              f"{statistics.median(err):>+10.2%} {max(abs(e) for e in err):>9.2%} {steps:>4}{'' if settled else '*'}")
+    if args.ns3_results:
+        with open(args.ns3_results, "w") as f:
+            json.dump(kept, f, indent=1, sort_keys=True)
     absolute = [abs(e) for e in errors]
-    print(f"\n{len(errors)} jobs in {args.count} scenarios: flow vs ns-3 shared step time, "
-          f"median |error| {statistics.median(absolute):.2%}, max |error| {max(absolute):.2%} "
-          f"(goal: median <= 5 %, max <= 15 %)")
+    measured = "first step from a common start" if args.first_step else "steady state"
+    print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}: flow vs "
+          f"ns-3 shared step time, median |error| {statistics.median(absolute):.2%}, max |error| "
+          f"{max(absolute):.2%} (goal: median <= 5 %, max <= 15 %)")
     print(f"slowdown (shared / alone): flow - ns-3, median |difference| "
           f"{statistics.median(abs(d) for d in slow_errors):.3f}, max {max(abs(d) for d in slow_errors):.3f}")
-    print(f"wall seconds: flow {wall['flow']:.2f}, ns-3 {wall['ns3']:.2f} "
-          f"(ns-3 / flow = {wall['ns3'] / max(wall['flow'], 1e-9):.1f})")
+    if not args.first_step:
+        print(f"scenarios where some job did not settle within the step cap (*): {unsettled}")
+    print(f"seconds (this run; ns-3 answers reused from --ns3-results are not timed): flow wall {wall['flow']:.1f} "
+          f"cpu {cpu['flow']:.1f}, ns-3 wall {wall['ns3']:.1f} cpu {cpu['ns3']:.1f} (machine shared with other work)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The flow backend against ns-3 co-simulation on the first contention scenarios of
-benchmarks/contention_accuracy.py (the full table, whose maximum error exceeds 15 %, is in
-artist/network/flow/__init__.py's docstring). Kept to four small scenarios: ns-3 is slow."""
+benchmarks/contention_accuracy.py, first step from a common start (the benchmark's --first-step;
+its steady-state table, whose maximum error exceeds 15 %, is in artist/network/flow/__init__.py's
+docstring; tests/test_steady_state.py checks both backends' steady state by hand). Kept to four
+small scenarios and one step: ns-3 is slow."""
 
 from __future__ import annotations
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from artist.network.collectives import Schedule
 from artist.network.flow.maxmin import max_min_rates, max_min_rates_small
+from artist.network.flow.window import window_rates
 from artist.network.links import link_bandwidth_bps, path
 from artist.parallel.graph import StepGraph
 from artist.topology import Topology
@@ -67,10 +68,11 @@ class FlowRunResult:
 
 
 class _Transfer:
-    __slots__ = ("links", "nbytes", "alpha", "latency", "dependents", "deps_left", "owner", "connection")
+    __slots__ = ("links", "nbytes", "alpha", "latency", "dependents", "deps_left", "owner", "connection", "rtt")
 
-    def __init__(self, links, nbytes, alpha, latency, owner, connection):
+    def __init__(self, links, nbytes, alpha, latency, owner, connection, rtt=0.0):
         self.connection = connection
+        self.rtt = rtt  # base round-trip time (window sharing)
         self.links = links
         self.nbytes = nbytes
         self.alpha = alpha
@@ -97,12 +99,45 @@ def _sender_weights(transfers: list, active: list[int]) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class Sharing:
+    """How flows share links. "maxmin" (default): every link max-min fair (maxmin.py), the
+    ideal congestion control, with a job's flows at one sender in start order (_sender_weights).
+    "window": every flow keeps window_bytes in flight and every link is a FIFO queue
+    (window.py's fluid fixed point of window flow control), as in the ns-3 engine's window
+    transport, whose defaults these mirror (network/ns3/__init__.py TransportOptions: 1 MiB
+    window, 9000-byte frames, an ack every 8 frames; choices there, not measurements). Measured
+    against ns-3 it is not closer overall (flow/__init__.py's docstring) and 5-10x slower."""
+
+    model: str = "maxmin"
+    window_bytes: int = 1 << 20
+    mtu: int = 9000
+    ack_every: int = 8
+
+    def __post_init__(self):
+        if self.model not in SHARING_MODELS:
+            raise ValueError(f"unknown link sharing {self.model!r}; known: {', '.join(SHARING_MODELS)}")
+        if self.window_bytes < self.mtu or self.mtu < 64 or self.ack_every < 1:
+            raise ValueError(f"invalid flow sharing settings {self}")
+
+    def base_rtt(self, p, capacities: list[float]) -> float:
+        """A transfer's round-trip time without queues: its path's latency both ways, one frame's
+        store-and-forward per link, and the frames an ack waits for (plus as many in the sending
+        device's queue, which the ns-3 engine keeps 8 frames deep) at the path's slowest link."""
+        slowest = min(capacities)
+        return (2 * p.latency_s + sum(self.mtu / c for c in capacities)
+                + (self.ack_every + 8) * self.mtu / slowest)
+
+
+SHARING_MODELS = ("window", "maxmin")
+
+
 def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Callable[[object], Schedule],
-               latency) -> FlowRunResult:
+               latency, sharing: Sharing = Sharing()) -> FlowRunResult:
     """Run the graphs together; schedule_of(node) gives a communication node's schedule."""
     link_index: dict[tuple, int] = {}
     capacity: list[float] = []
-    route_memo: dict[tuple, tuple[np.ndarray, float, float]] = {}
+    route_memo: dict[tuple, tuple[np.ndarray, float, float, float]] = {}
 
     def route(src: int, dst: int, channel: int):
         key = (src, dst, channel)
@@ -115,7 +150,8 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                     link_index[link] = len(capacity)
                     capacity.append(link_bandwidth_bps(topology, link) / 8.0)
                 ids.append(link_index[link])
-            found = route_memo[key] = (np.asarray(ids, dtype=np.int64), latency.per_step(p.kind), p.latency_s)
+            rtt = sharing.base_rtt(p, [capacity[i] for i in ids])
+            found = route_memo[key] = (np.asarray(ids, dtype=np.int64), latency.per_step(p.kind), p.latency_s, rtt)
         return found
 
     transfers: list[_Transfer] = []
@@ -131,9 +167,9 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                 raise ValueError(f"the flow model's run would hold more than {MAX_TRANSFERS} transfers")
             roots = []
             for i, t in enumerate(schedule.transfers):
-                links, alpha, lat = route(schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
+                links, alpha, lat, rtt = route(schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
                 connection = (gi, schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
-                tr = _Transfer(links, float(t.nbytes), alpha, lat, (gi, node.id), connection)
+                tr = _Transfer(links, float(t.nbytes), alpha, lat, (gi, node.id), connection, rtt)
                 tr.deps_left = len(t.deps)
                 for d in t.deps:
                     transfers[first + d].dependents.append(first + i)
@@ -186,6 +222,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
     on_link: dict[int, list[int]] = {}  # link -> its flowing transfers, in start order
     dirty: set[int] = set()  # links whose flows changed since the rates were computed
     capacity_arr = np.asarray(capacity, dtype=np.float64)
+    queue_delay: dict[int, float] = {}  # window sharing: port -> its last queueing delay (warm start)
     now = 0.0
     updates = 0
     starts = 0
@@ -269,7 +306,11 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
             dirty.clear()
             if component:
                 component.sort(key=started_as.__getitem__)
-                rate_of[component] = _component_rates(component, transfers, capacity_arr)
+                if sharing.model == "window":
+                    rate_of[component] = _window_rates(component, transfers, capacity_arr, sharing.window_bytes,
+                                                       queue_delay)
+                else:
+                    rate_of[component] = _component_rates(component, transfers, capacity_arr)
                 updates += 1
     for gi, graph in enumerate(graphs):
         missing = [n.id for n in graph.nodes if math.isnan(node_end[gi][n.id])]
@@ -300,6 +341,20 @@ def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: 
                     seen_links.add(other)
                     frontier.append(other)
     return list(flows)
+
+
+def _window_rates(flows: list[int], transfers: list, capacity: np.ndarray, window_bytes: int,
+                  queue_delay: dict[int, float]) -> np.ndarray:
+    """Window-sharing rates of these flows: every flow keeps a full window in flight, every link
+    (the sender's too) is a FIFO queue (window.py). Why a full window even for a transfer with
+    fewer bytes left: rates proportional to the bytes left, recomputed at every event, starve a
+    draining transfer geometrically (tried: it never finished beside fresh flows); a transfer's
+    own size as its window made the benchmark's errors larger (median 6.0 %, max 75 %)."""
+    flow_links = [transfers[i].links.tolist() for i in flows]
+    caps = {link: float(capacity[link]) for links in flow_links for link in links}
+    window = [float(window_bytes)] * len(flows)
+    rtt = [transfers[i].rtt for i in flows]
+    return np.asarray(window_rates(flow_links, caps, window, rtt, queue_delay))
 
 
 SMALL_COMPONENT = 24  # flows: below this, plain Python beats numpy's per-call overhead (measured)

@@ -1,0 +1,119 @@
+"""Steady-state step times of jobs that train together: every job repeats its step.
+
+    steady_step_times(model, {job: StepGraph, ...}) -> {job: SteadyStep}
+
+One step of each job from a common start says how the jobs' first steps
+overlap, which is an accident of the start; jobs that keep training settle
+into a pattern in which each one's step time is stable (or repeats with a
+period). Here every job's step graph is unrolled into `n_j` consecutive steps
+(step k+1's first nodes wait for every node of step k, as an iteration's
+forward pass waits for the previous optimizer step), all jobs run in ONE call
+of the model (model.time: ns-3 co-simulation or the flow backend; both
+measure the same way), and each job's steps are read from its own graph.
+
+Only steps that end before the first job runs out of steps count (the
+"horizon"): up to then every job is still running, so no measured step saw
+fewer co-runners than the others. A job's steady step time is the mean of its
+last `window` steps within the horizon; it is stable when that mean is within
+`tolerance` (relative) of the mean of the `window` steps before them (a mean
+over several steps also settles when the pattern repeats with a period, e.g.
+a short job meeting a long one's communication every other step). The first
+step is never measured (transport and co-runners start together).
+
+Until every job is stable, the run is repeated with each job's step count
+grown so that the horizon doubles (from the step times just measured); no
+job ever runs more than `max_steps` steps, so no input runs without bound. A
+job whose steps do not settle within that cap keeps the mean of the steps it
+had, and says so (converged False).
+
+A job alone repeats one identical step (same state at every step start), so
+its steady step time is its single step time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from artist.parallel.graph import Node, StepGraph
+
+TOLERANCE = 0.03  # relative difference between the last two windows' mean step times (choice)
+WINDOW = 4  # steps per window (choice: even, so that a pattern of period 1, 2 or 4 averages out)
+MAX_STEPS = 40  # per job and run (a cap so that no input runs without bound)
+
+
+@dataclass(frozen=True)
+class SteadyStep:
+    step_seconds: float  # steady-state step time: mean of the last measured steps
+    first_step_seconds: float  # the first step, from the common start
+    steps_run: int  # steps of this job simulated in the final run
+    steps_measured: int  # ... of which ended within the horizon (all jobs running)
+    converged: bool  # the last two windows agree within the tolerance
+    runs: int  # model runs it took (each a fresh co-simulation from the common start)
+
+
+def repeat_graph(graph: StepGraph, steps: int) -> StepGraph:
+    """`steps` copies of the graph one after another: step k+1's nodes without dependencies
+    depend on step k's sinks (the nodes nothing depends on), so it starts when step k ends."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    n = len(graph.nodes)
+    needed = {d for node in graph.nodes for d in node.deps}
+    sinks = tuple(i for i in range(n) if i not in needed)
+    nodes = []
+    for k in range(steps):
+        base = k * n
+        for node in graph.nodes:
+            deps = tuple(base + d for d in node.deps)
+            if not deps and k > 0:
+                deps = tuple(base - n + s for s in sinks)
+            nodes.append(Node(base + node.id, node.kind, deps, node.seconds, node.group, node.nbytes))
+    return StepGraph(tuple(nodes), graph.samples)
+
+
+def step_ends(node_end, nodes_per_step: int, steps: int) -> list[float]:
+    """End of each step of an unrolled graph (its latest node), from the common start."""
+    return [max(node_end[k * nodes_per_step:(k + 1) * nodes_per_step], default=0.0) for k in range(steps)]
+
+
+def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float = TOLERANCE, window: int = WINDOW,
+                      max_steps: int = MAX_STEPS) -> dict[str, SteadyStep]:
+    """Each job's steady step time with all the jobs running together (see the module docstring)."""
+    if window < 1 or max_steps < 2 * window + 1 or not tolerance > 0:
+        raise ValueError(f"need window >= 1, max_steps >= 2 x window + 1, tolerance > 0; got window {window}, "
+                         f"max_steps {max_steps}, tolerance {tolerance}")
+    jobs = list(graphs)
+    counts = {j: 2 * window + 1 for j in jobs}
+    runs = 0
+    while True:
+        runs += 1
+        timing = model.time({j: repeat_graph(graphs[j], counts[j]) for j in jobs})
+        ends = {j: step_ends(timing[j].node_end, len(graphs[j].nodes), counts[j]) for j in jobs}
+        horizon = min(e[-1] for e in ends.values())
+        out = {}
+        for j in jobs:
+            e = [0.0] + [t for t in ends[j] if t <= horizon * (1 + 1e-12)]
+            within = len(e) - 1
+            if within == 0:  # not one step before the horizon: its whole run, unsettled
+                e = [0.0] + ends[j]
+            seconds = [b - a for a, b in zip(e, e[1:])]
+            measured = seconds[1:]  # the first step is the common start's
+            w = min(window, len(measured) // 2)
+            if w >= 1:
+                last = sum(measured[-w:]) / w
+                before = sum(measured[-2 * w:-w]) / w
+                stable = w == window and within > 0 and abs(last - before) <= tolerance * last
+            else:
+                last = sum(measured) / len(measured) if measured else seconds[0]
+                stable = False
+            out[j] = SteadyStep(last, seconds[0], counts[j], within, stable, runs)
+        first_out = [j for j in jobs if ends[j][-1] <= horizon]  # the horizon grows only with their steps
+        if all(s.converged for s in out.values()) or any(counts[j] >= max_steps for j in first_out):
+            return out
+        # grow so the horizon doubles: each job's steps from its mean step time so far
+        grown = {}
+        for j in jobs:
+            mean = ends[j][-1] / counts[j]
+            grown[j] = min(max_steps, max(counts[j] + 1, math.ceil(2 * horizon / mean) + 1))
+        counts = grown
