@@ -1,0 +1,218 @@
+"""Exact reuse: a run of several collectives answered from runs of each collective alone.
+
+ns-3 time is an integer count of picoseconds and the engine is deterministic, so a
+collective that starts while the network is quiet (every frame and ack of earlier
+collectives delivered, every connection's window empty) runs exactly as it does alone,
+shifted by its start time. A DDP step is such a run whenever each bucket starts after
+the previous one's last ack (the usual case: buckets are separated by backward compute).
+
+So a step graph's run is composed instead of simulated:
+1. each distinct collective (kind, GPUs, bytes) is simulated once alone; its span (start
+   to last byte) and quiet time (start to last event) in picoseconds are kept, in memory
+   and in the latency cache, and reused by every model and step that asks for it;
+2. the engine's timeline is replayed on those integers (compose_timeline: a collective
+   starts at max(its ready time, the end of its last predecessor), timers add their
+   seconds), using ns-3's own conversions between seconds and picoseconds (run in the
+   worker), so every start and end is the double the full run would report;
+3. if any two collectives' busy intervals [start, start + quiet] touch, the composition
+   does not hold and the caller runs the whole graph in one ns-3 run, as before.
+Only for the window transport (TCP keeps congestion state across collectives) on
+topologies where a collective's paths do not depend on message numbering (no ecmp hash,
+no rails): there the answers are byte-identical to the full run's
+(tests/test_ns3_reuse.py checks the full run against every path here).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+# Bump when the meaning of a stored isolated answer changes.
+PIECE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class IsolatedAnswer:
+    """One collective simulated alone from time 0."""
+
+    span_ps: int  # start to its last byte received (what the engine reports as its end)
+    quiet_ps: int  # start to the run's last event (the last ack): the network is quiet after it
+    data_packets: int
+    ack_packets: int
+    frames_on_wires: int
+    events: int
+    nodes: int
+    links: int
+    wall_seconds: float
+
+    @property
+    def packets(self) -> int:
+        return self.data_packets + self.ack_packets
+
+
+def compose_timeline(spec: dict, to_ps: Callable[[float], int], to_seconds: Callable[[int], float]) -> dict:
+    """The engine's collective timeline (engine.cc: StartFirstCollectives, CollectiveDone, StartRoots)
+    replayed on integer picoseconds. spec["collectives"]: per collective in engine order, {"ready_s",
+    "preds", and "span_ps" (a collective run alone) or "timer_s" (a timer, or a collective with nothing to
+    send: 0)}. Returns starts and ends in picoseconds and as the engine's doubles; runs in the worker,
+    where ns-3's conversions are (to_ps = Seconds(x), to_seconds = GetSeconds())."""
+    colls = spec["collectives"]
+    start_ps: list[int] = [0] * len(colls)
+    end_ps: list[int] = [0] * len(colls)
+    end_s: list[float] = [0.0] * len(colls)
+    for c, coll in enumerate(colls):  # predecessors are earlier collectives (builder.py checks it)
+        if coll["preds"]:
+            last = max(coll["preds"], key=lambda p: end_ps[p])
+            start_ps[c] = to_ps(max(float(coll["ready_s"]), end_s[last]))  # t0 = 0 on the window transport
+        else:
+            start_ps[c] = to_ps(float(coll["ready_s"]))
+        span = coll.get("span_ps")
+        end_ps[c] = start_ps[c] + (int(span) if span is not None else to_ps(float(coll["timer_s"])))
+        end_s[c] = to_seconds(end_ps[c])
+    return {"start_ps": start_ps, "end_ps": end_ps, "c_start_s": [to_seconds(s) for s in start_ps],
+            "c_end_s": end_s, "error": ""}
+
+
+def overlapping(starts: Sequence[int], quiet: Sequence[int]) -> bool:
+    """Whether any two busy intervals [start, start + quiet] share an instant (then a collective
+    would start while another's frames or acks are still in flight)."""
+    spans = sorted(zip(starts, quiet))
+    return any(b_start <= a_start + a_quiet for (a_start, a_quiet), (b_start, _) in zip(spans, spans[1:]))
+
+
+def piece_key(schedule) -> tuple:
+    """What an isolated answer depends on besides the model's identity and topology."""
+    return (schedule.algorithm, tuple(schedule.ranks), int(schedule.nbytes), int(schedule.channels),
+            _transfers_digest(schedule))
+
+
+def _transfers_digest(schedule) -> str:
+    """The schedule's transfers, hashed: the key's kind (all_reduce, all_gather, send_recv, ...) in full."""
+    from artist.jsonkey import digest
+
+    return digest([[t.src, t.dst, t.nbytes, t.step, t.channel, list(t.deps)] for t in schedule.transfers])
+
+
+class ExactReuse:
+    """Isolated answers of one Ns3Model, in memory and (when attached) in the latency store."""
+
+    def __init__(self):
+        self.memo: dict[tuple, IsolatedAnswer] = {}
+        self.store = None  # a LatencyStore, attached by the Cached layer (artist/network/cache/cached.py)
+        self.simulated = 0  # isolated runs done by this object
+        self.reused = 0  # isolated answers found (memory or store) instead of simulated
+        self.composed = 0  # runs answered by composition
+        self.fallbacks = 0  # runs whose collectives overlapped: simulated whole
+
+    @staticmethod
+    def applies(model) -> bool:
+        from artist.network.symmetry import shape_symmetric
+
+        return model.transport.transport == "window" and shape_symmetric(model.topology)
+
+    # ---- isolated answers ------------------------------------------------------
+    def _store_key(self, model, schedule) -> tuple[str, dict]:
+        from artist.jsonkey import digest
+        from artist.network.cache.key import touched_link_parameters
+        from artist.placement import Placement
+
+        algorithm, ranks, nbytes, channels, transfers = piece_key(schedule)
+        material = {"piece_version": PIECE_VERSION, "piece": "ns3 collective alone", "ranks": list(ranks),
+                    "nbytes": nbytes, "transfers": transfers,
+                    "links": touched_link_parameters(Placement(model.topology, tuple(sorted(ranks)))),
+                    "backend": model.identity()}
+        return digest(material), material
+
+    def _lookup(self, model, schedule) -> IsolatedAnswer | None:
+        key = (repr(sorted(model.identity().items())), piece_key(schedule))
+        found = self.memo.get(key)
+        if found is None and self.store is not None:
+            stored = self.store.get(self._store_key(model, schedule)[0])
+            if stored is not None and "isolated" in stored.result.details:
+                found = IsolatedAnswer(**stored.result.details["isolated"])
+                self.memo[key] = found
+        return found
+
+    def _keep(self, model, schedule, answer: IsolatedAnswer) -> None:
+        self.memo[(repr(sorted(model.identity().items())), piece_key(schedule))] = answer
+        if self.store is None:
+            return
+        from artist.network.cache.store import CachedTiming, Claim
+
+        key, material = self._store_key(model, schedule)
+        outcome = self.store.get_or_claim(key)
+        if isinstance(outcome, Claim):
+            seconds = answer.span_ps * 1e-12
+            result = CachedTiming(((seconds,),), seconds, seconds, model.name, packets=answer.packets,
+                                  details={"isolated": asdict(answer)})
+            material = {**material, "model": f"alone:{material['nbytes']}", "key_version": PIECE_VERSION}
+            from artist.placement import Placement
+
+            self.store.put(outcome, material, f"{schedule.algorithm} {schedule.nbytes} B alone",
+                           Placement(model.topology, tuple(sorted(schedule.ranks))), result, answer.wall_seconds,
+                           count_miss=False)
+
+    def isolated(self, model, schedules: Sequence, label: str) -> list[IsolatedAnswer]:
+        """Each schedule's isolated answer: found, else simulated on the model's pool, longest first."""
+        from artist.network.ns3.builder import EngineCollective
+
+        answers: dict[tuple, IsolatedAnswer] = {}
+        todo: dict[tuple, object] = {}
+        for s in schedules:
+            k = piece_key(s)
+            if k in answers or k in todo:
+                continue
+            found = self._lookup(model, s)
+            if found is not None:
+                answers[k] = found
+                self.reused += 1
+            else:
+                todo[k] = s
+        order = sorted(todo, key=lambda k: -_size(todo[k]))
+        requests = [model.request([EngineCollective(todo[k], 0.0, (), 0.0, 0)]) for k in order]
+        started = time.perf_counter()
+        results = model.pool.map([(req, model.timeout_s, label) for req, _ in requests])
+        for k, (req, ei), res in zip(order, requests, results):
+            model.check_result(res, ei, label)
+            answer = IsolatedAnswer(int(res["c_end_ps"][0]), int(res["last_event_ps"]), res["data_packets"],
+                                    res["ack_packets"], res["device_transmissions"], res["events"],
+                                    len(ei.node_names), len(ei.link_names),
+                                    res.get("sim_wall_seconds", time.perf_counter() - started))
+            self._keep(model, todo[k], answer)
+            answers[k] = answer
+            self.simulated += 1
+        return [answers[piece_key(s)] for s in schedules]
+
+    # ---- composition -----------------------------------------------------------------
+    def run(self, model, collectives: Sequence, label: str) -> dict | None:
+        """The engine's result fields time() reads, for collectives (EngineCollective) composed from
+        isolated answers; None when they overlap (the caller then runs them together)."""
+        comm = [i for i, c in enumerate(collectives) if c.schedule is not None and c.schedule.transfers]
+        if not comm:
+            return None
+        pieces = self.isolated(model, [collectives[i].schedule for i in comm], label)
+        by_index = dict(zip(comm, pieces))
+        spec = {"collectives": [
+            {"ready_s": float(c.ready_s), "preds": list(c.preds),
+             **({"span_ps": by_index[i].span_ps} if i in by_index else
+                {"timer_s": float(c.timer_s) if c.schedule is None else 0.0})}
+            for i, c in enumerate(collectives)]}
+        timeline = model.pool.first.run({"timeline": spec}, model.timeout_s, label)
+        if overlapping([timeline["start_ps"][i] for i in comm], [by_index[i].quiet_ps for i in comm]):
+            self.fallbacks += 1
+            return None
+        self.composed += 1
+        return {
+            "c_start_s": timeline["c_start_s"], "c_end_s": timeline["c_end_s"], "t0_s": 0.0,
+            "collective_seconds": [e - s for s, e in zip(timeline["c_start_s"], timeline["c_end_s"])],
+            "packets": sum(p.packets for p in pieces), "device_transmissions": sum(p.frames_on_wires for p in pieces),
+            "events": sum(p.events for p in pieces), "sim_wall_seconds": sum(p.wall_seconds for p in pieces),
+            "nodes": max(p.nodes for p in pieces), "links": max(p.links for p in pieces),
+            "composed_from": len(pieces),
+        }
+
+
+def _size(schedule) -> int:
+    """Work of a schedule, to run the longest first: bytes on the wire."""
+    return sum(t.nbytes for t in schedule.transfers)
