@@ -172,9 +172,10 @@ class Ns3Model:
         return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
                 "scheduler": SCHEDULERS[self.scheduler], **asdict(self.transport)}, ei
 
-    def check_result(self, res: dict, ei, label: str) -> dict:
-        """The worker's versions and byte conservation checked; per-collective seconds and sizes added."""
-        reported = {k: self.worker.info.get(k) for k in ("ns3_version", "engine_version")}
+    def check_result(self, res: dict, ei, label: str, worker: Ns3Worker | None = None) -> dict:
+        """The answering worker's versions (default: self.worker's) and byte conservation checked;
+        per-collective seconds and sizes added."""
+        reported = {k: (worker or self.worker).info.get(k) for k in ("ns3_version", "engine_version")}
         if reported != expected_worker_versions():
             raise Ns3SimulationError(label, f"the ns-3 worker reports {reported}, but identity() (cache keys) "
                                             f"says {expected_worker_versions()}")

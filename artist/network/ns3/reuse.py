@@ -125,7 +125,7 @@ class ExactReuse:
         return digest(material), material
 
     def _lookup(self, model, schedule) -> IsolatedAnswer | None:
-        key = (repr(sorted(model.identity().items())), piece_key(schedule))
+        key = self.memo_key(model, schedule)
         found = self.memo.get(key)
         if found is None and self.store is not None:
             stored = self.store.get(self._store_key(model, schedule)[0])
@@ -135,7 +135,7 @@ class ExactReuse:
         return found
 
     def _keep(self, model, schedule, answer: IsolatedAnswer) -> None:
-        self.memo[(repr(sorted(model.identity().items())), piece_key(schedule))] = answer
+        self.memo[self.memo_key(model, schedule)] = answer
         if self.store is None:
             return
         from artist.network.cache.store import CachedTiming, Claim
@@ -153,10 +153,32 @@ class ExactReuse:
                            Placement(model.topology, tuple(sorted(schedule.ranks))), result, answer.wall_seconds,
                            count_miss=False)
 
-    def isolated(self, model, schedules: Sequence, label: str) -> list[IsolatedAnswer]:
-        """Each schedule's isolated answer: found, else simulated on the model's pool, longest first."""
+    def memo_key(self, model, schedule) -> tuple:
+        return (repr(sorted(model.identity().items())), piece_key(schedule))
+
+    def found(self, model, schedule) -> IsolatedAnswer | None:
+        """The answer kept in memory or in the attached store, or None."""
+        return self._lookup(model, schedule)
+
+    @staticmethod
+    def request(model, schedule):
+        """(the worker's request, its engine input) to simulate schedule alone."""
         from artist.network.ns3.builder import EngineCollective
 
+        return model.request([EngineCollective(schedule, 0.0, (), 0.0, 0)])
+
+    def accept(self, model, schedule, res: dict, ei, label: str, wall_seconds: float, worker=None) -> IsolatedAnswer:
+        """A worker's answer to request(): checked, kept (memory and store), returned."""
+        model.check_result(res, ei, label, worker)
+        answer = IsolatedAnswer(int(res["c_end_ps"][0]), int(res["last_event_ps"]), res["data_packets"],
+                                res["ack_packets"], res["device_transmissions"], res["events"],
+                                len(ei.node_names), len(ei.link_names), res.get("sim_wall_seconds", wall_seconds))
+        self._keep(model, schedule, answer)
+        self.simulated += 1
+        return answer
+
+    def isolated(self, model, schedules: Sequence, label: str) -> list[IsolatedAnswer]:
+        """Each schedule's isolated answer: found, else simulated on the model's pool, longest first."""
         answers: dict[tuple, IsolatedAnswer] = {}
         todo: dict[tuple, object] = {}
         for s in schedules:
@@ -170,18 +192,11 @@ class ExactReuse:
             else:
                 todo[k] = s
         order = sorted(todo, key=lambda k: -_size(todo[k]))
-        requests = [model.request([EngineCollective(todo[k], 0.0, (), 0.0, 0)]) for k in order]
+        requests = [self.request(model, todo[k]) for k in order]
         started = time.perf_counter()
         results = model.pool.map([(req, model.timeout_s, label) for req, _ in requests])
         for k, (req, ei), res in zip(order, requests, results):
-            model.check_result(res, ei, label)
-            answer = IsolatedAnswer(int(res["c_end_ps"][0]), int(res["last_event_ps"]), res["data_packets"],
-                                    res["ack_packets"], res["device_transmissions"], res["events"],
-                                    len(ei.node_names), len(ei.link_names),
-                                    res.get("sim_wall_seconds", time.perf_counter() - started))
-            self._keep(model, todo[k], answer)
-            answers[k] = answer
-            self.simulated += 1
+            answers[k] = self.accept(model, todo[k], res, ei, label, time.perf_counter() - started)
         return [answers[piece_key(s)] for s in schedules]
 
     # ---- composition -----------------------------------------------------------------
