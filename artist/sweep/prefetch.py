@@ -112,7 +112,7 @@ def _local(work: list, workers: int, bar, report: PrefetchReport) -> None:
     pool = Ns3Pool(size=max(1, workers))
     free: queue.Queue = queue.Queue()
     for i in range(min(pool.size, max(1, len(work)))):
-        free.put(pool._worker(i))
+        free.put(pool.worker(i))
 
     def simulate(model, schedule, label):
         request, ei = model.reuse.request(model, schedule)

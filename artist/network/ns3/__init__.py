@@ -278,6 +278,8 @@ class Ns3Model:
         jobs = list(graphs)
         label = "+".join(_graph_label(self.topology, graphs[j]) for j in jobs)
         accelerate = self._may_accelerate(len(jobs))
+        if self.reuse is not None and not accelerate and self.reuse.applies(self):  # load while schedules are built
+            self.pool.warm(sum(n.is_communication for g in graphs.values() for n in g.nodes))
         collectives: list[EngineCollective] = []
         index: dict[tuple[int, int], int] = {}  # (job, node) -> collective
         schedules: dict[tuple[int, int], Schedule] = {}

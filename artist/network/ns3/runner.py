@@ -159,13 +159,23 @@ class Ns3Pool:
     @property
     def first(self) -> Ns3Worker:
         """The worker for single questions (and the one whose versions identity() is checked against)."""
-        return self._worker(0)
+        return self.worker(0)
 
-    def _worker(self, i: int) -> Ns3Worker:
+    def worker(self, i: int) -> Ns3Worker:
         with self._lock:
             while len(self.workers) <= i:
                 self.workers.append(self._factory())
             return self.workers[i]
+
+    def warm(self, n: int) -> None:
+        """Start the first n workers in the background (a start is ~0.3 s of another process), so that
+        they are loaded by the time the caller has built its requests. A failed start is not reported
+        here: the next run starts that worker again and raises."""
+        for i in range(min(n, self.size)):
+            worker = self.worker(i)
+            if not worker.alive:
+                threading.Thread(target=_start_quietly, args=(worker,), daemon=True,
+                                 name="artist-ns3-warm").start()
 
     def map(self, requests: Sequence[tuple[dict, float, str]]) -> list[dict]:
         """Answers of (request, timeout_s, label) in order; requests run in the order given (callers put
@@ -174,7 +184,7 @@ class Ns3Pool:
         if len(requests) <= 1 or self.size == 1:
             return [self.first.run(*r) for r in requests]
         n = min(self.size, len(requests))
-        workers = [self._worker(i) for i in range(n)]
+        workers = [self.worker(i) for i in range(n)]
         queue = list(enumerate(requests))
         answers: list = [None] * len(requests)
         take = threading.Lock()
@@ -195,6 +205,13 @@ class Ns3Pool:
     def close(self) -> None:
         for w in self.workers:
             w.close()
+
+
+def _start_quietly(worker: Ns3Worker) -> None:
+    try:
+        worker.ensure_started()
+    except Exception:  # noqa: BLE001 - raised again by the run that needs this worker
+        pass
 
 
 def default_pool_size() -> int:
