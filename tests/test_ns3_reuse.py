@@ -100,7 +100,10 @@ def test_overlapping_collectives_fall_back_to_one_run(pool):
                        Node(2, "all_reduce", group=(0, 1, 2, 3), nbytes=1_000_000, deps=(0, 1))))
     comm = Ns3Model(DALLY, pool=pool)
     timing = comm.time({"j": graph})["j"]
-    assert comm.reuse.fallbacks == 1 and "composed_from" not in timing.result.details
+    assert comm.reuse.predicted_overlaps == 1 and comm.reuse.simulated == 0  # not even tried
+    assert "composed_from" not in timing.result.details
+    comm.reuse.likely_overlap = lambda *args: False  # tried anyway: ns-3's own times show the overlap
+    assert comm.time({"j": graph})["j"].node_seconds == timing.node_seconds and comm.reuse.fallbacks == 1
     full = Ns3Model(DALLY, pool=pool, exact_reuse=False).time({"j": graph})["j"]
     assert timing.node_seconds == full.node_seconds
 
@@ -111,7 +114,7 @@ def test_groups_of_different_sizes_compose_exactly(pool):
     graph = StepGraph((Node(0, "all_reduce", group=(0, 1, 8, 9), nbytes=3_000_000),
                        Node(1, "compute", seconds=5e-4, deps=(0,), group=(0,)),
                        Node(2, "all_gather", group=(0, 8), nbytes=2_000_000, deps=(1,)),
-                       Node(3, "compute", seconds=1e-5, deps=(2,), group=(0,)),
+                       Node(3, "compute", seconds=1e-4, deps=(2,), group=(0,)),
                        Node(4, "send_recv", group=(9, 1), nbytes=1_000_000, deps=(3,))))
     composed = Ns3Model(DALLY, pool=pool).time({"j": graph})["j"]
     full = Ns3Model(DALLY, pool=pool, exact_reuse=False).time({"j": graph})["j"]

@@ -109,4 +109,4 @@ def test_dry_run_prints_the_predicted_ns3_cost(tmp_path):
         code = main(["sweep", str(spec_path), "--dry-run", "-j", "2", "--out", str(tmp_path / "out")])
     text = out.getvalue()
     assert code == 0 and "2 runs (0 done, 2 to run)" in text
-    assert "distinct collectives to simulate" in text and "CPU-s, wall" in text and "on 2 cores" in text
+    assert "ns-3 runs (distinct collectives alone" in text and "CPU-s, wall" in text and "on 2 cores" in text

@@ -14,6 +14,7 @@ measured runs.
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from dataclasses import dataclass
 
@@ -73,7 +74,7 @@ def makespan(costs: list[float], workers: int) -> float:
 class SweepCost:
     steps: int  # distinct step questions
     lookups: int  # step questions asked in all
-    pieces: int  # distinct collectives alone: what ns-3 simulates
+    pieces: int  # ns-3 runs: distinct collectives alone, plus steps simulated whole
     packets: int
     frame_hops: int
     cpu_seconds: float
@@ -85,7 +86,8 @@ class SweepCost:
     def lines(self, workers: int, found_seconds: float) -> list[str]:
         return [
             f"ns-3 questions (found with the analytical backend standing in, {found_seconds:.1f} s): "
-            f"{self.lookups} look-ups, {self.steps} distinct steps, {self.pieces} distinct collectives to simulate",
+            f"{self.lookups} look-ups, {self.steps} distinct steps, {self.pieces} ns-3 runs (distinct collectives "
+            f"alone, and steps whose collectives overlap, whole)",
             f"ns-3 cost predicted: {self.packets:,} packets, {self.frame_hops:,} frames on wires, "
             f"{self.cpu_seconds:,.0f} CPU-s, wall {self.wall_seconds(workers):,.0f} s on {workers} cores "
             f"(idle cores; answers already in the cache are not subtracted)",
@@ -93,15 +95,29 @@ class SweepCost:
 
 
 def sweep_cost(questions) -> SweepCost:
-    """The predicted cost of every distinct piece of a sweep's questions."""
+    """The predicted cost of every distinct piece of a sweep's questions, plus the steps simulated whole
+    (their collectives overlap: one run each, costed as the sum of its collectives)."""
     costs, packets, frame_hops = [], 0, 0
-    for (algorithm, channels, options), pieces in questions.pieces.items():
-        import json
+    memo: dict = {}
 
-        opts = json.loads(options)
+    def cost(setting, topology, piece) -> PieceCost:
+        key = (setting, piece)
+        if key not in memo:
+            algorithm, channels, options = setting
+            opts = json.loads(options)
+            memo[key] = piece_cost(topology, piece, algorithm, channels, opts.get("mtu", 9000),
+                                   opts.get("ack_every", 8))
+        return memo[key]
+
+    for setting, pieces in questions.pieces.items():
         for piece, (topology, _) in pieces.items():
-            c = piece_cost(topology, piece, algorithm, channels, opts.get("mtu", 9000), opts.get("ack_every", 8))
+            c = cost(setting, topology, piece)
             costs.append(c.cpu_seconds)
             packets += c.packets
             frame_hops += c.frame_hops
+    for setting, topology, pieces in questions.whole:
+        parts = [cost(setting, topology, p) for p in pieces]
+        costs.append(sum(c.cpu_seconds for c in parts))
+        packets += sum(c.packets for c in parts)
+        frame_hops += sum(c.frame_hops for c in parts)
     return SweepCost(len(questions.steps), questions.lookups, len(costs), packets, frame_hops, sum(costs), costs)

@@ -46,6 +46,9 @@ class SweepQuestions:
     lookups: int = 0  # step questions asked in all (the latency cache's look-ups)
     # (algorithm, channels, options JSON) -> piece -> (topology to build it on, times it was asked)
     pieces: dict = dataclasses.field(default_factory=dict)
+    # steps whose collectives will probably overlap (co-running jobs, queued buckets): simulated whole, in one
+    # run each, not from pieces: [(setting, topology, [pieces of the step])]
+    whole: list = dataclasses.field(default_factory=list)
     runs: int = 0  # ns-3 runs walked
     seconds: float = 0.0  # what finding them took
 
@@ -80,22 +83,40 @@ class QuestionRecorder:
 
     def time(self, graphs: Mapping):
         self.questions.lookups += 1
+        timings = self.inner.time(graphs)
         question = tuple(sorted(graphs.items()))
-        if question not in self._seen:
-            self._seen.add(question)
-            material, order, relabelled = graphs_key_material(self.inner, graphs, self.topology)
-            self.questions.steps.add((self.setting, canonical_json(material["graphs"]), canonical_json(
-                material["links"])))
-            pieces = self.questions.pieces.setdefault(self.setting, {})
-            for job in order:
-                for node in relabelled[job].communication():
-                    if node.nbytes <= 0 or len(node.group) < 2:
-                        continue
-                    links = canonical_json(touched_link_parameters(Placement(self.topology, tuple(sorted(node.group)))))
-                    piece = Piece(node.kind, tuple(node.group), int(node.nbytes), links)
-                    topology, count = pieces.get(piece, (self.topology, 0))
-                    pieces[piece] = (topology, count + 1)
-        return self.inner.time(graphs)
+        if question in self._seen:
+            return timings
+        self._seen.add(question)
+        material, order, relabelled = graphs_key_material(self.inner, graphs, self.topology)
+        step = (self.setting, canonical_json(material["graphs"]), canonical_json(material["links"]))
+        if step in self.questions.steps:
+            return timings
+        self.questions.steps.add(step)
+        found = []
+        for job in order:
+            for node in relabelled[job].communication():
+                if node.nbytes <= 0 or len(node.group) < 2:
+                    continue
+                links = canonical_json(touched_link_parameters(Placement(self.topology, tuple(sorted(node.group)))))
+                found.append(Piece(node.kind, tuple(node.group), int(node.nbytes), links))
+        if likely_overlap(graphs, timings):
+            self.questions.whole.append((self.setting, self.topology, found))
+            return timings
+        pieces = self.questions.pieces.setdefault(self.setting, {})
+        for piece in found:
+            topology, count = pieces.get(piece, (self.topology, 0))
+            pieces[piece] = (topology, count + 1)
+        return timings
+
+
+def likely_overlap(graphs: Mapping, timings: Mapping) -> bool:
+    """Whether communication nodes of these graphs (all jobs together) run within each other's tails, on the
+    stand-in's times, with the margin artist/network/ns3/reuse.py's likely_overlap uses."""
+    busy = sorted((end - seconds, end) for job, graph in graphs.items()
+                  for node, seconds, end in zip(graph.nodes, timings[job].node_seconds, timings[job].node_end)
+                  if node.is_communication and seconds > 0)
+    return any(b[0] <= a[1] + 0.1 * (a[1] - a[0]) + 20e-6 for a, b in zip(busy, busy[1:]))
 
 
 def ns3_setting(run) -> tuple:
