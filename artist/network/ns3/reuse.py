@@ -82,16 +82,16 @@ def overlapping(starts: Sequence[int], quiet: Sequence[int]) -> bool:
 
 
 def piece_key(schedule) -> tuple:
-    """What an isolated answer depends on besides the model's identity and topology."""
+    """What an isolated answer depends on besides the model's identity and topology. A schedule is a
+    deterministic function of these (collectives.py; its "algorithm" names the kind too: ring, hierarchical,
+    all_gather, reduce_scatter, all_to_all, send_recv); the transfer and step counts guard the rest."""
     return (schedule.algorithm, tuple(schedule.ranks), int(schedule.nbytes), int(schedule.channels),
-            _transfers_digest(schedule))
+            schedule.total_steps, len(schedule.transfers))
 
 
-def _transfers_digest(schedule) -> str:
-    """The schedule's transfers, hashed: the key's kind (all_reduce, all_gather, send_recv, ...) in full."""
-    from artist.jsonkey import digest
-
-    return digest([[t.src, t.dst, t.nbytes, t.step, t.channel, list(t.deps)] for t in schedule.transfers])
+# Schedule.algorithm -> the collective kind the analytical model times (for likely_overlap).
+_KIND_OF = {"ring": "all_reduce", "hierarchical": "all_reduce", "all_gather": "all_gather",
+            "reduce_scatter": "reduce_scatter", "all_to_all": "all_to_all", "send_recv": "send_recv"}
 
 
 class ExactReuse:
@@ -105,6 +105,7 @@ class ExactReuse:
         self.composed = 0  # runs answered by composition
         self.fallbacks = 0  # runs whose collectives overlapped: simulated whole
         self.predicted_overlaps = 0  # runs not tried: their collectives were expected to overlap
+        self._analytical = None  # the stand-in likely_overlap times collectives with
 
     @staticmethod
     def applies(model) -> bool:
@@ -118,9 +119,9 @@ class ExactReuse:
         from artist.network.cache.key import touched_link_parameters
         from artist.placement import Placement
 
-        algorithm, ranks, nbytes, channels, transfers = piece_key(schedule)
-        material = {"piece_version": PIECE_VERSION, "piece": "ns3 collective alone", "ranks": list(ranks),
-                    "nbytes": nbytes, "transfers": transfers,
+        algorithm, ranks, nbytes, channels, total_steps, transfers = piece_key(schedule)
+        material = {"piece_version": PIECE_VERSION, "piece": "ns3 collective alone", "schedule": algorithm,
+                    "ranks": list(ranks), "nbytes": nbytes, "total_steps": total_steps, "transfers": transfers,
                     "links": touched_link_parameters(Placement(model.topology, tuple(sorted(ranks)))),
                     "backend": model.identity()}
         return digest(material), material
@@ -205,14 +206,22 @@ class ExactReuse:
         """Whether the collectives will probably overlap (co-running jobs, buckets queued back to back),
         judged on the analytical model's times, so that the isolated runs are not spent on a run that
         must be simulated whole anyway. Only a shortcut: the exact check is run()'s, on ns-3's answers."""
-        from artist.network.analytical import schedule_seconds
+        from artist.network.analytical import AnalyticalModel, schedule_seconds
+        from artist.placement import Placement
 
+        if self._analytical is None or self._analytical.topology is not model.topology:
+            self._analytical = AnalyticalModel(model.topology, model.algorithm, model.channels, model.latency)
         end: list[float] = []
         busy = []
         for i, c in enumerate(collectives):
             start = max([float(c.ready_s)] + [end[p] for p in c.preds])
             if i in comm:
-                seconds = schedule_seconds(c.schedule, model.topology, model.latency)
+                kind = _KIND_OF.get(c.schedule.algorithm)
+                if kind is None:  # not a schedule the analytical model builds: time it transfer by transfer
+                    seconds = schedule_seconds(c.schedule, model.topology, model.latency)
+                else:  # memoised per group form: no pass over the transfers
+                    group = Placement(model.topology, tuple(sorted(c.schedule.ranks)))
+                    seconds = self._analytical.collective_seconds(group, c.schedule.nbytes, kind)
                 busy.append((start, start + seconds))
             else:
                 seconds = float(c.timer_s) if c.schedule is None else 0.0
