@@ -17,6 +17,13 @@ nodes' durations then go through the graph's critical path
 (GraphTiming.of); the simulated end of each graph is kept in
 details["simulated_end_seconds"] as a cross-check.
 
+Exact reuse (exact_reuse=True, the default; reuse.py): on the window transport a run whose
+collectives never overlap (each starts after the previous one's last ack, as DDP buckets
+separated by backward compute do) is composed from each distinct collective run alone, once
+per (GPUs, kind, bytes) for every model and step, on all cores (runner.Ns3Pool), to the same
+bits as the one run; where they overlap, the one run answers. The scheduler (PriorityQueue
+by default) changes speed only.
+
 Acceleration (accelerate=True, ring only, off by default): steady-state skipping.
 The ring's hop pattern repeats every P positions (P = GPUs per rack for a regular
 multi-rack shape: NVLink hops, a NIC hop per machine boundary, a spine hop per rack
