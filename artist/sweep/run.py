@@ -106,10 +106,15 @@ def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, 
 
         # loky worker processes; batch_size=1: runs are long and uneven. The runs already fill the cores:
         # each worker's ns-3 pool (artist/network/ns3/runner.py) keeps to one ns-3 process unless told otherwise.
-        # (loky workers take this process's environment when they start).
-        os.environ.setdefault("ARTIST_NS3_WORKERS", "1")
-        parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", batch_size=1)
-        yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+        # (loky workers take this process's environment when they start; restored afterwards).
+        before = os.environ.get("ARTIST_NS3_WORKERS")
+        os.environ["ARTIST_NS3_WORKERS"] = before or "1"
+        try:
+            parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", batch_size=1)
+            yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+        finally:
+            if before is None:
+                os.environ.pop("ARTIST_NS3_WORKERS", None)
     elif executor == "dask":
         yield from _dask_outcomes(todo, spec, n_jobs, address, cache_path, use_cache, preloaded)
     elif executor == "ray":
