@@ -76,6 +76,11 @@ def test_prefetch_answers_every_collective_the_runs_then_ask(tmp_path):
     assert (swept.out_dir / "results.csv").read_bytes() == (plain.out_dir / "results.csv").read_bytes()
     again = prefetch(spec.runs, spec.models, cache_path=str(cache / "latency-cache.sqlite"), progress=False)
     assert again.simulated == 0 and again.found == report.pieces
+    # Through the sweep itself (`artist sweep --prefetch`), into a fresh cache.
+    fetched = run_sweep(load_sweep_spec(tmp_path / "spec.yaml"), tmp_path / "three", n_jobs=2,
+                        cache_dir=tmp_path / "c3", progress=False, plots=False, prefetch=True)
+    assert fetched.failed == [] and fetched.prefetch.simulated == report.pieces
+    assert (fetched.out_dir / "results.csv").read_bytes() == (plain.out_dir / "results.csv").read_bytes()
 
 
 def test_an_interrupted_prefetch_keeps_what_it_finished(tmp_path, monkeypatch):
