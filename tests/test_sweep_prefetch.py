@@ -115,3 +115,22 @@ def test_dry_run_prints_the_predicted_ns3_cost(tmp_path):
     text = out.getvalue()
     assert code == 0 and "2 runs (0 done, 2 to run)" in text
     assert "ns-3 runs (distinct collectives alone" in text and "CPU-s, wall" in text and "on 2 cores" in text
+
+
+def test_prefetch_on_a_dask_cluster_hands_the_answers_to_the_runs(tmp_path):
+    pytest.importorskip("artist.network.ns3")
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    spec_path = tiny_ns3_spec(tmp_path)
+    local = run_sweep(load_sweep_spec(spec_path), tmp_path / "local", n_jobs=1, progress=False, plots=False,
+                      cache_dir=tmp_path / "cache-local")
+    with dask.config.set({"distributed.worker.daemon": False}), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1") as cluster:
+        remote = run_sweep(load_sweep_spec(spec_path), tmp_path / "dask", executor="dask",
+                           address=cluster.scheduler_address, progress=False, plots=False,
+                           cache_dir=tmp_path / "cache-dask", prefetch=True)
+    assert remote.failed == [] and remote.prefetch.simulated == remote.prefetch.pieces > 0
+    assert len(remote.prefetch.preloaded) == remote.prefetch.pieces  # answers came back, for the runs
+    assert alone_entries(tmp_path / "cache-dask") == remote.prefetch.pieces  # no run simulated another
+    assert (remote.out_dir / "results.csv").read_bytes() == (local.out_dir / "results.csv").read_bytes()
