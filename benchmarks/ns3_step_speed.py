@@ -71,11 +71,17 @@ def whole_process(racks: int, *extra: str) -> None:
     with tempfile.TemporaryDirectory(prefix="artist-bench-cache-") as cache:
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        out = subprocess.run(args, cwd=REPO, env={**os.environ, "ARTIST_CACHE_DIR": cache}, check=True,
-                             capture_output=True, text=True).stdout
+        done = subprocess.run(args, cwd=REPO, env={**os.environ, "ARTIST_CACHE_DIR": cache}, capture_output=True,
+                              text=True)
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - kids.ru_utime - kids.ru_stime
+    out = done.stdout
+    if done.returncode != 0:  # e.g. the 600 s watchdog on a loaded machine: say so, keep the other figures
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"whole process, {racks} racks {' '.join(extra)}: FAILED after {wall:.1f} s wall, {cpu:.1f} CPU-s: "
+              f"{last}", flush=True)
+        return
     values = {line.split("  ")[0].strip(): line.split()[-1] for line in out.splitlines() if "seconds" in line}
     gpus = 64 * racks if racks > 2 else 64
     goal = 3 if gpus == 64 else 60
