@@ -46,6 +46,10 @@ def ring_requests() -> list[dict]:
 
 def answers(w: Ns3Worker) -> bytes:
     runs = [w.run(request, 120.0, "[[2,2]]") for request in ring_requests()]
+    # exact reuse's timeline, on ns-3's own time conversions (artist/network/ns3/reuse.py)
+    runs.append(w.run({"timeline": {"collectives": [{"ready_s": 1.234567891e-3, "preds": [], "span_ps": 987654321},
+                                                    {"ready_s": 1e-9, "preds": [0], "timer_s": 3.3e-7}]}},
+                      60.0, "timeline"))
     return pickle.dumps([{k: v for k, v in run.items() if k != "sim_wall_seconds"} for run in runs])
 
 

@@ -11,7 +11,7 @@ from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_d
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
 from artist.network.stack import BACKENDS
-from artist.sweep.run import EXECUTORS, default_out_dir, describe_runs, run_sweep
+from artist.sweep.run import EXECUTORS, default_out_dir, default_workers, describe_runs, run_sweep
 from artist.sweep.spec import load_sweep_spec
 from artist.sweep.store import ResultStore
 
@@ -29,7 +29,12 @@ def add_arguments(p) -> None:
     p.add_argument("-j", "--jobs", type=integer(1, MAX_WORKERS, allow=(-1,)), default=-1,
                    help="runs at once (default -1: all cores; on a cluster: every run submitted, the cluster's "
                         "workers take them as they free up)")
-    p.add_argument("--dry-run", action="store_true", help="list the runs and their count; run nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the runs and their count, and for ns-3 runs the predicted ns-3 cost (distinct "
+                        "questions, packets, CPU-s, wall on -j cores); run nothing")
+    p.add_argument("--prefetch", action="store_true",
+                   help="ns3: before the runs, answer their distinct collectives in parallel, longest first, into "
+                        "the cache (local cores, or the --executor cluster's workers)")
     p.add_argument("--reduced", action="store_true",
                    help="run the spec's `reduced:` version (seconds; what CI runs) into results/<name>-reduced")
     p.add_argument("--out", default=None, help="output directory (default: results/<spec name>)")
@@ -70,16 +75,28 @@ def run(args) -> int:
     out = Path(args.out) if args.out else default_out_dir(spec)
     if args.dry_run:
         print("\n".join(describe_runs(spec, out)))
+        if any(run.comm.backend == "ns3" for run in spec.runs):
+            from artist.sweep.cost import sweep_cost
+            from artist.sweep.questions import collect_questions
+
+            questions = collect_questions(spec.runs, spec.models)
+            workers = args.jobs if args.jobs > 0 else default_workers()
+            print("\n".join(sweep_cost(questions).lines(workers, questions.seconds)))
         return 0
     writable_dir(out)
     try:
         report = run_sweep(spec, out, n_jobs=args.jobs, executor=args.executor, address=args.address,
                            use_cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
-                           plots=not args.no_plots)
+                           plots=not args.no_plots, prefetch=args.prefetch)
     except KeyboardInterrupt:
         done = sum(ResultStore(out).is_done(run) for run in spec.runs)
         raise Interrupted(f"{done} of {len(spec.runs)} runs are saved under {out / 'runs'}; run the same command "
                           f"again to resume (finished runs are skipped)") from None
+    if report.prefetch is not None:
+        p = report.prefetch
+        print(f"prefetch: {p.pieces} distinct ns-3 collectives, {p.found} already cached, {p.simulated} simulated "
+              f"({p.predicted_cpu_seconds:.0f} CPU-s predicted), {p.skipped} not prefetched (tcp or accelerate), "
+              f"{p.wall_seconds:.1f} s")
     rate = report.cache_hit_rate
     lookups = report.cache_hits + report.cache_misses
     print(f"sweep {spec.name}: {report.total} runs ({report.already_done} already done, {len(report.executed)} run "

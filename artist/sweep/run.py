@@ -31,6 +31,7 @@ tests/test_sweep_ray.py (a head started with `ray start --head`).
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class SweepReport:
     results_csv: Path | None = None
     results_parquet: Path | None = None
     plots: list[Path] = field(default_factory=list)
+    prefetch: object = None  # prefetch.PrefetchReport when asked for
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -92,7 +94,7 @@ def _cache_path(use_cache: bool, cache_dir: str | Path | None, executor: str) ->
 
 
 def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, address: str | None,
-              cache_path: str | None, use_cache: bool):
+              cache_path: str | None, use_cache: bool, preloaded: dict | None = None):
     """Each run's RunOutcome, yielded as it finishes (so it is stored at once)."""
     from artist.sweep.worker import execute
 
@@ -103,13 +105,21 @@ def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, 
             return
         from joblib import Parallel, delayed
 
-        # loky worker processes; batch_size=1: runs are long and uneven.
-        parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", batch_size=1)
-        yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+        # loky worker processes; batch_size=1: runs are long and uneven. The runs already fill the cores:
+        # each worker's ns-3 pool (artist/network/ns3/runner.py) keeps to one ns-3 process unless told otherwise.
+        # (loky workers take this process's environment when they start; restored afterwards).
+        before = os.environ.get("ARTIST_NS3_WORKERS")
+        os.environ["ARTIST_NS3_WORKERS"] = before or "1"
+        try:
+            parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", batch_size=1)
+            yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+        finally:
+            if before is None:
+                os.environ.pop("ARTIST_NS3_WORKERS", None)
     elif executor == "dask":
-        yield from _dask_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
+        yield from _dask_outcomes(todo, spec, n_jobs, address, cache_path, use_cache, preloaded)
     elif executor == "ray":
-        yield from _ray_outcomes(todo, spec, n_jobs, address, cache_path, use_cache)
+        yield from _ray_outcomes(todo, spec, n_jobs, address, cache_path, use_cache, preloaded)
     else:
         raise InputError("command line", "--executor", f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
 
@@ -130,7 +140,7 @@ def _throttled(todo: Sequence[Run], n_jobs: int, submit, wait_one):
 
 
 def _dask_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: str, cache_path: str | None,
-                   use_cache: bool):
+                   use_cache: bool, preloaded: dict | None = None):
     try:
         from distributed import Client, wait
     except ImportError:
@@ -145,12 +155,13 @@ def _dask_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: s
 
     with Client(address) as client:
         models = client.scatter(spec.models, broadcast=True)  # shipped once, not once per run
+        answers = client.scatter(preloaded, broadcast=True) if preloaded else None
         yield from _throttled(todo, n_jobs, lambda run: client.submit(execute, run, models, cache_path, use_cache,
-                                                                      pure=False), wait_one)
+                                                                      answers, pure=False), wait_one)
 
 
 def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: str, cache_path: str | None,
-                  use_cache: bool):
+                  use_cache: bool, preloaded: dict | None = None):
     try:
         import ray
     except ImportError:
@@ -165,17 +176,20 @@ def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: st
     try:
         task = ray.remote(num_cpus=1)(execute)  # a run is one single-threaded process
         models = ray.put(spec.models)  # shipped once, not once per run
-        yield from _throttled(todo, n_jobs, lambda run: task.remote(run, models, cache_path, use_cache), wait_one)
+        answers = ray.put(preloaded) if preloaded else None
+        yield from _throttled(todo, n_jobs, lambda run: task.remote(run, models, cache_path, use_cache, answers),
+                              wait_one)
     finally:
         ray.shutdown()
 
 
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executor: str = "local",
               address: str | None = None, use_cache: bool = True, cache_dir: str | Path | None = None,
-              progress: bool = True, plots: bool = True,
+              progress: bool = True, plots: bool = True, prefetch: bool = False,
               on_stored: Callable[[Run, object], None] | None = None) -> SweepReport:
     """Run what is not done yet, store each run as it finishes, then write the table and the plots
-    (only when every run succeeded: a table with holes would look complete)."""
+    (only when every run succeeded: a table with holes would look complete). prefetch: first answer the
+    runs' distinct ns-3 collectives in parallel, longest first (prefetch.py)."""
     from tqdm import tqdm
 
     if executor not in EXECUTORS:
@@ -194,13 +208,21 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
             from artist.network.cache import check_cache_usable
 
             check_cache_usable(cache_path)  # a damaged cache: one line now, not a failure in every run
+        preloaded = None
+        if prefetch and todo and (use_cache or executor != "local"):
+            from artist.sweep.prefetch import prefetch as prefetch_collectives
+
+            workers = n_jobs if n_jobs > 0 else default_workers()
+            report.prefetch = prefetch_collectives(todo, spec.models, cache_path=cache_path, executor=executor,
+                                                   address=address, workers=workers, progress=progress)
+            preloaded = report.prefetch.preloaded or None
         bar = tqdm(total=len(todo), desc=f"sweep {spec.name}", unit="run", disable=not progress or not todo,
                    dynamic_ncols=True)
         try:
             # Ctrl-C closes the generator: joblib then warns about the cancelled tasks, which the
             # command's one-line summary already accounts for.
             warnings.filterwarnings("ignore", message=r".*tasks which were still being processed", category=UserWarning)
-            for outcome in _outcomes(todo, spec, n_jobs, executor, address, cache_path, use_cache):
+            for outcome in _outcomes(todo, spec, n_jobs, executor, address, cache_path, use_cache, preloaded):
                 run = by_id[outcome.run_id]
                 report.cache_hits += outcome.cache_hits
                 report.cache_misses += outcome.cache_misses
@@ -232,6 +254,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
                           "n_jobs": n_jobs, "cache_hits": report.cache_hits, "cache_misses": report.cache_misses,
                           "wall_seconds": round(report.wall_seconds, 3)})
     return report
+
+
+def default_workers() -> int:
+    """Cores this process may use (-j -1)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def default_out_dir(spec: SweepSpec) -> Path:

@@ -73,7 +73,8 @@ def _check_may_start_processes() -> None:
 
 
 def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None = None,
-            use_cache: bool = True) -> RunOutcome:
+            use_cache: bool = True, preloaded: Mapping | None = None) -> RunOutcome:
+    """preloaded: ns-3 collectives answered by a cluster prefetch (prefetch.py), given to the run's model."""
     # In a worker process (loky, or a Dask worker under its nanny): exit if the process that
     # started it dies, as a kill -9 of the sweep would otherwise leave it simulating. Does
     # nothing in the user's own process (-j 1 runs here) nor in a Ray worker (artist/lifeline.py).
@@ -82,6 +83,10 @@ def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None
     hits = misses = 0
     try:
         comm = comm_for(run, cache_path, use_cache)
+        if preloaded:
+            from artist.sweep.prefetch import seed_runs_memo
+
+            seed_runs_memo(comm, preloaded)
         cached = cached_layer(comm)
         before = (cached.session.hits, cached.session.misses) if cached is not None else (0, 0)
         if run.policy.plugin:  # a fresh worker process: the user's file registers the policy here too

@@ -58,6 +58,11 @@ class Cached:
         # identity is read every time, so a backend whose settings change after creation gets new keys
         self._keys: dict = {}
         self.session = SessionStats()
+        # A backend that keeps parts of answers (ns-3 exact reuse: collectives run alone) keeps them here too,
+        # so that other processes and later runs reuse them.
+        reuse = getattr(inner, "reuse", None)
+        if reuse is not None and hasattr(reuse, "store") and reuse.store is None:
+            reuse.store = self.store
 
     @property
     def name(self) -> str:

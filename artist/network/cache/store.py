@@ -558,10 +558,11 @@ class LatencyStore:
     # ---- writes -------------------------------------------------------------
     @_sqlite_errors_named
     def put(self, claim: Claim, material: dict, model_name: str, placement: Placement | None, result: CachedTiming,
-            wall_seconds: float) -> str:
+            wall_seconds: float, count_miss: bool = True) -> str:
         """Store one answer, drop our claim and count the miss, all in one transaction.
         If another process stored the key meanwhile (it took over a claim it judged stale),
-        the first answer stays."""
+        the first answer stays. count_miss=False: a part of an answer (ns-3 exact reuse's collectives
+        alone), not a question anyone asked."""
         identity = material["backend"]
         row = {
             "key": claim.key,
@@ -580,7 +581,8 @@ class LatencyStore:
             "result_json": result_to_json(result),
             "key_json": canonical_json(material),
         }
-        self.count(misses=1, simulated_wall_seconds=wall_seconds, flush=False)
+        if count_miss:
+            self.count(misses=1, simulated_wall_seconds=wall_seconds, flush=False)
         conn = self._conn()
         with _transaction(conn):
             self._write_entry(conn, row)

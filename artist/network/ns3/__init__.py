@@ -17,6 +17,13 @@ nodes' durations then go through the graph's critical path
 (GraphTiming.of); the simulated end of each graph is kept in
 details["simulated_end_seconds"] as a cross-check.
 
+Exact reuse (exact_reuse=True, the default; reuse.py): on the window transport a run whose
+collectives never overlap (each starts after the previous one's last ack, as DDP buckets
+separated by backward compute do) is composed from each distinct collective run alone, once
+per (GPUs, kind, bytes) for every model and step, on all cores (runner.Ns3Pool), to the same
+bits as the one run; where they overlap, the one run answers. The scheduler (PriorityQueue
+by default) changes speed only.
+
 Acceleration (accelerate=True, ring only, off by default): steady-state skipping.
 The ring's hop pattern repeats every P positions (P = GPUs per rack for a regular
 multi-rack shape: NVLink hops, a NIC hop per machine boundary, a spine hop per rack
@@ -44,7 +51,8 @@ from artist.network.base import CommResult, GraphTiming
 from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
 from artist.network.links import path
 from artist.network.ns3.builder import EngineCollective, build_engine_input
-from artist.network.ns3.runner import Ns3SimulationError, Ns3Worker, shared_worker
+from artist.network.ns3.reuse import ExactReuse
+from artist.network.ns3.runner import Ns3Pool, Ns3SimulationError, Ns3Worker, shared_pool
 from artist.network.ns3.worker import ENGINE_SOURCE, TRANSPORTS
 from artist.parallel.graph import StepGraph
 from artist.network.symmetry import fabric_form, fabric_key, shape_symmetric
@@ -55,6 +63,10 @@ __all__ = ["Ns3Model", "Ns3SimulationError", "Ns3Worker", "NS3_BACKEND_VERSION",
 
 # Bump when the Python side changes an answer (the C++ engine has its own ENGINE_VERSION).
 NS3_BACKEND_VERSION = "1"
+# ns-3's event schedulers, as engine.cc numbers them. PriorityQueue is the default: the fastest measured
+# (ResNet-50 step on 64 GPUs, CPU-s of the worker: Map 5.5-6.0, List 5.8-6.3, Heap 6.7-7.4, Calendar 6.6,
+# PriorityQueue 5.3-5.4; benchmarks/ns3_speed.py prints the comparison).
+SCHEDULERS = {"map": 0, "list": 1, "heap": 2, "calendar": 3, "priority": 4}
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,7 +119,8 @@ class Ns3Model:
     def __init__(self, topology: Topology, algorithm: str = "ring", channels: int = 1,
                  latency: StartupLatency = StartupLatency(), transport: str = "window",
                  accelerate: bool = False, steady_steps: int = 24, timeout_s: float = 600.0,
-                 worker: Ns3Worker | None = None, debug_hang: bool = False, **transport_options):
+                 worker: Ns3Worker | None = None, debug_hang: bool = False, exact_reuse: bool = True,
+                 scheduler: str = "priority", pool: Ns3Pool | None = None, **transport_options):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
         if channels < 1:
@@ -122,7 +135,16 @@ class Ns3Model:
         self.accelerate = accelerate
         self.steady_steps = steady_steps
         self.timeout_s = timeout_s
-        self.worker = worker or shared_worker()
+        if scheduler not in SCHEDULERS:
+            raise ValueError(f"unknown ns-3 scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}")
+        # Every scheduler orders events by (time, insertion order): the choice changes speed, not answers
+        # (tests/test_ns3_reuse.py), so it is not part of identity().
+        self.scheduler = scheduler
+        # A given worker serves alone (tests, benchmarks); otherwise the process-wide pool (runner.py).
+        self.pool = pool or (Ns3Pool([worker]) if worker is not None else shared_pool())
+        self.worker = self.pool.first
+        # Exact reuse (reuse.py): a step composed from its collectives run alone, byte-identical to one run.
+        self.reuse = ExactReuse() if exact_reuse else None
         self.debug_hang = debug_hang  # test hook: the run never ends (watchdog test)
         self._memo: dict = {}
 
@@ -145,13 +167,22 @@ class Ns3Model:
 
         Returns the worker's result plus per-collective seconds, after checking that every
         GPU received and sent exactly the bytes its schedules say (one pass over the transfers)."""
-        ei = build_engine_input(self.topology, collectives, self.latency)
-        request = {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
-                   **asdict(self.transport)}
+        request, ei = self.request(collectives)
         started = time.perf_counter()
         res = self.worker.run(request, self.timeout_s, label)
         res["wall_seconds"] = time.perf_counter() - started
-        reported = {k: self.worker.info.get(k) for k in ("ns3_version", "engine_version")}
+        return self.check_result(res, ei, label)
+
+    def request(self, collectives: Sequence[EngineCollective]):
+        """(the worker's request, the engine input it was built from) for one ns-3 run."""
+        ei = build_engine_input(self.topology, collectives, self.latency)
+        return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
+                "scheduler": SCHEDULERS[self.scheduler], **asdict(self.transport)}, ei
+
+    def check_result(self, res: dict, ei, label: str, worker: Ns3Worker | None = None) -> dict:
+        """The answering worker's versions (default: self.worker's) and byte conservation checked;
+        per-collective seconds and sizes added."""
+        reported = {k: (worker or self.worker).info.get(k) for k in ("ns3_version", "engine_version")}
         if reported != expected_worker_versions():
             raise Ns3SimulationError(label, f"the ns-3 worker reports {reported}, but identity() (cache keys) "
                                             f"says {expected_worker_versions()}")
@@ -254,6 +285,8 @@ class Ns3Model:
         jobs = list(graphs)
         label = "+".join(_graph_label(self.topology, graphs[j]) for j in jobs)
         accelerate = self._may_accelerate(len(jobs))
+        if self.reuse is not None and not accelerate and self.reuse.applies(self):  # load while schedules are built
+            self.pool.warm(sum(n.is_communication for g in graphs.values() for n in g.nodes))
         collectives: list[EngineCollective] = []
         index: dict[tuple[int, int], int] = {}  # (job, node) -> collective
         schedules: dict[tuple[int, int], Schedule] = {}
@@ -285,7 +318,10 @@ class Ns3Model:
                     index[(j, node.id)] = len(collectives)
                     collectives.append(EngineCollective(schedules.get((j, node.id)), ready, tuple(preds),
                                                         0.0 if node.is_communication else node.seconds, j))
-            res = self.run(collectives, label)
+            res = self.reuse.run(self, collectives, label) if self.reuse is not None and \
+                self.reuse.applies(self) else None
+            if res is None:
+                res = self.run(collectives, label)
             durations = {k: res["collective_seconds"][index[k]] for k in schedules}
         wall = time.perf_counter() - started
         out = {}
@@ -297,6 +333,8 @@ class Ns3Model:
             if res is not None:
                 details.update(nodes=res["nodes"], links=res["links"], frames_on_wires=res["device_transmissions"],
                                events=res["events"], simulated_wall_seconds=res["sim_wall_seconds"])
+                if "composed_from" in res:  # exact reuse (reuse.py): collectives run alone, timeline composed
+                    details["composed_from"] = res["composed_from"]
                 if not accelerated:
                     ends = [res["c_end_s"][index[(j, n.id)]] for n in graph.nodes if (j, n.id) in index]
                     details["simulated_end_seconds"] = max(ends, default=0.0) - res["t0_s"]

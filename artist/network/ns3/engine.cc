@@ -297,6 +297,7 @@ Result Engine::Run()
     uint32_t nc = s.c_ready_s.size();
     r.c_start_s.assign(nc, -1.0);
     r.c_end_s.assign(nc, -1.0);
+    r.c_end_ps.assign(nc, 0);
     r.m_done_s.assign(nm, -1.0);
     r.node_rx_bytes.assign(s.nodes, 0);
     r.node_tx_bytes.assign(s.nodes, 0);
@@ -416,6 +417,7 @@ Result Engine::Run()
                   "raise queue_packets or lower window_bytes";
     }
     r.events = Simulator::GetEventCount();
+    r.last_event_ps = Simulator::Now().GetTimeStep(); // when the network fell quiet (exact reuse needs it)
     Simulator::Destroy();
     return r;
 }
@@ -441,6 +443,7 @@ void Engine::StartFirstCollectives()
 void Engine::CollectiveDone(uint32_t c)
 {
     r.c_end_s[c] = Simulator::Now().GetSeconds();
+    r.c_end_ps[c] = Simulator::Now().GetTimeStep();
     for (uint32_t d : successors[c])
     {
         if (--preds_left[d] == 0)
@@ -910,15 +913,47 @@ void Engine::TcpRecv(Ptr<Socket> sock)
     }
 }
 
-Result run_spec(const Spec& spec)
+// Picosecond resolution, before the first simulation of this process. The cppyy path
+// (worker.py) sets it right after importing ns-3; the compiled engine has no Python
+// ns-3 import, so it is set here. Only once: a second SetResolution aborts in ns-3.
+static void picosecond_resolution()
 {
-    // Picosecond resolution, before the first simulation of this process. The cppyy path
-    // (worker.py) sets it right after importing ns-3; the compiled engine has no Python
-    // ns-3 import, so it is set here. Only once: a second SetResolution aborts in ns-3.
     if (Time::GetResolution() != Time::PS)
     {
         Time::SetResolution(Time::PS);
     }
+}
+
+// ns-3's own time conversions (fixed-point, not a plain division), so that exact reuse
+// (artist/network/ns3/reuse.py) composes a timeline to the bit the engine would report.
+double ps_to_seconds(int64_t ps)
+{
+    picosecond_resolution();
+    return PicoSeconds(ps).GetSeconds();
+}
+
+int64_t seconds_to_ps(double seconds)
+{
+    picosecond_resolution();
+    return Seconds(seconds).GetTimeStep();
+}
+
+Result run_spec(const Spec& spec)
+{
+    picosecond_resolution();
+    // The event scheduler: every ns-3 scheduler orders events by (time, insertion order), so
+    // the choice changes speed, never an answer (tests/test_ns3_reuse.py checks all five).
+    static const char* const schedulers[] = {"ns3::MapScheduler", "ns3::ListScheduler", "ns3::HeapScheduler",
+                                             "ns3::CalendarScheduler", "ns3::PriorityQueueScheduler"};
+    if (spec.scheduler >= sizeof(schedulers) / sizeof(schedulers[0]))
+    {
+        Result bad;
+        bad.error = "unknown scheduler " + std::to_string(spec.scheduler);
+        return bad;
+    }
+    ObjectFactory factory;
+    factory.SetTypeId(schedulers[spec.scheduler]);
+    Simulator::SetScheduler(factory);
     Engine e(spec);
     return e.Run();
 }

@@ -39,6 +39,7 @@ struct Spec
     double tcp_min_rto_s = 0.001;
     bool debug_hang = false;
     bool debug_crash = false;
+    uint32_t scheduler = 0; // 0 Map (ns-3's default), 1 List, 2 Heap, 3 Calendar, 4 PriorityQueue
 };
 
 struct Result
@@ -52,6 +53,8 @@ struct Result
     uint64_t drops = 0;
     uint64_t events = 0;
     double t0_s = 0; // when collectives could start (TCP: after connection set-up)
+    std::vector<uint64_t> c_end_ps; // c_end_s in the simulator's picoseconds
+    uint64_t last_event_ps = 0; // time of the run's last event (every frame and ack delivered)
     std::string error;
 };
 
@@ -60,6 +63,10 @@ void fill_u64(std::vector<uint64_t>& v, const uint64_t* p, size_t n);
 void fill_f64(std::vector<double>& v, const double* p, size_t n);
 
 Result run_spec(const Spec& spec);
+
+// ns-3's conversions between picosecond time steps and seconds (as Seconds() and GetSeconds() do them).
+double ps_to_seconds(int64_t ps);
+int64_t seconds_to_ps(double seconds);
 
 } // namespace artist_ns3
 

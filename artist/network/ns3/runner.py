@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
 
 from artist.network.ns3.worker import ENGINE_MODES, worker_main
 
@@ -139,7 +142,94 @@ class Ns3Worker:
             self._kill()
 
 
+class Ns3Pool:
+    """Several workers, each keeping ns-3 loaded across questions, answering independent runs at once.
+
+    map() hands each request to the first free worker (one thread per worker waits on its pipe;
+    the simulation runs in the worker process, so the parent's GIL is not in the way). Workers start
+    when first needed, so a pool of N costs nothing until N runs are asked for at once."""
+
+    def __init__(self, workers: Sequence[Ns3Worker] = (), size: int | None = None,
+                 factory: Callable[[], Ns3Worker] = Ns3Worker):
+        self.workers = list(workers)
+        self.size = max(len(self.workers), size or 0, 1)
+        self._factory = factory
+        self._lock = threading.Lock()
+
+    @property
+    def first(self) -> Ns3Worker:
+        """The worker for single questions (and the one whose versions identity() is checked against)."""
+        return self.worker(0)
+
+    def worker(self, i: int) -> Ns3Worker:
+        with self._lock:
+            while len(self.workers) <= i:
+                self.workers.append(self._factory())
+            return self.workers[i]
+
+    def warm(self, n: int) -> None:
+        """Start the first n workers in the background (a start is ~0.3 s of another process), so that
+        they are loaded by the time the caller has built its requests. A failed start is not reported
+        here: the next run starts that worker again and raises."""
+        for i in range(min(n, self.size)):
+            worker = self.worker(i)
+            if not worker.alive:
+                threading.Thread(target=_start_quietly, args=(worker,), daemon=True,
+                                 name="artist-ns3-warm").start()
+
+    def map(self, requests: Sequence[tuple[dict, float, str]]) -> list[dict]:
+        """Answers of (request, timeout_s, label) in order; requests run in the order given (callers put
+        the longest first), on min(size, len(requests)) workers. The first failure is raised after every
+        started run has ended."""
+        if len(requests) <= 1 or self.size == 1:
+            return [self.first.run(*r) for r in requests]
+        n = min(self.size, len(requests))
+        workers = [self.worker(i) for i in range(n)]
+        queue = list(enumerate(requests))
+        answers: list = [None] * len(requests)
+        take = threading.Lock()
+
+        def drain(worker: Ns3Worker) -> None:
+            while True:
+                with take:
+                    if not queue:
+                        return
+                    i, request = queue.pop(0)
+                answers[i] = worker.run(*request)
+
+        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="artist-ns3-pool") as threads:
+            for f in [threads.submit(drain, w) for w in workers]:
+                f.result()
+        return answers
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+
+
+def _start_quietly(worker: Ns3Worker) -> None:
+    try:
+        worker.ensure_started()
+    except Exception:  # noqa: BLE001 - raised again by the run that needs this worker
+        pass
+
+
+def default_pool_size() -> int:
+    """$ARTIST_NS3_WORKERS, else every core this process may use."""
+    text = os.environ.get("ARTIST_NS3_WORKERS", "").strip()
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"ARTIST_NS3_WORKERS must be a whole number of workers, got {text!r}") from None
+        if not 1 <= value <= 1024:
+            raise ValueError(f"ARTIST_NS3_WORKERS must be between 1 and 1024, got {value}")
+        return value
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 _shared: Ns3Worker | None = None
+_shared_pool: Ns3Pool | None = None
 
 
 def shared_worker() -> Ns3Worker:
@@ -149,3 +239,12 @@ def shared_worker() -> Ns3Worker:
         _shared = Ns3Worker()
         atexit.register(_shared.close)
     return _shared
+
+
+def shared_pool() -> Ns3Pool:
+    """The process-wide pool (its first worker is shared_worker()); size from default_pool_size()."""
+    global _shared_pool
+    if _shared_pool is None or _shared_pool.first is not shared_worker():
+        _shared_pool = Ns3Pool([shared_worker()], size=default_pool_size())
+        atexit.register(_shared_pool.close)
+    return _shared_pool

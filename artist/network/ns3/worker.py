@@ -53,12 +53,12 @@ _VECTORS = (("u32", _U32, "uint32"), ("u64", _U64, "uint64"), ("f64", _F64, "flo
 TRANSPORTS = {"window": 0, "tcp": 1}
 # Spec scalars set from the request when present ("nodes" and "transport" always are).
 _SCALARS = ("mtu", "window_bytes", "ack_every", "queue_packets", "tcp_red_k_packets", "tcp_buffer_bytes",
-            "tcp_min_rto_s", "debug_hang", "debug_crash")
+            "tcp_min_rto_s", "debug_hang", "debug_crash", "scheduler")
 _SPEC_SCALARS = ("nodes", "transport") + _SCALARS
 # Result fields returned to the parent, in this order, by C++ type.
 _RESULT_F64_VECTORS = ("c_start_s", "c_end_s", "m_done_s")
-_RESULT_U64_VECTORS = ("node_rx_bytes", "node_tx_bytes")
-_RESULT_U64 = ("data_packets", "ack_packets", "device_transmissions", "drops", "events")
+_RESULT_U64_VECTORS = ("node_rx_bytes", "node_tx_bytes", "c_end_ps")
+_RESULT_U64 = ("data_packets", "ack_packets", "device_transmissions", "drops", "events", "last_event_ps")
 _RESULT_F64 = ("t0_s",)
 
 _C_API = """\
@@ -107,6 +107,8 @@ int get(const F& field, T* out)
 extern "C"
 {{
 const char* artist_engine_version() {{ return artist_ns3::ENGINE_VERSION; }}
+double artist_ps_to_seconds(long long ps) {{ return artist_ns3::ps_to_seconds(ps); }}
+long long artist_seconds_to_ps(double seconds) {{ return artist_ns3::seconds_to_ps(seconds); }}
 void* artist_spec_new() {{ return new Spec(); }}
 void artist_spec_free(void* spec) {{ delete static_cast<Spec*>(spec); }}
 void artist_result_free(void* result) {{ delete static_cast<Result*>(result); }}
@@ -214,6 +216,8 @@ class CompiledEngine:
         size = ctypes.c_size_t
         for name, restype, argtypes in (
             ("artist_engine_version", s, ()), ("artist_spec_new", p, ()), ("artist_spec_free", None, (p,)),
+            ("artist_ps_to_seconds", ctypes.c_double, (ctypes.c_longlong,)),
+            ("artist_seconds_to_ps", ctypes.c_longlong, (ctypes.c_double,)),
             ("artist_spec_fill_u32", i, (p, s, p, size)), ("artist_spec_fill_u64", i, (p, s, p, size)),
             ("artist_spec_fill_f64", i, (p, s, p, size)),
             ("artist_spec_set", i, (p, s, ctypes.c_longlong, ctypes.c_double, i)),
@@ -227,6 +231,12 @@ class CompiledEngine:
             fn.restype, fn.argtypes = restype, argtypes
         self._lib = lib
         self.version = lib.artist_engine_version().decode()
+
+    def ps_to_seconds(self, ps: int) -> float:
+        return self._lib.artist_ps_to_seconds(ps)
+
+    def seconds_to_ps(self, seconds: float) -> int:
+        return self._lib.artist_seconds_to_ps(seconds)
 
     @staticmethod
     def _check(status: int, what: str, name: str) -> None:
@@ -287,6 +297,12 @@ class JitEngine:
     def __init__(self, namespace):
         self._ns = namespace  # cppyy.gbl.artist_ns3
         self.version = str(namespace.ENGINE_VERSION)
+
+    def ps_to_seconds(self, ps: int) -> float:
+        return float(self._ns.ps_to_seconds(ps))
+
+    def seconds_to_ps(self, seconds: float) -> int:
+        return int(self._ns.seconds_to_ps(seconds))
 
     def run(self, vectors: dict, scalars: dict) -> dict:
         ns = self._ns
@@ -384,6 +400,16 @@ def run_request(engine, request: dict) -> dict:
     return engine.run(vectors, scalars)
 
 
+def serve(engine, request: dict) -> dict:
+    """One request: a simulation, or (key "timeline") exact reuse's timeline composed with ns-3's own
+    time conversions (reuse.py)."""
+    if "timeline" in request:
+        from artist.network.ns3.reuse import compose_timeline
+
+        return compose_timeline(request["timeline"], engine.seconds_to_ps, engine.ps_to_seconds)
+    return run_request(engine, request)
+
+
 def worker_main(conn, engine_mode: str = "auto") -> None:
     """Serve requests from the parent until it sends None or the pipe closes; exit at once if the
     parent dies (a run in progress would not notice the closed pipe before it ends)."""
@@ -404,6 +430,6 @@ def worker_main(conn, engine_mode: str = "auto") -> None:
         if request is None:
             return
         try:
-            conn.send(("ok", run_request(engine, request)))
+            conn.send(("ok", serve(engine, request)))
         except Exception:
             conn.send(("error", traceback.format_exc()))
