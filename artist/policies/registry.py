@@ -47,6 +47,12 @@ def policy_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def builtin_policy_names() -> list[str]:
+    """The suite's own policies: neither a user's plugin file nor one a test registered."""
+    _load_all()
+    return sorted(n for n, cls in _REGISTRY.items() if cls.__module__.startswith("artist.policies."))
+
+
 def make_policy(name: str, **params) -> Policy:
     _load_all()
     if name not in _REGISTRY:
