@@ -44,8 +44,9 @@ class Recording:
 def small_hetero_run():
     cluster = small_cluster()
     apps = {k: v for k, v in heterogeneous_applications().items() if k in ("cifar10", "ncf")}
-    jobs = [ElasticJobSpec("c0", 0.0, "cifar10"), ElasticJobSpec("c1", 30.0, "cifar10"),
-            ElasticJobSpec("n0", 60.0, "ncf"), ElasticJobSpec("c2", 400.0, "cifar10", gpus=2, batch=256)]
+    # one job of each Sia class: adaptive, strong-scaling (batch fixed), rigid (GPUs and batch fixed)
+    jobs = [ElasticJobSpec("c0", 0.0, "cifar10"), ElasticJobSpec("n0", 60.0, "ncf", batch=32768),
+            ElasticJobSpec("c2", 400.0, "cifar10", gpus=2, batch=256)]
     sched = Recording(SiaScheduler(cluster.capacity, cluster.node_types), cluster.node_types)
     sim = ElasticSimulation(cluster.capacity, cluster.node_types, jobs, apps, timer_for(cluster, apps), sched)
     result = sim.run()

@@ -131,3 +131,39 @@ def test_profiling_is_charged_as_ten_one_gpu_batches_per_type(cluster, timer):
         expected += PROFILE_ITERATIONS * sum(float(apps["cifar10"][0].compute[t](int(m))) for m in batches)
         assert job.agents[t].most_gpus == 1 and job.agents[t].params is not None
     assert job.profile_gpu_seconds == pytest.approx(expected)
+
+
+def test_workload_rows_are_checked(tmp_path):
+    from artist.elastic.hetero_runs import read_jobs
+    path = tmp_path / "w.csv"
+    path.write_text("name,time,application,num_replicas,batch_size\na,0,cifar10,2,128\nb,x,cifar10,2,128\n")
+    with pytest.raises(InputError, match="line 3"):
+        read_jobs(path, "none")
+    path.write_text("name,time,application\na,0,cifar10\n")
+    with pytest.raises(InputError, match="columns"):
+        read_jobs(path, "none")
+    path.write_text("name,time,application,num_replicas,batch_size\na,5,cifar10,2,128\n")
+    assert read_jobs(path, "both")[0] == ElasticJobSpec("a", 5.0, "cifar10", gpus=2, batch=128)
+    assert read_jobs(path, "none")[0] == ElasticJobSpec("a", 5.0, "cifar10")
+
+
+def test_a_mixed_allocation_is_run_on_its_dominant_type_in_the_loop(cluster, timer):
+    """An allocator that gives 4 t4 + 4 rtx GPUs (as Pollux may on the mixed cluster): the job (a fixed batch,
+    so no refits slow the test) runs on rtx (the tie goes to the faster type), with rtx's agent and compute,
+    and finishes its measured epochs."""
+    from artist.elastic.hetero_runs import POLICIES, RunContext
+
+    class Mixed:
+        def allocate(self, jobs):
+            row = np.zeros(len(cluster.capacity), dtype=int)
+            row[0], row[6] = 4, 4
+            return {j.job_id: row.copy() for j in jobs}
+    apps = {"cifar10": heterogeneous_applications()["cifar10"]}
+    sim = ElasticSimulation(cluster.capacity, cluster.node_types, [ElasticJobSpec("c", 0.0, "cifar10", batch=512)], apps,
+                            timer, Mixed())
+    job = sim.run().jobs[0]
+    assert job.gpu_type == "rtx" and job.agent is job.agents["rtx"] and job.agents["t4"].most_gpus == 0
+    assert job.agents["rtx"].most_gpus == 8
+    assert job.progress.progress == pytest.approx(job.app.replay.total_progress)
+    pollux, seen = POLICIES["pollux"].build(cluster, 0, RunContext({}, []), pop_size=4, generations=2)
+    assert list(pollux.capacity) == [4] * 16 and seen.gpus == 64   # Pollux sees 4-GPU nodes (Sia's artifact)

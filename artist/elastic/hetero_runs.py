@@ -1,20 +1,23 @@
 """Runs of the elastic loop on a multi-type cluster file (artist/elastic/cluster.py), for sweeps/sia.yaml
 and benchmarks/sia_sweep.py.
 
-    policy name -> (build(cluster, seed, **params) -> (allocator, cluster as the policy sees it), job columns)
+    policy name -> (build(cluster, seed, context, **params) -> (allocator, cluster as the policy sees it),
+                    job columns)
 
 - sia:    SiaScheduler (p, lam) on the real nodes; jobs elastic (the workload's columns ignored)
 - pollux: PolluxScheduler (p, delta, pop_size, generations) on 4-GPU virtual nodes, as Sia's artifact runs
           Pollux on a mixed cluster (8-GPU machines shown as two 4-GPU nodes; a mixed-type allocation runs
           on its dominant type, artist/elastic/simulation.py); jobs elastic
-A policy of the one-type loop that takes (capacity, seed, node_types=..., **params) joins with one line
-in POLICIES (Gavel: jobs "both", the workload's TunedJobs GPU count and batch).
+- gavel:  GavelPolicy of artist/policies/gavel/ (helper issue18g's branch; refused with a clear message
+          until it is merged) with its IsolatedProfiler; jobs "both" (the workload's TunedJobs GPU count
+          and batch); its own round length (360 s) through the allocator's `round_seconds`
+The context gives a builder the applications, the jobs and a step timer for the cluster it will see.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -30,15 +33,40 @@ from artist.workload.traces.pollux import APPLICATIONS
 MAX_JOBS = 100_000  # a workload file larger than this is not one of the artifact's (160 or 960 jobs)
 
 
-def _sia(cluster: ElasticCluster, seed: int, p: float = -0.5, lam: float = 1.1):
+@dataclass
+class RunContext:
+    apps: dict
+    jobs: list
+    models: dict = field(default_factory=dict)
+
+    def timer_for(self, cluster: ElasticCluster) -> PooledStepTimer:
+        return PooledStepTimer(cluster, {k: a for k, (a, _) in self.apps.items()},
+                               {k: self.models[APPLICATIONS[k][0]] for k in self.apps})
+
+
+def _sia(cluster: ElasticCluster, seed: int, ctx: RunContext, p: float = -0.5, lam: float = 1.1):
     return SiaScheduler(cluster.capacity, cluster.node_types, p=p, lam=lam), cluster
 
 
-def _pollux(cluster: ElasticCluster, seed: int, p: float = -1.0, delta: float = 30.0, pop_size: int = 100,
-            generations: int = 100):
+def _pollux(cluster: ElasticCluster, seed: int, ctx: RunContext, p: float = -1.0, delta: float = 30.0,
+            pop_size: int = 100, generations: int = 100):
     seen = cluster.virtual(4)
     return PolluxScheduler(seen.capacity, p=p, delta=delta, pop_size=pop_size, generations=generations,
                            seed=seed), seen
+
+
+def _gavel(cluster: ElasticCluster, seed: int, ctx: RunContext, objective: str = "max_sum_throughput",
+           tuned_jobs: bool = True):
+    try:
+        from artist.elastic.profiling import IsolatedProfiler
+        from artist.policies.gavel.policy import GavelPolicy
+    except ImportError:
+        raise ValueError("policy gavel: artist/policies/gavel/ is not on this branch (helper issue18g)") from None
+    if tuned_jobs is not True:
+        raise ValueError("policy gavel: only TunedJobs (the workload's GPU count and batch) is wired")
+    profiler = IsolatedProfiler(ctx.timer_for(cluster), ctx.apps, ctx.jobs,
+                                {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools})
+    return GavelPolicy(cluster.capacity, cluster.node_types, profiler, objective=objective), cluster
 
 
 @dataclass(frozen=True)
@@ -50,6 +78,7 @@ class HeteroPolicy:
 POLICIES: dict[str, HeteroPolicy] = {
     "sia": HeteroPolicy(_sia, "none"),
     "pollux": HeteroPolicy(_pollux, "none"),
+    "gavel": HeteroPolicy(_gavel, "both"),
 }
 
 
@@ -92,10 +121,10 @@ def run(cluster: ElasticCluster, policy: str, jobs: list[ElasticJobSpec], seed: 
     unknown = sorted({j.app for j in jobs} - set(apps))
     if unknown:
         raise ValueError(f"no measured tables for application(s) {', '.join(unknown)}")
-    models = load_models()
-    allocator, seen = POLICIES[policy].build(cluster, seed, **params)
-    timer = PooledStepTimer(seen, {k: a for k, (a, _) in apps.items()}, {k: models[APPLICATIONS[k][0]] for k in apps})
+    ctx = RunContext(apps, list(jobs), load_models())
+    allocator, seen = POLICIES[policy].build(cluster, seed, ctx, **params)
     machines = [(n.pool, n.machine) for n in seen.nodes]
-    sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, timer, allocator,
-                            round_seconds=round_seconds, node_machines=machines)
+    sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, ctx.timer_for(seen), allocator,
+                            round_seconds=float(getattr(allocator, "round_seconds", round_seconds)),
+                            node_machines=machines)
     return sim.run(), allocator
