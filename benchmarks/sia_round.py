@@ -3,8 +3,8 @@ GPUs; about 1 s at 2 048, Fig. 9; digest 2.6).
 
     PYTHONPATH=. python benchmarks/sia_round.py [--scales 1 8 32] [--rounds 5] [--jobs-per-gpu 0.5]
 
-Cluster: Sia's 64-GPU mix (topologies/sia-hetero-64.yaml: 6 t4 x 4, 3 rtx x 8, 2 a100 x 8) times each
-scale. Jobs: GPUs x jobs-per-gpu active jobs, the applications of Sia's Philly workload in turn; every
+Cluster: Sia's 64-GPU mix (topologies/clusters/sia-hetero-64.yaml: 6 t4 x 4, 3 rtx x 8, 2 a100 x 8) times
+each scale. Jobs: GPUs x jobs-per-gpu active jobs, the applications of Sia's Philly workload in turn; every
 (job, type) agent carries a model fitted to measured iterations of that application on that type (1, 2, 4
 and 8 GPUs from the ground-truth timer; one fit per (application, type), shared), a most-GPUs-held drawn
 from {1, 2, 4, 8, 16} (so the caps and hence the options differ) and the 1-GPU profile. Round 1 starts with
@@ -28,11 +28,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from artist.elastic.applications import heterogeneous_applications  # noqa: E402
-from artist.elastic.cluster import ElasticCluster, PooledStepTimer, load_cluster  # noqa: E402
+from artist.elastic.cluster import CLUSTERS_DIR, ElasticCluster, PooledStepTimer, load_cluster  # noqa: E402
 from artist.policies.pollux.agent import PolluxAgent  # noqa: E402
 from artist.policies.pollux.scheduler import JobView  # noqa: E402
 from artist.policies.sia.scheduler import SiaScheduler  # noqa: E402
-from artist.shipped import TOPOLOGIES_DIR  # noqa: E402
 from artist.workload import load_models  # noqa: E402
 from artist.workload.traces.pollux import APPLICATIONS  # noqa: E402
 
@@ -128,7 +127,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--jobs-per-gpu", type=float, default=0.5)
     args = ap.parse_args(argv)
-    base = load_cluster(TOPOLOGIES_DIR / "sia-hetero-64.yaml")
+    base = load_cluster(CLUSTERS_DIR / "sia-hetero-64.yaml")
     apps = heterogeneous_applications()
     models = load_models()
     timer = PooledStepTimer(base, {k: a for k, (a, _) in apps.items()}, {k: models[APPLICATIONS[k][0]] for k in apps})

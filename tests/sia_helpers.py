@@ -4,17 +4,16 @@ by the Sia tests."""
 import numpy as np
 
 from artist.elastic.applications import heterogeneous_applications
-from artist.elastic.cluster import ElasticCluster, PooledStepTimer, load_cluster
+from artist.elastic.cluster import CLUSTERS_DIR, ElasticCluster, PooledStepTimer, load_cluster
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
 from artist.policies.sia.scheduler import SiaScheduler
-from artist.shipped import TOPOLOGIES_DIR
 from artist.workload import load_models
 from artist.workload.traces.pollux import APPLICATIONS
 
 
 def small_cluster() -> ElasticCluster:
-    """One t4 machine and one a100 machine, each pool's links as topologies/sia-hetero-64.yaml."""
-    full = load_cluster(TOPOLOGIES_DIR / "sia-hetero-64.yaml")
+    """One t4 machine and one a100 machine, each pool's links as topologies/clusters/sia-hetero-64.yaml."""
+    full = load_cluster(CLUSTERS_DIR / "sia-hetero-64.yaml")
     pools = [p for p in full.pools if p.gpu_type in ("t4", "a100")]
     import dataclasses
     pools = [dataclasses.replace(p, topology=dataclasses.replace(p.topology, machines_per_rack=1)) for p in pools]

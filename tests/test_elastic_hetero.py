@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from artist.elastic.applications import SIA_DIR, heterogeneous_applications
-from artist.elastic.cluster import PooledStepTimer, load_cluster
+from artist.elastic.cluster import CLUSTERS_DIR, PooledStepTimer, load_cluster
 from artist.elastic.simulation import PROFILE_BATCHES, PROFILE_ITERATIONS, ElasticJobSpec, ElasticSimulation
 from artist.errors import InputError
 from artist.shipped import TOPOLOGIES_DIR
 from artist.workload import load_models
 from artist.workload.traces.pollux import APPLICATIONS
 
-SIA64 = TOPOLOGIES_DIR / "sia-hetero-64.yaml"
+SIA64 = CLUSTERS_DIR / "sia-hetero-64.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_sia_mix_is_6_t4_3_rtx_2_a100_nodes(cluster):
     seen = cluster.virtual(4)   # Pollux's view in Sia's artifact: 8-GPU machines as two 4-GPU nodes
     assert seen.capacity == [4] * 16 and seen.gpus == 64
     assert [(n.pool, n.machine) for n in seen.nodes[6:8]] == [(1, 0), (1, 0)]
-    hetero = load_cluster(TOPOLOGIES_DIR / "dally-hetero.yaml")
+    hetero = load_cluster(CLUSTERS_DIR / "dally-hetero.yaml")
     assert hetero.gpus == 2 * 64 + 2 * 64 + 2 * 64 and set(hetero.gpu_types) == {"a100", "rtx", "t4"}
     assert load_cluster(TOPOLOGIES_DIR / "pollux-t4.yaml", "t4").capacity == [4] * 16
 
@@ -159,11 +159,39 @@ def test_a_mixed_allocation_is_run_on_its_dominant_type_in_the_loop(cluster, tim
             row[0], row[6] = 4, 4
             return {j.job_id: row.copy() for j in jobs}
     apps = {"cifar10": heterogeneous_applications()["cifar10"]}
-    sim = ElasticSimulation(cluster.capacity, cluster.node_types, [ElasticJobSpec("c", 0.0, "cifar10", batch=512)], apps,
-                            timer, Mixed())
+    job = ElasticJobSpec("c", 0.0, "cifar10", batch=512)
+    sim = ElasticSimulation(cluster.capacity, cluster.node_types, [job], apps, timer, Mixed())
     job = sim.run().jobs[0]
     assert job.gpu_type == "rtx" and job.agent is job.agents["rtx"] and job.agents["t4"].most_gpus == 0
     assert job.agents["rtx"].most_gpus == 8
     assert job.progress.progress == pytest.approx(job.app.replay.total_progress)
     pollux, seen = POLICIES["pollux"].build(cluster, 0, RunContext({}, []), pop_size=4, generations=2)
     assert list(pollux.capacity) == [4] * 16 and seen.gpus == 64   # Pollux sees 4-GPU nodes (Sia's artifact)
+
+
+# Per pool, facts from the sources the cluster files cite (bytes/s per GPU port, per direction).
+PCIE3_X16 = 8e9 * 16 * 128 / 130 / 8          # 8 GT/s x 16 lanes, 128b/130b
+CLUSTER_FACTS = {
+    "sia-hetero-64": {   # Sia section 5 + draft section 4; artifact simulator_config.py
+        "t4": dict(machines=6, gpus_per_machine=4, machine_Bps=PCIE3_X16, rack_Bps=50e9 / 4 / 8),
+        "rtx": dict(machines=3, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=50e9 / 8 / 8),
+        "a100": dict(machines=2, gpus_per_machine=8, machine_Bps=600e9 / 2, rack_Bps=1.6e12 / 8 / 8),
+    },
+    "dally-hetero": {    # Dally's DGX A100 racks; PCIe servers on Dally's spine (ours)
+        "a100": dict(machines=16, gpus_per_machine=8, machine_Bps=600e9 / 2, rack_Bps=400e9 / 8),
+        "rtx": dict(machines=16, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
+        "t4": dict(machines=32, gpus_per_machine=4, machine_Bps=PCIE3_X16, rack_Bps=50e9 / 4 / 8),
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTER_FACTS))
+def test_cluster_files_match_their_sources(name):
+    cl = load_cluster(CLUSTERS_DIR / f"{name}.yaml")
+    assert sorted(CLUSTERS_DIR.glob("*.yaml")) == [CLUSTERS_DIR / f"{n}.yaml" for n in sorted(CLUSTER_FACTS)]
+    for pool in cl.pools:
+        facts, topo = CLUSTER_FACTS[name][pool.gpu_type], pool.topology
+        assert topo.machines == facts["machines"] and topo.gpus_per_machine == facts["gpus_per_machine"]
+        assert topo.machine.bytes_per_second == pytest.approx(facts["machine_Bps"])
+        assert topo.rack.bytes_per_second == pytest.approx(facts["rack_Bps"])
+        assert topo.source and all(t.source for t in (topo.machine, topo.rack, topo.spine))

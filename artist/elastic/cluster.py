@@ -20,9 +20,9 @@ mixed-type allocation (only a heterogeneity-unaware policy makes one: Pollux) is
 does, collapsed to its dominant type (artist/elastic/simulation.py): that type's compute, and its GPUs on
 the other pools' machines laid out as extra machines of the dominant pool (a stated approximation).
 
-A cluster file (topologies/sia-hetero-64.yaml) has `name`, `source` and `pools: [{gpu_type, topology}]`
-where topology is a mapping in the topology-file schema or the name of a shipped topology file. A
-plain topology file is a one-pool cluster whose GPU type is given by the caller.
+A cluster file (topologies/clusters/, e.g. sia-hetero-64.yaml) has `name`, `source` and
+`pools: [{gpu_type, topology}]` where topology is a mapping in the topology-file schema or the name of a
+shipped topology file. A plain topology file is a one-pool cluster whose GPU type is given by the caller.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from artist.topology import Topology
 from artist.workload import ModelProfile
 from artist.yamlio import Fields, load_yaml_mapping
 
+CLUSTERS_DIR = TOPOLOGIES_DIR / "clusters"   # cluster files (not topologies: kept apart from topologies/*.yaml)
 MAX_POOLS = 64  # far above any cluster of the papers (Sia's widest has 6 types); bounds a bad file
 
 
