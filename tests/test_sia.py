@@ -233,3 +233,16 @@ def test_sia_runs_jobs_on_one_type_and_is_deterministic():
     second, _ = small_hetero_run()
     assert first == second
     assert types_seen and all(len(t) == 1 for t in types_seen)   # never a mixed-type allocation
+
+
+def test_with_profiles_the_gpu_cap_is_shared_across_types():
+    """A job that held 8 GPUs on A may take up to 16 on B too once it is bootstrapped ([A]); 2 x 1 otherwise."""
+    spec = ElasticSpec(initial_batch=256, max_batch=4096, fixed_batch=4096,
+                       local_batch={"A": LocalBatchLimit(8, 256), "B": LocalBatchLimit(8, 256)})
+    pa = ThroughputParams(0.02, 0.001, 0.01, 0.002, 0.05, 0.004, 1.0)
+    shapes = {"A": TypeShape(4, 8), "B": TypeShape(4, 8)}
+    agents = {"A": _agent(spec, "A", pa, 8), "B": _agent(spec, "B", pa, 1)}
+    with_profile = job_options(0, _view(agents, {"A": {256: 0.4}, "B": {256: 0.5}}), shapes, configurations(shapes), P)
+    assert max(o.config.gpus for o in with_profile if o.config.gpu_type == "B") == 16
+    without = job_options(0, _view(agents, {}), shapes, configurations(shapes), P)
+    assert max(o.config.gpus for o in without if o.config.gpu_type == "B") == 2

@@ -9,9 +9,11 @@ An option is a configuration with the GPUs it takes from its type's pool (its fo
     r_i = max(T_i - N_i S_i, 0) / (T_i + S_i)    (T age, N restarts so far, S restart seconds; 1 while T < S)
 
 Job classes: adaptive and strong-scaling jobs (fixed batch: throughput as goodput) may take any
-configuration of C with min GPUs <= GPUs <= the agent's cap (2 x the most GPUs it has held on that type,
-Sia's scale-up rule); a rigid job takes exactly its n GPUs on one type: one option per type, on one node
-if n fits one (a partial node), else on ceil(n / R) whole nodes (the footprint counts the whole nodes:
+configuration of C with min GPUs <= GPUs <= the cap (Sia's scale-up rule: 2 x the most GPUs the job has
+held on that type; with the 1-GPU profiles, i.e. bootstrapping, the largest of these over the types, as the
+artifact shares max_replicas across types when it projects throughputs); a rigid job takes exactly its
+n GPUs on one type: one option per type, on one node if n fits one (a partial node), else on ceil(n / R)
+whole nodes (the footprint counts the whole nodes:
 ours, so that the placement guarantee holds), with N_min = n (the reconstructed rigid term of the draft).
 Options of value 0 (nothing fits, or beyond the cap) are not options at all: the artifact sets them to
 1e-4, whose power (100 for p = -0.5) no solution of the ILP ever picks, so the answer is the same.
@@ -65,8 +67,10 @@ def job_candidates(view, shapes: Mapping[str, TypeShape], configs: Sequence[Conf
             out.append((Configuration(t, nodes, n), n if nodes == 1 else nodes * shape.gpus_per_node))
         return out
     low = max(int(view.min_gpus), 1)
-    return [(c, c.gpus) for c in configs
-            if low <= c.gpus <= view.agents[c.gpu_type].max_gpus]
+    caps = {t: a.max_gpus for t, a in view.agents.items()}
+    if view.profile:   # bootstrapping: one cap for every type, the largest ([A] share_max_replicas)
+        caps = dict.fromkeys(caps, max(caps.values()))
+    return [(c, c.gpus) for c in configs if low <= c.gpus <= caps[c.gpu_type]]
 
 
 def job_options(i: int, view, shapes: Mapping[str, TypeShape], configs: Sequence[Configuration],
