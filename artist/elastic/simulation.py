@@ -11,6 +11,17 @@ agent is told what the job measured: the iteration time, one pass's compute time
 gradient statistics of the current epoch (what the job's own noise-scale estimator reports). The agents
 and the scheduler see nothing else: not the StepTimer, not the network model, not the tables.
 
+Several GPU types (Sia, artist/elastic/cluster.py): `gpu_type` may be one type per node instead of one
+name. A job then runs on one type at a time: the type of its allocation, or for a mixed-type allocation
+(which only a heterogeneity-unaware policy makes) the type holding most of its GPUs, ties to the faster
+type (Sia's artifact's rule for Pollux on a mixed cluster). Each job has one PolluxAgent per type (its
+per-(job, type) throughput model); the JobView carries them all (`agents`), with `agent` the current
+type's. With `profiling` (default: the scheduler's `wants_profiles`), a new job is first profiled on one
+GPU of every type at PROFILE_BATCHES local batches (Sia section 3.2), the measured iteration times go to
+that type's agent and to the view (`profile`), and the GPU time is charged to the job. `node_machines`
+(optional) names the physical machine of every node, so virtual nodes of one machine count as one node
+for the agents' models.
+
 This is not artist/simulator.py (exact events, rigid jobs); elastic jobs are not in that loop yet.
 """
 
@@ -30,6 +41,13 @@ from artist.elastic.spec import ElasticSpec, split_batch
 from artist.policies.pollux.agent import PolluxAgent
 from artist.policies.pollux.scheduler import JobView, PolluxScheduler
 
+# Sia's 1-GPU profiling per type (section 3.2: "typically 10 batch sizes", < 20 GPU-seconds per type):
+# PROFILE_BATCHES local batches, geometric from the type's smallest to its largest; each is charged
+# PROFILE_ITERATIONS iterations (ours, an estimate that lands within the paper's budget for most models).
+PROFILE_BATCHES = 10
+PROFILE_ITERATIONS = 3
+# Ties of a mixed allocation go to the faster type (Sia's artifact: a100 > quad > rtx > t4); others after.
+FASTER_TYPES = ("a100", "quad", "rtx", "t4")
 ROUND_SECONDS = 60.0          # Pollux's scheduling interval (paper section 5; digest 1.4)
 MAX_ROUNDS = 1_000_000        # a run that has not finished by then is refused, not looped forever
 
@@ -42,7 +60,8 @@ class StepTimer(Protocol):
 @dataclass(frozen=True)
 class ElasticJobSpec:
     """A job of the workload. gpus and batch: a rigid baseline's fixed configuration (the artifact
-    workloads' TunedJobs columns); 0: the job is elastic (Pollux picks both)."""
+    workloads' TunedJobs columns); batch alone: a fixed batch whose GPU count the policy picks (Sia's
+    strong-scaling class); 0: the job is elastic (Pollux picks both)."""
     job_id: str
     arrival: float
     app: str
@@ -68,6 +87,15 @@ class ElasticJob:
     finish: float | None = None
     # per round it held GPUs: (time, GPUs, total batch, statistical efficiency at the round's start)
     gpu_rounds: list[tuple[float, int, int, float]] = field(default_factory=list)
+    gpu_type: str = ""            # the type it runs on (or last ran on; pending: the first type)
+    agents: dict[str, PolluxAgent] = field(default_factory=dict)   # per GPU type
+    profile: dict[str, dict[int, float]] = field(default_factory=dict)  # type -> {m: 1-GPU iteration s}
+    profile_gpu_seconds: float = 0.0
+
+    @property
+    def category(self) -> str:
+        """Sia's job classes: rigid (GPUs and batch fixed), strong (batch fixed), adaptive."""
+        return "rigid" if self.spec.gpus else "strong" if self.spec.batch else "adaptive"
 
     @property
     def gpus(self) -> int:
@@ -90,15 +118,31 @@ class ElasticResult:
         return {"jobs": len(self.jobs), "avg_jct_h": float(jct.mean() / 3600),
                 "p99_jct_h": float(np.percentile(jct, 99) / 3600), "makespan_h": self.makespan / 3600,
                 "avg_restarts": float(np.mean([j.progress.restarts for j in self.jobs])),
-                "policy_s_median": float(np.median(self.policy_seconds)) if self.policy_seconds else 0.0}
+                "policy_s_median": float(np.median(self.policy_seconds)) if self.policy_seconds else 0.0,
+                "policy_s_p95": float(np.percentile(self.policy_seconds, 95)) if self.policy_seconds else 0.0,
+                "gpu_h_per_job": float(np.mean([j.attained + j.profile_gpu_seconds for j in self.jobs]) / 3600)}
 
 
 class ElasticSimulation:
-    def __init__(self, capacity: Sequence[int], gpu_type: str, jobs: Sequence[ElasticJobSpec],
+    def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
-                 scheduler: PolluxScheduler | Allocator, round_seconds: float = ROUND_SECONDS):
+                 scheduler: PolluxScheduler | Allocator, round_seconds: float = ROUND_SECONDS,
+                 node_machines: Sequence | None = None, profiling: bool | None = None):
         self.capacity = np.asarray(capacity, dtype=int)
-        self.gpu_type, self.timer, self.scheduler = gpu_type, timer, scheduler
+        if isinstance(gpu_type, str):
+            self.node_types = [gpu_type] * len(self.capacity)
+        else:
+            self.node_types = [str(t) for t in gpu_type]
+            if len(self.node_types) != len(self.capacity):
+                raise ValueError(f"{len(self.node_types)} node GPU types for {len(self.capacity)} nodes")
+        self.gpu_types = list(dict.fromkeys(self.node_types))
+        self.gpu_type = self.gpu_types[0]   # the one-type loop's name (first type of a mixed cluster)
+        self.node_machines = list(range(len(self.capacity))) if node_machines is None else list(node_machines)
+        if len(self.node_machines) != len(self.capacity):
+            raise ValueError(f"{len(self.node_machines)} node machines for {len(self.capacity)} nodes")
+        self._type_of_node = np.array([self.gpu_types.index(t) for t in self.node_types])
+        self.profiling = bool(getattr(scheduler, "wants_profiles", False)) if profiling is None else profiling
+        self.timer, self.scheduler = timer, scheduler
         self.round_seconds = float(round_seconds)
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
@@ -107,8 +151,12 @@ class ElasticSimulation:
         for j in self.pending:
             if j.app not in apps:
                 raise ValueError(f"job {j.job_id}: unknown application {j.app!r}")
-            if j.gpus < 0 or j.batch < 0 or bool(j.gpus) != bool(j.batch):
-                raise ValueError(f"job {j.job_id}: a rigid job needs both gpus and batch >= 1 (elastic: neither)")
+            if j.gpus < 0 or j.batch < 0 or (j.gpus and not j.batch):
+                raise ValueError(f"job {j.job_id}: a rigid job needs both gpus and batch >= 1 (a fixed-batch job "
+                                 f"the batch only; elastic: neither)")
+            missing = [t for t in self.gpu_types if t not in apps[j.app][0].compute]
+            if missing:
+                raise ValueError(f"job {j.job_id}: {j.app} has no compute table for {', '.join(missing)}")
         self.apps = apps
         self.active: list[ElasticJob] = []
         self.done: list[ElasticJob] = []
@@ -118,14 +166,49 @@ class ElasticSimulation:
         if spec.batch:
             # a rigid job: its own batch, efficiency from the measured statistics at that batch
             elastic = dataclasses.replace(elastic, fixed_batch=spec.batch)
-        return ElasticJob(spec, app, elastic, PolluxAgent(elastic, self.gpu_type),
-                          ElasticProgress(app.replay, elastic.restart_seconds), np.zeros(len(self.capacity), int))
+        agents = {t: PolluxAgent(elastic, t) for t in self.gpu_types}
+        job = ElasticJob(spec, app, elastic, agents[self.gpu_type],
+                         ElasticProgress(app.replay, elastic.restart_seconds), np.zeros(len(self.capacity), int),
+                         gpu_type=self.gpu_type, agents=agents)
+        if self.profiling:
+            self._profile(job)
+        return job
+
+    def _profile(self, job: ElasticJob) -> None:
+        """Sia's 1-GPU profile of every type: iteration times at PROFILE_BATCHES local batches, told to
+        that type's agent; the GPU time is the job's."""
+        sqr, var = job.app.replay.grad_stats(float(job.app.replay.batches[0]), 0)
+        one = np.zeros(len(self.capacity), int)
+        for t in self.gpu_types:
+            limit = job.elastic.limit(t)
+            node = int(np.flatnonzero(self._type_of_node == self.gpu_types.index(t))[0])
+            one[:] = 0
+            one[node] = 1
+            batches = np.unique(np.round(np.geomspace(limit.min_local, limit.max_local, PROFILE_BATCHES)).astype(int))
+            job.profile[t] = {}
+            for m in batches:
+                iter_s, _ = self.timer.seconds(job.spec.app, t, one, int(m), 0)
+                job.profile[t][int(m)] = iter_s
+                job.profile_gpu_seconds += PROFILE_ITERATIONS * iter_s
+                job.agents[t].observe(1, 1, int(m), 0, iter_s, None, sqr, var)
+
+    def _machines(self, alloc: np.ndarray) -> int:
+        """Physical machines an allocation spans (virtual nodes of one machine count once)."""
+        return len({self.node_machines[i] for i in np.flatnonzero(alloc)})
+
+    def _type_of(self, alloc: np.ndarray) -> str:
+        """The type holding most of the allocation's GPUs; ties to the faster type."""
+        per_type = np.bincount(self._type_of_node, weights=alloc, minlength=len(self.gpu_types))
+        rank = {t: (FASTER_TYPES.index(t) if t in FASTER_TYPES else len(FASTER_TYPES) + i)
+                for i, t in enumerate(self.gpu_types)}
+        best = max(range(len(self.gpu_types)), key=lambda i: (per_type[i], -rank[self.gpu_types[i]]))
+        return self.gpu_types[best]
 
     def _tune(self, job: ElasticJob) -> None:
         """(m, s) for the job's allocation: the agent's best by its model, or, before it has one, the
         smallest batch the GPUs can run (the artifact's start: M0 or K x min local batch)."""
-        k, nodes = job.gpus, int(np.count_nonzero(job.alloc))
-        limit = job.elastic.limit(self.gpu_type)
+        k, nodes = job.gpus, self._machines(job.alloc)
+        limit = job.elastic.limit(job.gpu_type)
         cfg = job.agent.goodput(nodes, k) if job.elastic.fixed_batch is None else None
         if cfg is not None:
             m, s = cfg.local_batch, cfg.accum_steps
@@ -146,7 +229,7 @@ class ElasticSimulation:
     def _run_round(self, job: ElasticJob, start: float) -> None:
         left = self.round_seconds
         while left > 1e-9 and not job.progress.done:
-            iter_s, compute_s = self.timer.seconds(job.spec.app, self.gpu_type, job.alloc, job.local_batch,
+            iter_s, compute_s = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch,
                                                    job.accum_steps)
             restarting = job.progress.restart_left > 0
             epoch = job.progress.epoch
@@ -155,7 +238,7 @@ class ElasticSimulation:
             left -= used
             if not restarting and used > 0:
                 sqr, var = job.app.replay.grad_stats(self._replay_batch(job), min(epoch, job.app.replay.epochs - 1))
-                job.agent.observe(int(np.count_nonzero(job.alloc)), job.gpus, job.local_batch, job.accum_steps,
+                job.agent.observe(self._machines(job.alloc), job.gpus, job.local_batch, job.accum_steps,
                                   iter_s, compute_s if job.accum_steps else None, sqr, var)
             if job.progress.done:
                 job.finish = start + (self.round_seconds - left)
@@ -179,7 +262,10 @@ class ElasticSimulation:
                 continue
             views = [JobView(j.spec.job_id, j.agent, j.alloc.copy(), age=now - j.spec.arrival,
                              restarts=j.progress.restarts, attained=j.attained, submitted=j.spec.arrival,
-                             min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus)
+                             min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus, agents=j.agents,
+                             gpu_type=j.gpu_type, restarting=j.progress.restart_left > 0,
+                             restart_seconds=j.elastic.restart_seconds, category=j.category,
+                             batch_wanted=j.spec.batch, profile=j.profile)
                      for j in self.active]
             started = wallclock.perf_counter()
             wanted = self.scheduler.allocate(views)
@@ -189,6 +275,8 @@ class ElasticSimulation:
                 if not np.array_equal(new, job.alloc):
                     job.alloc = new
                     if new.sum() > 0:
+                        job.gpu_type = self._type_of(new)
+                        job.agent = job.agents[job.gpu_type]
                         job.progress.resize()
                         self._tune(job)
             for job in self.active:

@@ -67,6 +67,14 @@ class JobView:
     submitted: float
     min_gpus: int = 0
     gpus_wanted: int = 0     # a rigid baseline's fixed GPU count (Pollux ignores it)
+    # Several GPU types (artist/elastic/cluster.py; Sia reads these, Pollux only `agent`):
+    agents: dict | None = None      # GPU type -> that type's PolluxAgent of the job (None: one type)
+    gpu_type: str = ""              # the type the job runs on (or last ran on)
+    restarting: bool = False        # mid checkpoint-restart now
+    restart_seconds: float = 0.0    # its restart delay
+    category: str = "adaptive"      # adaptive | rigid | strong
+    batch_wanted: int = 0           # a rigid or strong-scaling job's fixed total batch
+    profile: dict | None = None     # GPU type -> {local batch: 1-GPU iteration seconds} (Sia's profiling)
 
 
 class _Speedups:
