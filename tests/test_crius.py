@@ -307,9 +307,8 @@ def test_shipped_sweep_spec_reads():
     assert spec["cluster"] == "crius-1280" and spec["depth"] == 3
 
 
-def test_gavel_baseline_or_its_refusal():
-    """With the Gavel module (issue 18g) in the checkout: Gavel places jobs at their own N_G on any type,
-    within every type's GPUs. Without it: the baseline refuses in one line naming the missing module."""
+def test_gavel_baseline_places_jobs_at_their_own_count_within_capacity():
+    """Gavel (artist/policies/gavel/) places jobs at their own N_G on any type, within every type's GPUs."""
     from artist.policies.crius.catalogue import Catalogue
     from artist.policies.crius.simulation import make_policy
     from artist.policies.crius.workload import crius_jobs
@@ -317,12 +316,6 @@ def test_gavel_baseline_or_its_refusal():
     pools = crius_cluster("crius-testbed")
     capacity = {t: p.gpus for t, p in pools.items()}
     cat = Catalogue(pools)
-    try:
-        import artist.policies.gavel.lp  # noqa: F401
-    except ImportError:
-        with pytest.raises(ValueError, match="needs the Gavel module"):
-            make_policy("gavel", cat, capacity)
-        return
     gavel = make_policy("gavel", cat, capacity)
     jobs = [JobRun(s) for s in crius_jobs(pools, cat, count=12, seed=5, arrivals_per_hour=100)]
     state = gavel.decide(jobs, 0.0)

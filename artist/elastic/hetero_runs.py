@@ -8,9 +8,8 @@ and benchmarks/sia_sweep.py.
 - pollux: PolluxScheduler (p, delta, pop_size, generations) on 4-GPU virtual nodes, as Sia's artifact runs
           Pollux on a mixed cluster (8-GPU machines shown as two 4-GPU nodes; a mixed-type allocation runs
           on its dominant type, artist/elastic/simulation.py); jobs elastic
-- gavel:  GavelPolicy of artist/policies/gavel/ (helper issue18g's branch; refused with a clear message
-          until it is merged) with its IsolatedProfiler; jobs "both" (the workload's TunedJobs GPU count
-          and batch); its own round length (360 s) through the allocator's `round_seconds`
+- gavel:  GavelPolicy of artist/policies/gavel/ with its IsolatedProfiler; jobs "both" (the workload's
+          TunedJobs GPU count and batch); its own round length (360 s) through the allocator's `round_seconds`
 The context gives a builder the applications, the jobs and a step timer for the cluster it will see.
 """
 
@@ -57,11 +56,9 @@ def _pollux(cluster: ElasticCluster, seed: int, ctx: RunContext, p: float = -1.0
 
 def _gavel(cluster: ElasticCluster, seed: int, ctx: RunContext, objective: str = "max_sum_throughput",
            tuned_jobs: bool = True):
-    try:
-        from artist.elastic.profiling import IsolatedProfiler
-        from artist.policies.gavel.policy import GavelPolicy
-    except ImportError:
-        raise ValueError("policy gavel: artist/policies/gavel/ is not on this branch (helper issue18g)") from None
+    from artist.elastic.profiling import IsolatedProfiler
+    from artist.policies.gavel.policy import GavelPolicy
+
     if tuned_jobs is not True:
         raise ValueError("policy gavel: only TunedJobs (the workload's GPU count and batch) is wired")
     profiler = IsolatedProfiler(ctx.timer_for(cluster), ctx.apps, ctx.jobs,

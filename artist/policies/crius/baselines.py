@@ -18,9 +18,9 @@ only Gavel does, and it comes from the Gavel module (see below).
 A new baseline is a subclass of _Baseline with `name` and decide(jobs, now) -> {job id: (type, count)}
 for every job that should run (jobs: those not finished whose profiles are done; `every_round = True`
 to be asked every 5-minute round, as a round-based policy like Gavel needs), added to BASELINES.
-Gavel (heterogeneity-aware, no count scaling) plugs in as such a class once the Gavel module
-(artist/policies/gavel/, helper issue18g: throughput matrix in, allocation out) is merged: its matrix is
-dp_view(job, type, N_G) per job, its answer the type per job at N_G (see gavel.py).
+Gavel (heterogeneity-aware, no count scaling) is such a class over the Gavel module (artist/policies/gavel/:
+throughput matrix in, allocation out): its matrix is dp_view(job, type, N_G) per job, its answer the type
+per job at N_G (see gavel.py).
 """
 
 from __future__ import annotations

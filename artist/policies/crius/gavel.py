@@ -6,9 +6,6 @@ different models weigh alike) and realises the time fractions X with round lease
 which type this round). As Crius runs its baselines, the matrix is the DP-profiled throughput at the
 user's N_G (catalogue.dp_view), 0 where no plan fits; the job then runs its full-search plan. Rounds are
 Crius' 5 minutes here (Gavel's own are 6 minutes), so decide() is called every round.
-
-The Gavel module is another helper's work (issue 18g); without it in the checkout this baseline refuses
-to start with one line saying so.
 """
 
 from __future__ import annotations
@@ -25,12 +22,9 @@ class Gavel(_Baseline):
 
     def __init__(self, catalogue, capacity: dict[str, int]):
         super().__init__(catalogue, capacity)
-        try:
-            from artist.policies.gavel.lp import max_sum_throughput
-            from artist.policies.gavel.rounds import RoundLeases
-        except ImportError:
-            raise ValueError("policy gavel needs the Gavel module (artist/policies/gavel/, issue 18g), which is "
-                             "not in this checkout") from None
+        from artist.policies.gavel.lp import max_sum_throughput
+        from artist.policies.gavel.rounds import RoundLeases
+
         self._solve = max_sum_throughput
         self.leases = RoundLeases()
 
