@@ -108,3 +108,15 @@ def test_fast_path_is_deterministic(worker):
     one = Ns3Model(DALLY, worker=worker).time({"a": step})["a"].node_seconds
     two = Ns3Model(DALLY, worker=worker).time({"a": step})["a"].node_seconds
     assert one == two
+
+
+def test_two_jobs_on_one_spine_uplink_are_co_simulated_by_ns3(worker):
+    """Co-simulation (several jobs in one run) where jobs share the racks' uplinks: ns-3 answers."""
+    per_machine, per_rack = DALLY.gpus_per_machine, DALLY.gpus_per_rack
+    a = StepGraph((Node(0, "all_reduce", group=(0, per_rack), nbytes=1_000_000),))
+    b = StepGraph((Node(0, "all_reduce", group=(per_machine, per_rack + per_machine), nbytes=1_000_000),))
+    fast, full = both(worker, {"a": a, "b": b})
+    for job in ("a", "b"):
+        assert fast[job].result.details["path"] == NS3
+        assert fast[job].node_seconds == full[job].node_seconds
+    assert fast["a"].result.packets > 0
