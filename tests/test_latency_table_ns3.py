@@ -10,6 +10,7 @@ ns-3 work to ~15 s on 2 cores; the full `--standard` set is a manual run:
 
 import csv
 import io
+import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -35,6 +36,9 @@ GOLDEN_SHAPES = ("[[2]]", "[[4]]", "[[8]]", "[[1,1]]", "[[2,2]]", "[[4],[4]]")
 # the transport options, a profile or the topology; 1e-6 leaves room only for floating-point
 # reassociation on the Python side.
 GOLDEN_RTOL = 1e-6
+# The golden table is a full packet run: checked with the message-level fast path off (its own check
+# against this table is test_fast_path_answers_are_within_1_percent_of_the_golden_packet_runs).
+PACKETS_ONLY = (("fast_path", False),)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +82,7 @@ def golden_cache(ns3_backend, tmp_path_factory):
 def measured_golden_rows(golden_cache):
     topology = load_topology(TOPOLOGY)
     models = list(load_models(TOY_MODELS).values())
-    spec = CommSpec("ns3", cache=str(golden_cache / "latency-cache.sqlite"))
+    spec = CommSpec("ns3", options=PACKETS_ONLY, cache=str(golden_cache / "latency-cache.sqlite"))
     return build_latency_table(topology, models, [parse_shape(s) for s in GOLDEN_SHAPES], spec)
 
 
@@ -98,7 +102,7 @@ def test_golden_ns3_table_holds(measured_golden_rows):
 def test_latency_table_check_against_ns3_golden_passes_and_catches_a_change(measured_golden_rows, golden_cache,
                                                                             tmp_path):
     argv = ["latency-table", "--backend", "ns3", "--topology", str(TOPOLOGY), "--models", str(TOY_MODELS),
-            "--cache-dir", str(golden_cache), "--rtol", str(GOLDEN_RTOL)]
+            "--cache-dir", str(golden_cache), "--rtol", str(GOLDEN_RTOL), "--no-fast-path"]
     for shape in GOLDEN_SHAPES:
         argv += ["--shape", shape]
     code, out, err = _cli([*argv, "--check", str(GOLDEN)])
@@ -120,13 +124,36 @@ def test_latency_table_check_against_ns3_golden_passes_and_catches_a_change(meas
     assert f"OUT OF TOLERANCE model={cells[0]} shape={cells[1]}" in out and "exposed_seconds" in out
 
 
+def test_fast_path_answers_are_within_1_percent_of_the_golden_packet_runs(ns3_backend, tmp_path):
+    """The default ns-3 backend answers these single-job rows at message level (no link is shared),
+    within 1 % of the packet runs the golden table recorded, and says so in the cache."""
+    topology = load_topology(TOPOLOGY)
+    cache = tmp_path / "latency-cache.sqlite"
+    run = build_latency_table(topology, list(load_models(TOY_MODELS).values()),
+                              [parse_shape(s) for s in GOLDEN_SHAPES], CommSpec("ns3", cache=str(cache)))
+    assert_latency_table(run.table, GOLDEN, rtol=0.01)
+    with pytest.raises(AssertionError):  # not the packet runs themselves: the fast path answered
+        assert_latency_table(run.table, GOLDEN, rtol=GOLDEN_RTOL)
+    import sqlite3
+
+    with sqlite3.connect(cache) as db:
+        paths = {json.loads(row[0])["details"]["path"] for row in db.execute("SELECT result_json FROM entries")}
+    assert paths == {"ns3-message-level"}
+
+
+def test_no_fast_path_is_refused_for_other_backends():
+    code, _, err = _cli(["latency-table", "--backend", "analytical", "--no-fast-path", "--shape", "[[2]]",
+                         "--topology", str(TOPOLOGY), "--models", str(TOY_MODELS), "--no-cache"])
+    assert code != 0 and "--no-fast-path" in err and "Traceback" not in err
+
+
 def test_parallel_ns3_table_in_joblib_workers_matches_the_golden_rows(ns3_backend, tmp_path):
     """--jobs 2: each joblib (loky) worker starts its own ns-3 worker. This used to fail twice
     over: the spawned ns-3 worker inherited the start method name 'loky' and died, and the
     resulting Ns3SimulationError could not be unpickled in the parent (BrokenProcessPool)."""
     out = tmp_path / "table.csv"
-    code, _, err = _cli(["latency-table", "--backend", "ns3", "--jobs", "2", "--no-cache", "--topology",
-                         str(TOPOLOGY), "--models", str(TOY_MODELS), "--model", "toy-one-bucket",
+    code, _, err = _cli(["latency-table", "--backend", "ns3", "--jobs", "2", "--no-cache", "--no-fast-path",
+                         "--topology", str(TOPOLOGY), "--models", str(TOY_MODELS), "--model", "toy-one-bucket",
                          "--shape", "[[2]]", "--shape", "[[1,1]]", "--out", str(out)])
     assert code == 0, err
     golden = read_table_csv(GOLDEN)

@@ -106,7 +106,7 @@ def toy_model() -> ModelProfile:
 def test_buckets_in_one_run_match_separate_collectives_and_overlap_rule(worker):
     model = toy_model()
     placement = placement_from_shape(DALLY, [[4, 4]])
-    comm = Ns3Model(DALLY, worker=worker)
+    comm = Ns3Model(DALLY, worker=worker, fast_path=False)  # ns-3 itself (tests/test_fastpath_*.py: the fast path)
     perf = as_perf_model(comm, DALLY)
     graph, compute = perf.graph(model, placement)
     timing = comm.time({"j": graph})["j"]
@@ -152,7 +152,8 @@ def test_ns3_answers_through_the_fabric_model_interface(worker):
     assert single.exposed_comm_seconds == 0.0 and single.comm.packets == 0
 
 
-def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--no-fast-path"]])
+def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_path, extra):
     from artist.cli import main
     from artist.network.ns3 import runner
 
@@ -161,13 +162,16 @@ def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_p
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
         code = main(["comm", "--topology", str(REPO / "topologies" / "dally-3tier.yaml"), "--model",
-                     str(REPO / "workloads" / "models" / "resnet18.yaml"), "--shape", "[[2]]", "--backend", "ns3"])
+                     str(REPO / "workloads" / "models" / "resnet18.yaml"), "--shape", "[[2]]", "--backend", "ns3",
+                     *extra])
     assert code == 0
     text = out.getvalue()
-    for label in ("raw seconds", "exposed seconds", "packets simulated", "wall seconds"):
+    for label in ("raw seconds", "exposed seconds", "packets simulated", "wall seconds", "answered by"):
         assert label in text
     packets = int(text.split("packets simulated")[1].split()[0])
-    assert packets > 0
+    path = text.split("answered by")[1].split()[0]
+    # [[2]] alone shares no link: the message-level fast path answers unless told not to
+    assert (path, packets > 0) == (("ns3", True) if extra else ("ns3-message-level", False))
 
 
 def test_hung_simulation_is_killed_by_the_watchdog_and_reported(worker):

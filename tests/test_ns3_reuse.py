@@ -21,6 +21,11 @@ DALLY = load_topology(REPO / "topologies" / "dally-3tier.yaml")
 TENSORS = (3_000_000, 1_000_000, 4_000_000, 2_000_000)  # 3 buckets of a 4 MB cap: 4 MB, 4 MB, 2 MB
 
 
+def packet_model(pool, **options):
+    """ns-3 answering every question itself (the fast path off): reuse is compared with full packet runs."""
+    return Ns3Model(DALLY, pool=pool, fast_path=False, **options)
+
+
 @pytest.fixture(scope="module")
 def pool():
     workers = Ns3Pool(size=2)
@@ -62,33 +67,33 @@ def test_overlap_means_a_shared_instant_of_busy_intervals():
 def test_composed_step_is_byte_identical_to_the_full_run(pool):
     profile = model("toy", 0.004)  # buckets ready 1-4 ms apart: the network is quiet between them
     for shape in ([[2, 2]], [[2], [2]]):
-        full, full_answer = step(Ns3Model(DALLY, pool=pool, exact_reuse=False), profile, shape)
-        composed, answer = step(Ns3Model(DALLY, pool=pool), profile, shape)
+        full, full_answer = step(packet_model(pool, exact_reuse=False), profile, shape)
+        composed, answer = step(packet_model(pool), profile, shape)
         assert composed.result.details.get("composed_from") == 3 and "composed_from" not in full.result.details
         assert answer == full_answer
         assert composed.result.details["simulated_end_seconds"] == full.result.details["simulated_end_seconds"]
 
 
 def test_a_second_model_with_the_same_buckets_simulates_nothing_and_matches_its_full_run(pool):
-    comm = Ns3Model(DALLY, pool=pool)
+    comm = packet_model(pool)
     step(comm, model("first", 0.004), [[2, 2]])
     simulated = comm.reuse.simulated
     _, answer = step(comm, model("second", 0.009), [[2, 2]])  # other compute, same bucket sizes
     assert comm.reuse.simulated == simulated and comm.reuse.reused >= 2
-    _, full_answer = step(Ns3Model(DALLY, pool=pool, exact_reuse=False), model("second", 0.009), [[2, 2]])
+    _, full_answer = step(packet_model(pool, exact_reuse=False), model("second", 0.009), [[2, 2]])
     assert answer == full_answer
 
 
 def test_collectives_alone_are_reused_from_the_latency_cache_by_another_process(pool, tmp_path):
     store = tmp_path / "cache.sqlite"
-    first = Cached(Ns3Model(DALLY, pool=pool), LatencyStore(store))
+    first = Cached(packet_model(pool), LatencyStore(store))
     step(first, model("first", 0.004), [[4]])
     assert first.inner.reuse.simulated == 2  # 4 MB and 2 MB
-    again = Cached(Ns3Model(DALLY, pool=pool), LatencyStore(store))  # a fresh model: its memory is empty
+    again = Cached(packet_model(pool), LatencyStore(store))  # a fresh model: its memory is empty
     _, answer = step(again, model("other", 0.006), [[4]])
     assert again.inner.reuse.simulated == 0 and again.inner.reuse.reused == 2
     assert LatencyStore(store).counters()["misses"] == 2  # the two steps; collectives alone are not questions
-    _, full_answer = step(Ns3Model(DALLY, pool=pool, exact_reuse=False), model("other", 0.006), [[4]])
+    _, full_answer = step(packet_model(pool, exact_reuse=False), model("other", 0.006), [[4]])
     assert answer[:2] == full_answer[:2]
 
 
@@ -98,13 +103,13 @@ def test_overlapping_collectives_fall_back_to_one_run(pool):
     graph = StepGraph((Node(0, "all_reduce", group=(0, 1), nbytes=4_000_000),
                        Node(1, "all_reduce", group=(2, 3), nbytes=4_000_000),
                        Node(2, "all_reduce", group=(0, 1, 2, 3), nbytes=1_000_000, deps=(0, 1))))
-    comm = Ns3Model(DALLY, pool=pool)
+    comm = packet_model(pool)
     timing = comm.time({"j": graph})["j"]
     assert comm.reuse.predicted_overlaps == 1 and comm.reuse.simulated == 0  # not even tried
     assert "composed_from" not in timing.result.details
     comm.reuse.likely_overlap = lambda *args: False  # tried anyway: ns-3's own times show the overlap
     assert comm.time({"j": graph})["j"].node_seconds == timing.node_seconds and comm.reuse.fallbacks == 1
-    full = Ns3Model(DALLY, pool=pool, exact_reuse=False).time({"j": graph})["j"]
+    full = packet_model(pool, exact_reuse=False).time({"j": graph})["j"]
     assert timing.node_seconds == full.node_seconds
 
 
@@ -116,8 +121,8 @@ def test_groups_of_different_sizes_compose_exactly(pool):
                        Node(2, "all_gather", group=(0, 8), nbytes=2_000_000, deps=(1,)),
                        Node(3, "compute", seconds=1e-4, deps=(2,), group=(0,)),
                        Node(4, "send_recv", group=(9, 1), nbytes=1_000_000, deps=(3,))))
-    composed = Ns3Model(DALLY, pool=pool).time({"j": graph})["j"]
-    full = Ns3Model(DALLY, pool=pool, exact_reuse=False).time({"j": graph})["j"]
+    composed = packet_model(pool).time({"j": graph})["j"]
+    full = packet_model(pool, exact_reuse=False).time({"j": graph})["j"]
     assert composed.result.details.get("composed_from") == 3
     assert (composed.node_seconds, composed.step_seconds, composed.result.packets) == \
         (full.node_seconds, full.step_seconds, full.result.packets)
@@ -125,15 +130,15 @@ def test_groups_of_different_sizes_compose_exactly(pool):
 
 def test_every_scheduler_gives_the_same_answer(pool):
     profile = model("toy", 0.001)
-    answers = {name: step(Ns3Model(DALLY, pool=pool, scheduler=name, exact_reuse=False), profile, [[2], [2]])[1]
+    answers = {name: step(packet_model(pool, scheduler=name, exact_reuse=False), profile, [[2], [2]])[1]
                for name in SCHEDULERS}
     assert len(set(answers.values())) == 1
     with pytest.raises(ValueError, match="unknown ns-3 scheduler"):
-        Ns3Model(DALLY, pool=pool, scheduler="fastest")
+        packet_model(pool, scheduler="fastest")
 
 
 def test_the_pool_answers_in_order_on_several_workers(pool):
-    comm = Ns3Model(DALLY, pool=pool, exact_reuse=False)
+    comm = packet_model(pool, exact_reuse=False)
     sizes = [4_000_000, 1_000_000, 2_000_000]
     placement = placement_from_shape(DALLY, [[1, 1]])
     one_by_one = [comm.collective_seconds(placement, b) for b in sizes]

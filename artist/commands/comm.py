@@ -59,6 +59,8 @@ def add_parser(sub) -> None:
     p.add_argument("--accelerate", action="store_true",
                    help="ns3 only: steady-state skipping for ring all-reduces (validated within 1%%, "
                         "see benchmarks/ns3_speed.py)")
+    p.add_argument("--no-fast-path", action="store_true",
+                   help="ns3 only: a full packet run even where no link is shared (no message-level fast path)")
     add_plan_arguments(p, in_comm=True)
     p.set_defaults(func=run)
 
@@ -129,12 +131,15 @@ def _spec(args) -> CommSpec:
     options = ()
     if args.backend == "ns3":
         options = (("accelerate", args.accelerate), ("transport", args.transport))
+        options += (("fast_path", False),) if args.no_fast_path else ()
     return CommSpec(args.backend, args.algorithm, args.channels, options, calibration_path(args.calibration),
                     cache_path_from_args(args)).resolved()
 
 
 def _provenance_lines(comm, spec: CommSpec) -> None:
     print(f"packets simulated    {comm.packets}")
+    if "path" in comm.details:  # ns3: a packet run, or the message-level fast path (no link shared)
+        print(f"answered by          {comm.details['path']}")
     print(f"wall seconds         {comm.wall_seconds:.3f}")
     print(f"answered from cache  {'yes' if comm.cache_hit else 'no' if spec.cache else 'cache off'}")
 

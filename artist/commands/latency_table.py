@@ -32,6 +32,8 @@ def add_parser(sub) -> None:
                    help="placement shape as racks of per-machine GPU counts, e.g. '[[4,4],[8]]' (repeatable)")
     p.add_argument("--standard", action="store_true", help=f"the standard shape set: {standard}")
     add_network_arguments(p)
+    p.add_argument("--no-fast-path", action="store_true",
+                   help="ns3: every row a full packet run (no message-level fast path where no link is shared)")
     p.add_argument("--jobs", type=integer(1, MAX_WORKERS, allow=(-1,)), default=1,
                    help="parallel workers (joblib; -1: all cores)")
     p.add_argument("--out", default=None, help="write the table here (default: standard output unless --check)")
@@ -152,8 +154,11 @@ def run(args) -> int:
     if out is not None:
         writable_dir(out.parent if str(out.parent) else ".", "--out")
     cache_path = cache_path_from_args(args)
-    spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
-                    cache=cache_path)
+    if args.no_fast_path and args.backend != "ns3":
+        raise InputError("command line", "--no-fast-path", "only with --backend ns3")
+    options = (("fast_path", False),) if args.no_fast_path else ()
+    spec = CommSpec(args.backend, args.algorithm, args.channels, options,
+                    calibration=calibration_path(args.calibration), cache=cache_path)
     check_calibration(spec.calibration, topology, spec)
     if spec.calibration:
         from artist.calibration import load_profile

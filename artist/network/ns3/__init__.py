@@ -34,6 +34,14 @@ collective is simulated for its first max(steady_steps, 2P + 2) steps only and t
 remaining steps are extrapolated by repeating the last P increments. With one FIFO
 connection per (sender, channel) the truncation cannot change the simulated steps.
 benchmarks/ns3_speed.py checks it against full runs (goal < 1 %).
+
+Fast path (fast_path=True, the default): before every run, artist/network/fastpath's rule looks at
+the engine input; where no link is shared by two transfers in flight at once (and the window
+cannot limit), the message-level model times the same input in place of ns-3 (within 0.1 % of the
+packet run on the cases checked; README "Fast path"). Every answer says which path answered:
+details["path"] is "ns3" or "ns3-message-level" (answers cached before this option existed are
+packet runs: they carry no "path"). With fast_path=False the identity, and so every cache key, is
+the one of the packet runs before the option existed.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
 from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
+from artist.network import fastpath
 from artist.network.links import path
 from artist.network.ns3.builder import EngineCollective, build_engine_input
 from artist.network.ns3.reuse import ExactReuse
@@ -120,7 +129,8 @@ class Ns3Model:
                  latency: StartupLatency = StartupLatency(), transport: str = "window",
                  accelerate: bool = False, steady_steps: int = 24, timeout_s: float = 600.0,
                  worker: Ns3Worker | None = None, debug_hang: bool = False, exact_reuse: bool = True,
-                 scheduler: str = "priority", pool: Ns3Pool | None = None, **transport_options):
+                 scheduler: str = "priority", pool: Ns3Pool | None = None, fast_path: bool = True,
+                 **transport_options):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
         if channels < 1:
@@ -146,6 +156,7 @@ class Ns3Model:
         # Exact reuse (reuse.py): a step composed from its collectives run alone, byte-identical to one run.
         self.reuse = ExactReuse() if exact_reuse else None
         self.debug_hang = debug_hang  # test hook: the run never ends (watchdog test)
+        self.fast_path = fast_path  # message-level answers where no link is shared (artist/network/fastpath)
         self._memo: dict = {}
 
     # ---- identity -------------------------------------------------------------
@@ -156,32 +167,43 @@ class Ns3Model:
             "engine_version": info["engine_version"], "algorithm": self.algorithm, "channels": self.channels,
             "latency": asdict(self.latency), "transport": asdict(self.transport),
             "accelerate": {"steady_steps": self.steady_steps} if self.accelerate else False,
+            # only when on: with it off, keys stay those of the packet runs cached before it existed
+            **({"fast_path": {"model": "message-level", "version": fastpath.FASTPATH_VERSION}}
+               if self.fast_path else {}),
         }
 
     # ---- running --------------------------------------------------------------
     def _canonical(self, placement: Placement) -> Placement:
         return fabric_form(placement)[1]
 
-    def run(self, collectives: Sequence[EngineCollective], label: str) -> dict:
+    def run(self, collectives: Sequence[EngineCollective], label: str, ei=None, try_fast_path: bool = True) -> dict:
         """Run collectives and timers in one ns-3 run (label names the question in errors).
 
         Returns the worker's result plus per-collective seconds, after checking that every
         GPU received and sent exactly the bytes its schedules say (one pass over the transfers)."""
-        request, ei = self.request(collectives)
+        ei = build_engine_input(self.topology, collectives, self.latency) if ei is None else ei
         started = time.perf_counter()
-        res = self.worker.run(request, self.timeout_s, label)
+        res = self._run_fast_path(ei) if try_fast_path and self.fast_path and not self.debug_hang else None
+        if res is not None:
+            res["wall_seconds"] = time.perf_counter() - started
+            return res
+        res = self.worker.run(self._request_of(ei), self.timeout_s, label)
         res["wall_seconds"] = time.perf_counter() - started
         return self.check_result(res, ei, label)
+
+    def _request_of(self, ei) -> dict:
+        return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
+                "scheduler": SCHEDULERS[self.scheduler], **asdict(self.transport)}
 
     def request(self, collectives: Sequence[EngineCollective]):
         """(the worker's request, the engine input it was built from) for one ns-3 run."""
         ei = build_engine_input(self.topology, collectives, self.latency)
-        return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
-                "scheduler": SCHEDULERS[self.scheduler], **asdict(self.transport)}, ei
+        return self._request_of(ei), ei
 
     def check_result(self, res: dict, ei, label: str, worker: Ns3Worker | None = None) -> dict:
         """The answering worker's versions (default: self.worker's) and byte conservation checked;
-        per-collective seconds and sizes added."""
+        per-collective seconds and sizes added; the answer marked as ns-3's own."""
+        res["path"] = fastpath.NS3
         reported = {k: (worker or self.worker).info.get(k) for k in ("ns3_version", "engine_version")}
         if reported != expected_worker_versions():
             raise Ns3SimulationError(label, f"the ns-3 worker reports {reported}, but identity() (cache keys) "
@@ -197,6 +219,22 @@ class Ns3Model:
         res["packets"] = res["data_packets"] + res["ack_packets"]
         res["nodes"], res["links"] = len(ei.node_names), len(ei.link_names)
         res["collective_messages"] = ei.collective_messages
+        return res
+
+    def _run_fast_path(self, ei) -> dict | None:
+        """The message-level answer where the rule allows it (artist/network/fastpath), else None (ns-3 runs).
+        Its result has the fields run() returns; packets is 0 (none simulated), frames_modelled what ns-3 sends."""
+        t = self.transport
+        choice = fastpath.choose_path(ei.arrays, t.transport, t.mtu, t.window_bytes, t.ack_every)
+        if choice.path != fastpath.MESSAGE_LEVEL:
+            return None
+        res = fastpath.time_engine_input(ei.arrays, t.mtu, t.ack_every)
+        res.update(path=fastpath.MESSAGE_LEVEL, path_reason=choice.reason, t0_s=0.0, events=0,
+                   sim_wall_seconds=res["model_wall_seconds"], node_rx_bytes=ei.expected_rx,
+                   node_tx_bytes=ei.expected_tx, nodes=len(ei.node_names), links=len(ei.link_names),
+                   collective_messages=ei.collective_messages,
+                   frames_modelled=res.pop("data_packets") + res.pop("ack_packets"), packets=0,
+                   collective_seconds=[e - s for s, e in zip(res["c_start_s"], res["c_end_s"])])
         return res
 
     def run_schedules(self, schedules: list[Schedule], ready_seconds: list[float], label: str) -> dict:
@@ -278,6 +316,40 @@ class Ns3Model:
             return collective_schedule(node.kind, self.algorithm, group, int(node.nbytes), self.channels)
         return self._schedule(group, node.nbytes, node.kind)
 
+    @staticmethod
+    def _engine_collectives(graphs: Mapping[str, StepGraph], schedules: dict) -> tuple[list, dict]:
+        """The engine's collectives and timers for these graphs (one job each), and (job, node) -> collective."""
+        collectives: list[EngineCollective] = []
+        index: dict[tuple[int, int], int] = {}
+        for j, job in enumerate(graphs):
+            graph = graphs[job]
+            for node in graph.nodes:
+                ready, preds = 0.0, []
+                for d in node.deps:
+                    dep = graph.nodes[d]
+                    if dep.kind == "compute" and not dep.deps:
+                        ready = max(ready, dep.seconds)  # a root compute node ends at t0 + seconds
+                    else:
+                        preds.append(index[(j, d)])
+                if node.kind == "compute" and not node.deps:
+                    continue  # folded into its dependants' ready times
+                index[(j, node.id)] = len(collectives)
+                collectives.append(EngineCollective(schedules.get((j, node.id)), ready, tuple(preds),
+                                                    0.0 if node.is_communication else node.seconds, j))
+        return collectives, index
+
+    def path_choice(self, graphs: Mapping[str, StepGraph]) -> fastpath.PathChoice:
+        """Which path time() takes for these graphs run in full (artist/network/fastpath's rule), without running."""
+        schedules = {(j, n.id): self._node_schedule(n, accelerate=False) for j, job in enumerate(graphs)
+                     for n in graphs[job].nodes if n.is_communication}
+        if not any(s.transfers for s in schedules.values()):
+            return fastpath.PathChoice("none", "nothing crosses a link")
+        if not self.fast_path:
+            return fastpath.PathChoice(fastpath.NS3, "fast path off")
+        ei = build_engine_input(self.topology, self._engine_collectives(graphs, schedules)[0], self.latency)
+        t = self.transport
+        return fastpath.choose_path(ei.arrays, t.transport, t.mtu, t.window_bytes, t.ack_every)
+
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         """Every graph's communication in one ns-3 run (jobs at once), each node's duration
         measured from its start (after its dependencies) to its last byte."""
@@ -285,10 +357,10 @@ class Ns3Model:
         jobs = list(graphs)
         label = "+".join(_graph_label(self.topology, graphs[j]) for j in jobs)
         accelerate = self._may_accelerate(len(jobs))
-        if self.reuse is not None and not accelerate and self.reuse.applies(self):  # load while schedules are built
+        # ns-3 workers load while the schedules are built, where exact reuse will ask them (with the fast path
+        # on, the whole graph may need no ns-3 at all: no worker is started for it)
+        if self.reuse is not None and not self.fast_path and not accelerate and self.reuse.applies(self):
             self.pool.warm(sum(n.is_communication for g in graphs.values() for n in g.nodes))
-        collectives: list[EngineCollective] = []
-        index: dict[tuple[int, int], int] = {}  # (job, node) -> collective
         schedules: dict[tuple[int, int], Schedule] = {}
         for j, job in enumerate(jobs):
             graph = graphs[job]
@@ -303,25 +375,18 @@ class Ns3Model:
             seconds, res = self._accelerated_run([schedules[k] for k in order], label)
             durations = dict(zip(order, seconds))
         else:
-            for j, job in enumerate(jobs):
-                graph = graphs[job]
-                for node in graph.nodes:
-                    ready, preds = 0.0, []
-                    for d in node.deps:
-                        dep = graph.nodes[d]
-                        if dep.kind == "compute" and not dep.deps:
-                            ready = max(ready, dep.seconds)  # a root compute node ends at t0 + seconds
-                        else:
-                            preds.append(index[(j, d)])
-                    if node.kind == "compute" and not node.deps:
-                        continue  # folded into its dependants' ready times
-                    index[(j, node.id)] = len(collectives)
-                    collectives.append(EngineCollective(schedules.get((j, node.id)), ready, tuple(preds),
-                                                        0.0 if node.is_communication else node.seconds, j))
-            res = self.reuse.run(self, collectives, label) if self.reuse is not None and \
-                self.reuse.applies(self) else None
+            # cheapest first: the message-level answer where no link is shared (whole graph), else the
+            # collectives run alone and composed (exact reuse), else one ns-3 run of everything
+            collectives, index = self._engine_collectives(graphs, schedules)
+            ei = build_engine_input(self.topology, collectives, self.latency)
+            fast_started = time.perf_counter()
+            res = self._run_fast_path(ei) if self.fast_path and not self.debug_hang else None
+            if res is not None:
+                res["wall_seconds"] = time.perf_counter() - fast_started
+            elif self.reuse is not None and self.reuse.applies(self):
+                res = self.reuse.run(self, collectives, label)
             if res is None:
-                res = self.run(collectives, label)
+                res = self.run(collectives, label, ei=ei, try_fast_path=False)
             durations = {k: res["collective_seconds"][index[k]] for k in schedules}
         wall = time.perf_counter() - started
         out = {}
@@ -329,7 +394,8 @@ class Ns3Model:
             graph = graphs[job]
             node_seconds = [durations[(j, n.id)] if n.is_communication and res is not None
                             else 0.0 if n.is_communication else n.seconds for n in graph.nodes]
-            details = {"transport": self.transport.transport, "accelerated": bool(accelerated), "jobs": len(jobs)}
+            details = {"transport": self.transport.transport, "accelerated": bool(accelerated), "jobs": len(jobs),
+                       "path": res["path"] if res is not None else "none"}  # none: nothing crosses a link
             if res is not None:
                 details.update(nodes=res["nodes"], links=res["links"], frames_on_wires=res["device_transmissions"],
                                events=res["events"], simulated_wall_seconds=res["sim_wall_seconds"])

@@ -257,7 +257,7 @@ class ExactReuse:
             "packets": sum(p.packets for p in pieces), "device_transmissions": sum(p.frames_on_wires for p in pieces),
             "events": sum(p.events for p in pieces), "sim_wall_seconds": sum(p.wall_seconds for p in pieces),
             "nodes": max(p.nodes for p in pieces), "links": max(p.links for p in pieces),
-            "composed_from": len(pieces),
+            "composed_from": len(pieces), "path": "ns3",  # every piece a packet run of its own (fastpath.NS3)
         }
 
 
