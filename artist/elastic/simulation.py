@@ -25,6 +25,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
+from artist.elastic.oracle import remaining_iterations
 from artist.elastic.progress import ElasticProgress
 from artist.elastic.spec import ElasticSpec, split_batch
 from artist.policies.pollux.agent import PolluxAgent
@@ -42,7 +43,8 @@ class StepTimer(Protocol):
 @dataclass(frozen=True)
 class ElasticJobSpec:
     """A job of the workload. gpus and batch: a rigid baseline's fixed configuration (the artifact
-    workloads' TunedJobs columns); 0: the job is elastic (Pollux picks both)."""
+    workloads' TunedJobs columns); batch alone: a fixed batch whose GPU count the policy picks
+    (Optimus+Oracle); 0: the job is elastic (Pollux picks both)."""
     job_id: str
     arrival: float
     app: str
@@ -68,6 +70,8 @@ class ElasticJob:
     finish: float | None = None
     # per round it held GPUs: (time, GPUs, total batch, statistical efficiency at the round's start)
     gpu_rounds: list[tuple[float, int, int, float]] = field(default_factory=list)
+    # per round it held GPUs: M0-equivalent steps made in the round (restarts included: 0 progress)
+    round_progress: list[float] = field(default_factory=list)
 
     @property
     def gpus(self) -> int:
@@ -107,8 +111,9 @@ class ElasticSimulation:
         for j in self.pending:
             if j.app not in apps:
                 raise ValueError(f"job {j.job_id}: unknown application {j.app!r}")
-            if j.gpus < 0 or j.batch < 0 or bool(j.gpus) != bool(j.batch):
-                raise ValueError(f"job {j.job_id}: a rigid job needs both gpus and batch >= 1 (elastic: neither)")
+            if j.gpus < 0 or j.batch < 0 or (j.gpus and not j.batch):
+                raise ValueError(f"job {j.job_id}: a rigid job needs both gpus and batch >= 1 (a fixed-batch job "
+                                 f"the batch only; elastic: neither)")
         self.apps = apps
         self.active: list[ElasticJob] = []
         self.done: list[ElasticJob] = []
@@ -168,6 +173,7 @@ class ElasticSimulation:
         policy_seconds: list[float] = []
         now, rounds = 0.0, 0
         total = len(self.pending)
+        oracle = bool(getattr(self.scheduler, "wants_oracle", False))  # Optimus+Oracle: exact work left
         while len(self.done) < total:
             rounds += 1
             if rounds > MAX_ROUNDS:
@@ -179,7 +185,9 @@ class ElasticSimulation:
                 continue
             views = [JobView(j.spec.job_id, j.agent, j.alloc.copy(), age=now - j.spec.arrival,
                              restarts=j.progress.restarts, attained=j.attained, submitted=j.spec.arrival,
-                             min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus)
+                             min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus, batch_wanted=j.spec.batch,
+                             remaining_iterations=remaining_iterations(j.app.replay, j.progress.progress, j.spec.batch)
+                             if oracle and j.spec.batch else 0.0)
                      for j in self.active]
             started = wallclock.perf_counter()
             wanted = self.scheduler.allocate(views)
@@ -196,7 +204,9 @@ class ElasticSimulation:
                     epoch = min(job.progress.epoch, job.app.replay.epochs - 1)
                     job.gpu_rounds.append((now, job.gpus, job.batch,
                                            job.app.replay.efficiency(self._replay_batch(job), epoch)))
+                    before = job.progress.progress
                     self._run_round(job, now)
+                    job.round_progress.append(job.progress.progress - before)
             for job in [j for j in self.active if j.progress.done]:
                 self.active.remove(job)
                 self.done.append(job)

@@ -53,7 +53,8 @@ from artist.workload.traces.spec import TRACE_KINDS, trace_identity_files, with_
 from artist.yamlio import Fields, load_yaml_mapping
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
-                    "simulator", "models", "notes"}
+                    "simulator", "models", "notes", "loop"}
+LOOPS = ("rigid", "elastic")  # artist/simulator.py, or the elastic jobs' rounds (sweep/elastic.py)
 
 
 @dataclass
@@ -117,6 +118,13 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     path = Path(path)
     source = str(path)
     f = Fields(load_yaml_mapping(path), source)
+    loop = f.string("loop", "rigid")
+    if loop not in LOOPS:
+        raise f.error("loop", f"unknown loop {loop!r}; known: {', '.join(LOOPS)}")
+    if loop == "elastic":
+        from artist.sweep.elastic import load_elastic_spec
+
+        return load_elastic_spec(f, path, backend_override)
     f.unknown_keys(TOP_LEVEL_FIELDS)
     base = path.resolve().parent
 

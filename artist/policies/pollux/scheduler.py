@@ -67,6 +67,8 @@ class JobView:
     submitted: float
     min_gpus: int = 0
     gpus_wanted: int = 0     # a rigid baseline's fixed GPU count (Pollux ignores it)
+    batch_wanted: int = 0    # a baseline's fixed total batch (Pollux ignores it)
+    remaining_iterations: float = 0.0  # Optimus+Oracle's oracle: exact iterations left at batch_wanted
 
 
 class _Speedups:
