@@ -72,28 +72,44 @@ class JobView:
 
 
 class _Speedups:
-    """SPEEDUP_j(nodes, K) tables, filled from the agents' fitted goodput."""
+    """SPEEDUP_j(nodes, K) tables, filled from the agents' fitted goodput. memo (job id -> (key, rows)),
+    kept by the scheduler across rounds, reuses a job's rows while nothing they depend on changed (its
+    fitted parameters, phi, GPU cap, fair share): most jobs refit rarely, and a row is 1,000 goodput
+    optimisations of 50 candidate batches each."""
 
-    def __init__(self, jobs: Sequence[JobView], total_gpus: int, gpus_per_node: int, max_nodes: int):
+    def __init__(self, jobs: Sequence[JobView], total_gpus: int, gpus_per_node: int, max_nodes: int,
+                 memo: dict | None = None):
         self.caps = np.array([j.agent.max_gpus for j in jobs], dtype=int)
         top_k = int(self.caps.max(initial=1))
         self.table = np.zeros((len(jobs), max_nodes + 1, top_k + 1))
         fair = max(1, math.ceil(total_gpus / max(len(jobs), 1)))
+        memo = {} if memo is None else memo
         for i, job in enumerate(jobs):
             cap = int(self.caps[i])
             base_k = min(fair, cap)
-            base_nodes = math.ceil(base_k / gpus_per_node)
-            pairs = [(n, k) for k in range(1, cap + 1) for n in range(1, min(k, max_nodes) + 1)]
-            n_idx = np.array([p[0] for p in pairs])
-            k_idx = np.array([p[1] for p in pairs])
             params = job.agent.params
-            if params is None:  # nothing measured yet: perfect scaling assumed (the artifact's r)
-                self.table[i, n_idx, k_idx] = k_idx / base_k
-                continue
-            limit, phi = job.agent.limit, job.agent.phi
-            base = best_goodputs(params, phi, job.agent.spec, limit, base_nodes, base_k)[0]
-            if base > 0:
-                self.table[i, n_idx, k_idx] = best_goodputs(params, phi, job.agent.spec, limit, n_idx, k_idx) / base
+            key = (params, job.agent.phi if params is not None else None, cap, base_k, id(job.agent.spec))
+            cached = memo.get(job.job_id)
+            if cached is None or cached[0] != key:
+                cached = memo[job.job_id] = (key, self._rows(job, cap, base_k, gpus_per_node, max_nodes))
+            self.table[i, :, :cap + 1] = cached[1]
+
+    @staticmethod
+    def _rows(job: JobView, cap: int, base_k: int, gpus_per_node: int, max_nodes: int) -> np.ndarray:
+        rows = np.zeros((max_nodes + 1, cap + 1))
+        base_nodes = math.ceil(base_k / gpus_per_node)
+        pairs = [(n, k) for k in range(1, cap + 1) for n in range(1, min(k, max_nodes) + 1)]
+        n_idx = np.array([p[0] for p in pairs])
+        k_idx = np.array([p[1] for p in pairs])
+        params = job.agent.params
+        if params is None:  # nothing measured yet: perfect scaling assumed (the artifact's r)
+            rows[n_idx, k_idx] = k_idx / base_k
+            return rows
+        limit, phi = job.agent.limit, job.agent.phi
+        base = best_goodputs(params, phi, job.agent.spec, limit, base_nodes, base_k)[0]
+        if base > 0:
+            rows[n_idx, k_idx] = best_goodputs(params, phi, job.agent.spec, limit, n_idx, k_idx) / base
+        return rows
 
     def lookup(self, states: np.ndarray) -> np.ndarray:
         """states (P, J, N) -> speedups (P, J)."""
@@ -237,6 +253,7 @@ class PolluxScheduler:
         self.max_nodes = min(int(max_nodes), len(self.capacity))
         self._population: dict[str, np.ndarray] = {}  # job id -> rows (pop, nodes) of the last round
         self._population_size = 0
+        self._speedup_memo: dict = {}
         self.round = 0
 
     def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]:
@@ -248,7 +265,10 @@ class PolluxScheduler:
         base = np.stack([np.asarray(j.current, dtype=int) for j in jobs])
         if base.shape[1] != len(self.capacity):
             raise ValueError(f"a job's current allocation has {base.shape[1]} nodes, the cluster {len(self.capacity)}")
-        speedups = _Speedups(jobs, int(self.capacity.sum()), int(self.capacity.max()), self.max_nodes)
+        live = {j.job_id for j in jobs}
+        self._speedup_memo = {k: v for k, v in self._speedup_memo.items() if k in live}  # finished jobs go
+        speedups = _Speedups(jobs, int(self.capacity.sum()), int(self.capacity.max()), self.max_nodes,
+                             self._speedup_memo)
         problem = _AllocationProblem(self, jobs, speedups, base, rng)
         seeds = base[None]
         if self._population_size:
