@@ -76,7 +76,8 @@ def make_elastic_policy(name: str, params: dict, capacity: Sequence[int], seed: 
     entry = ELASTIC_POLICIES[name]
     unknown = sorted(set(params) - set(entry.params))
     if unknown:
-        raise KeyError(f"elastic policy {name!r} has no parameter {unknown[0]!r}; parameters: {', '.join(entry.params)}")
+        raise KeyError(f"elastic policy {name!r} has no parameter {unknown[0]!r}; "
+                       f"parameters: {', '.join(entry.params)}")
     return entry.build(capacity, seed, **params)
 
 
