@@ -124,6 +124,9 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     if loop == "elastic":
         from artist.sweep.elastic import load_elastic_spec
 
+        if calibration_override is not None:
+            raise InputError("command line", "--calibration", "an elastic sweep (loop: elastic) takes no calibration")
+
         return load_elastic_spec(f, path, backend_override)
     f.unknown_keys(TOP_LEVEL_FIELDS)
     base = path.resolve().parent
