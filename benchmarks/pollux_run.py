@@ -1,14 +1,16 @@
 """A whole Pollux run: the artifact's 160-job workload on the 64-GPU T4 cluster, with its wall time.
 
-    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|tiresias|gavel] [--workload 6] [--jobs 160]
-        [--pop 100] [--gen 100] [--seed 0]
+    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|optimus-oracle|tiresias] [--realistic]
+        [--workload 6] [--jobs 160] [--pop 100] [--gen 100] [--seed 0]
 
 Jobs: workloads/pollux/workloads/workload-<i>.csv (name, arrival, application; the file's GPU count and
-batch are the TunedJobs settings, which Tiresias+TunedJobs and Gavel+TunedJobs run and Pollux ignores;
-Gavel: max-sum-throughput in 360 s rounds, each job profiled alone per GPU type). Cluster: topologies/pollux-t4.yaml.
+batch are the TunedJobs settings, which Tiresias+TunedJobs runs, Optimus+Oracle+TunedJobs takes the batch
+of, and Pollux ignores); --realistic: workloads-realistic/ (the trace's GPU count, batch M0 x GPUs).
+Policies by name as a sweep names them (artist/policies/pollux/registry.py). Cluster: topologies/pollux-t4.yaml.
 Ground truth: measured compute + ArtISt's analytical network (artist/elastic/steptime.py). Prints the
-summary (average and p99 JCT, makespan, restarts per job, median policy seconds per round) and the wall
-time; the issue's target is <= 10 min on 2 cores. Pollux's Table 2 (testbed, workload 6): average JCT
+summary (average and p99 JCT, makespan, restarts per job, median policy seconds per round), the wall time
+and the CPU seconds of the process (on a shared machine wall time alone says little); the issue's target is
+<= 10 min on 2 cores. Pollux's Table 2 (testbed, workload 6): average JCT
 0.76 h, p99 11 h, makespan 16 h; Tiresias+TunedJobs 1.2 h, 15 h, 24 h. Nothing is asserted.
 """
 
@@ -23,25 +25,30 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
+import resource  # noqa: E402
 import time  # noqa: E402
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications  # noqa: E402
-from artist.elastic.profiling import IsolatedProfiler  # noqa: E402
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation  # noqa: E402
 from artist.elastic.steptime import NetworkStepTimer  # noqa: E402
 from artist.network.analytical import AnalyticalModel  # noqa: E402
-from artist.policies.gavel.policy import GavelPolicy  # noqa: E402
-from artist.policies.pollux.baselines import TiresiasRigid  # noqa: E402
-from artist.policies.pollux.scheduler import PolluxScheduler  # noqa: E402
+from artist.policies.pollux.registry import ELASTIC_POLICIES, make_elastic_policy  # noqa: E402
 from artist.shipped import TOPOLOGIES_DIR  # noqa: E402
 from artist.topology import load_topology  # noqa: E402
 from artist.workload import load_models  # noqa: E402
 from artist.workload.traces.pollux import APPLICATIONS  # noqa: E402
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its children."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", choices=("pollux", "tiresias", "gavel"), default="pollux")
+    ap.add_argument("--policy", choices=sorted(ELASTIC_POLICIES), default="pollux")
+    ap.add_argument("--realistic", action="store_true", help="baselines: the realistic, not the TunedJobs, configs")
     ap.add_argument("--workload", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=160, help="the first N jobs of the workload")
     ap.add_argument("--pop", type=int, default=100)
@@ -53,27 +60,26 @@ def main(argv=None):
     apps = pollux_applications()
     timer = NetworkStepTimer(topology, AnalyticalModel(topology), {k: a for k, (a, _) in apps.items()},
                              {k: models[APPLICATIONS[k][0]] for k in apps})
-    with open(POLLUX_DIR / "workloads" / f"workload-{args.workload}.csv", newline="") as fh:
+    folder = "workloads-realistic" if args.realistic else "workloads"
+    with open(POLLUX_DIR / folder / f"workload-{args.workload}.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))[:args.jobs]
-    rigid = args.policy in ("tiresias", "gavel")
+    config = ELASTIC_POLICIES[args.policy].job_config  # what the policy takes of a row
     jobs = [ElasticJobSpec(r["name"], float(r["time"]), r["application"],
-                           gpus=int(r["num_replicas"]) if rigid else 0, batch=int(r["batch_size"]) if rigid else 0)
+                           gpus=int(r["num_replicas"]) if config == "both" else 0,
+                           batch=int(r["batch_size"]) if config != "none" else 0)
             for r in rows]
     capacity = [topology.gpus_per_machine] * topology.machines
-    rounds = {}
-    if args.policy == "gavel":
-        policy = GavelPolicy(capacity, ["t4"] * len(capacity),
-                             IsolatedProfiler(timer, apps, jobs, {"t4": topology.gpus_per_machine}))
-        rounds = {"round_seconds": policy.round_seconds}
-    else:
-        policy = TiresiasRigid(capacity) if rigid else \
-            PolluxScheduler(capacity, pop_size=args.pop, generations=args.gen, seed=args.seed)
-    sim = ElasticSimulation(capacity, "t4", jobs, apps, timer, policy, **rounds)
+    params = {"pop_size": args.pop, "generations": args.gen} if args.policy == "pollux" else \
+        {"tuned_jobs": not args.realistic}
+    policy = make_elastic_policy(args.policy, params, capacity, seed=args.seed)
+    sim = ElasticSimulation(capacity, "t4", jobs, apps, timer, policy)
     start = time.perf_counter()
+    cpu0 = _cpu_seconds()
     result = sim.run()
     summary = result.summary()
-    summary.update(wall_s=round(time.perf_counter() - start, 1), rounds=result.rounds, pop=args.pop, gen=args.gen,
-                   workload=args.workload, policy=args.policy)
+    summary.update(wall_s=round(time.perf_counter() - start, 1), cpu_s=round(_cpu_seconds() - cpu0, 1),
+                   rounds=result.rounds, pop=args.pop, gen=args.gen, workload=args.workload, policy=args.policy,
+                   realistic=args.realistic)
     print(json.dumps(summary))
 
 

@@ -182,3 +182,20 @@ def test_tiresias_baseline_by_hand():
     assert out["D"].sum() == 2 and out["B"].tolist() == [0, 2] and out["A"].sum() + out["C"].sum() == 4
     with pytest.raises(ValueError, match="gpus_wanted"):
         tiresias.allocate([view("E", 0, [0, 0], 0)])
+
+
+def test_exact_duplicate_elimination_agrees_with_pymoos_default():
+    """The hashed duplicate test keeps the same individuals as pymoo's distance-based default."""
+    from pymoo.core.duplicate import DefaultDuplicateElimination
+    from pymoo.core.population import Population
+
+    from artist.policies.pollux.scheduler import _ExactDuplicates
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        x = rng.integers(0, 3, size=(40, 6))
+        other = rng.integers(0, 3, size=(15, 6))
+        pop, oth = Population.new("X", x), Population.new("X", other)
+        ours = _ExactDuplicates().do(pop, oth, return_indices=True)[1]
+        theirs = DefaultDuplicateElimination().do(pop, oth, return_indices=True)[1]
+        assert ours == theirs

@@ -36,6 +36,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
+from artist.elastic.oracle import remaining_iterations
 from artist.elastic.progress import ElasticProgress
 from artist.elastic.spec import ElasticSpec, split_batch
 from artist.policies.pollux.agent import PolluxAgent
@@ -61,7 +62,7 @@ class StepTimer(Protocol):
 class ElasticJobSpec:
     """A job of the workload. gpus and batch: a rigid baseline's fixed configuration (the artifact
     workloads' TunedJobs columns); batch alone: a fixed batch whose GPU count the policy picks (Sia's
-    strong-scaling class); 0: the job is elastic (Pollux picks both)."""
+    strong-scaling class; Optimus+Oracle); 0: the job is elastic (Pollux picks both)."""
     job_id: str
     arrival: float
     app: str
@@ -87,6 +88,8 @@ class ElasticJob:
     finish: float | None = None
     # per round it held GPUs: (time, GPUs, total batch, statistical efficiency at the round's start)
     gpu_rounds: list[tuple[float, int, int, float]] = field(default_factory=list)
+    # per round it held GPUs: M0-equivalent steps made in the round (restarts included: 0 progress)
+    round_progress: list[float] = field(default_factory=list)
     gpu_type: str = ""            # the type it runs on (or last ran on; pending: the first type)
     agents: dict[str, PolluxAgent] = field(default_factory=dict)   # per GPU type
     profile: dict[str, dict[int, float]] = field(default_factory=dict)  # type -> {m: 1-GPU iteration s}
@@ -251,6 +254,7 @@ class ElasticSimulation:
         policy_seconds: list[float] = []
         now, rounds = 0.0, 0
         total = len(self.pending)
+        oracle = bool(getattr(self.scheduler, "wants_oracle", False))  # Optimus+Oracle: exact work left
         while len(self.done) < total:
             rounds += 1
             if rounds > MAX_ROUNDS:
@@ -265,7 +269,9 @@ class ElasticSimulation:
                              min_gpus=j.elastic.min_gpus, gpus_wanted=j.spec.gpus, agents=j.agents,
                              gpu_type=j.gpu_type, restarting=j.progress.restart_left > 0,
                              restart_seconds=j.elastic.restart_seconds, category=j.category,
-                             batch_wanted=j.spec.batch, profile=j.profile)
+                             batch_wanted=j.spec.batch, profile=j.profile,
+                             remaining_iterations=remaining_iterations(j.app.replay, j.progress.progress, j.spec.batch)
+                             if oracle and j.spec.batch else 0.0)
                      for j in self.active]
             started = wallclock.perf_counter()
             wanted = self.scheduler.allocate(views)
@@ -284,7 +290,9 @@ class ElasticSimulation:
                     epoch = min(job.progress.epoch, job.app.replay.epochs - 1)
                     job.gpu_rounds.append((now, job.gpus, job.batch,
                                            job.app.replay.efficiency(self._replay_batch(job), epoch)))
+                    before = job.progress.progress
                     self._run_round(job, now)
+                    job.round_progress.append(job.progress.progress - before)
             for job in [j for j in self.active if j.progress.done]:
                 self.active.remove(job)
                 self.done.append(job)

@@ -119,6 +119,19 @@ class GradientNoiseReplay:
         """M0-equivalent steps per optimiser step at `batch` during `epoch`."""
         return float(gain(batch, self.initial_batch, self.phi(batch, epoch)))
 
+    def gains(self, batch: float) -> np.ndarray:
+        """gain(batch, e) for every epoch e at once (the same arithmetic, so equal to the last bit)."""
+        lo, hi, w = self._bracket(batch)
+        a, b, n = self.curves[lo], self.curves[hi], self.epochs
+        sqr = (1 - w) * a.grad_sqr[:n] + w * b.grad_sqr[:n]
+        var = (1 - w) * a.grad_var[:n] + w * b.grad_var[:n]
+        m0 = self.initial_batch
+        signal = sqr > 0
+        with np.errstate(invalid="ignore"):  # inf / inf where there is no signal: replaced by 1
+            phi = np.where(signal, m0 * var / np.where(signal, sqr, 1.0), np.inf)  # noise_scale, vectorised
+            eff = np.where(signal, (phi + m0) / (phi + batch), 1.0)                 # efficiency, vectorised
+        return float(batch) / m0 * eff
+
     def epoch_of(self, progress: float) -> int:
         """The epoch a job with this much progress is in (epochs finished so far)."""
         return int(np.searchsorted(self.epoch_end_progress, progress, side="right"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from artist.errors import InputError
 from artist.network.stack import CommSpec
@@ -34,6 +34,7 @@ class Run:
     comm: CommSpec = CommSpec()  # the network stack; its calibration is the path of calibration.profile
     calibration: CalibrationChoice = NO_CALIBRATION  # the profile itself, shipped to workers loaded
     simulator: SimulatorConfig = SimulatorConfig()
+    elastic: Any = field(default=None, hash=False, compare=False)  # sweep/elastic.py's config: the elastic loop
 
     def describe(self) -> str:
         a = self.axes

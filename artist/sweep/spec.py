@@ -54,9 +54,10 @@ from artist.workload.traces.spec import TRACE_KINDS, trace_identity_files, with_
 from artist.yamlio import Fields, load_yaml_mapping
 
 TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds", "comm", "calibration",
-                    "simulator", "models", "notes", "report", "reduced"}
+                    "simulator", "models", "notes", "report", "reduced", "loop"}
 # what a spec's `reduced:` version may replace (the report and the name stay the spec's own)
-REDUCIBLE_FIELDS = TOP_LEVEL_FIELDS - {"name", "notes", "report", "reduced"}
+REDUCIBLE_FIELDS = TOP_LEVEL_FIELDS - {"name", "notes", "report", "reduced", "loop"}
+LOOPS = ("rigid", "elastic")  # artist/simulator.py, or the elastic jobs' rounds (sweep/elastic.py)
 
 
 @dataclass
@@ -110,13 +111,13 @@ def _unique(f: Fields, key: str, labels: Sequence[str], what: str) -> None:
 # --------------------------------------------------------------------------- parsing
 
 
-def _reduced_version(f: Fields, name: str) -> Fields:
+def _reduced_version(f: Fields, name: str, allowed: set[str]) -> Fields:
     """The spec with its `reduced:` fields in place of the top-level ones: the same claims on a sweep
     small enough for CI (seconds). Messages about them name the reduced version."""
     if not f.has("reduced"):
         raise f.error("reduced", "this spec has no reduced version (a `reduced:` mapping of fields to replace)")
     rf = f.sub("reduced")
-    rf.unknown_keys(REDUCIBLE_FIELDS)
+    rf.unknown_keys(allowed)
     data = {k: v for k, v in f.data.items() if k != "reduced"}
     return Fields({**data, **rf.data, "name": f"{name}-reduced"}, f"{f.source} (reduced version)")
 
@@ -133,10 +134,24 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     path = Path(path)
     source = str(path)
     f = Fields(load_yaml_mapping(path), source)
-    f.unknown_keys(TOP_LEVEL_FIELDS)
     base = path.resolve().parent
+    loop = f.string("loop", "rigid")
+    if loop not in LOOPS:
+        raise f.error("loop", f"unknown loop {loop!r}; known: {', '.join(LOOPS)}")
+    if loop == "elastic":
+        from artist.sweep.elastic import ELASTIC_TOP_LEVEL, load_elastic_spec
+
+        if calibration_override is not None:
+            raise InputError("command line", "--calibration", "an elastic sweep (loop: elastic) takes no calibration")
+        if reduced:  # (load_elastic_spec checks the top-level keys)
+            f = _reduced_version(f, f.string("name", path.stem), ELASTIC_TOP_LEVEL - {"name", "notes", "report",
+                                                                                      "reduced", "loop"})
+        spec = load_elastic_spec(f, path, backend_override)
+        _attach_report(spec, f, base)
+        return spec
+    f.unknown_keys(TOP_LEVEL_FIELDS)
     if reduced:
-        f = _reduced_version(f, f.string("name", path.stem))
+        f = _reduced_version(f, f.string("name", path.stem), REDUCIBLE_FIELDS)
 
     name = f.string("name", path.stem)
     models, models_sha = _models(f, base)
@@ -165,10 +180,15 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
                      calibrations, simulator, models, models_sha, comm_options)
     spec.runs = expand(spec)
     spec.notes = notes + calibration_coverage_notes(spec)
-    if f.has("report"):  # checked now, not after hours of runs
-        spec.report = parse_report(f.sub("report"), base)
-        check_against_policies(spec.report, [p.label for p in policies], source)
+    _attach_report(spec, f, base)
     return spec
+
+
+def _attach_report(spec: SweepSpec, f: Fields, base: Path) -> None:
+    """The `report:` section, checked now, not after hours of runs."""
+    if f.has("report"):
+        spec.report = parse_report(f.sub("report"), base)
+        check_against_policies(spec.report, [p.label for p in spec.policies], f.source)
 
 
 def calibration_coverage_notes(spec: SweepSpec) -> list[str]:

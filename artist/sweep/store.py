@@ -108,12 +108,13 @@ class ResultStore:
         try:
             _write_json(tmp / "params.json", params_of(run))
             _write_json(tmp / "summary.json", outcome.summary, sort_keys=False)  # keep metrics.summary's column order
-            for name, df in (("jobs", outcome.jobs), ("utilisation", outcome.utilisation)):
+            for name, df in (("jobs", outcome.jobs), ("utilisation", outcome.utilisation),
+                             *getattr(outcome, "tables", {}).items()):
                 df.to_csv(tmp / f"{name}.csv", index=False, float_format="%.9g", lineterminator="\n")
                 df.to_parquet(tmp / f"{name}.parquet", index=False)
             _write_json(tmp / "run.json", {
                 "wall_seconds": outcome.wall_seconds, "host": outcome.host, "pid": outcome.pid,
-                "cache_hits": outcome.cache_hits, "cache_misses": outcome.cache_misses,
+                "cache_hits": outcome.cache_hits, "cache_misses": outcome.cache_misses, **getattr(outcome, "info", {}),
                 "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             })
             if final.exists():  # incomplete or foreign leftovers: is_done() said no

@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import pandas as pd
@@ -41,6 +41,8 @@ class RunOutcome:
     host: str
     pid: int
     error: str | None = None  # a traceback when the run failed
+    tables: dict = field(default_factory=dict)  # more per-run tables, name -> DataFrame (elastic runs)
+    info: dict = field(default_factory=dict)  # more of how it went, for run.json (elastic: policy seconds)
 
     @property
     def ok(self) -> bool:
@@ -79,6 +81,10 @@ def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None
     # started it dies, as a kill -9 of the sweep would otherwise leave it simulating. Does
     # nothing in the user's own process (-j 1 runs here) nor in a Ray worker (artist/lifeline.py).
     lifeline.arm()
+    if run.elastic is not None:  # the elastic loop, not artist/simulator.py
+        from artist.sweep.elastic import execute_elastic
+
+        return execute_elastic(run, models, cache_path, use_cache)
     started = time.perf_counter()
     hits = misses = 0
     try:

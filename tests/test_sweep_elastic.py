@@ -1,0 +1,104 @@
+"""`loop: elastic` sweeps: a spec runs Pollux and the baselines through run_sweep, writes the usual
+results and the elastic time series, byte-identical for a seed; bad specs are one-line InputErrors."""
+
+import filecmp
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from artist.errors import InputError
+from artist.sweep.run import run_sweep
+from artist.sweep.spec import load_sweep_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+TUNED = "name,time,application,num_replicas,batch_size\ncifar10-0,53,cifar10,6,2048\ncifar10-1,154,cifar10,6,2048\n" \
+        "ncf-6,1585,ncf,1,32768\n"
+REALISTIC = "name,time,application,num_replicas,batch_size\ncifar10-0,53,cifar10,1,128\ncifar10-1,154,cifar10,1,128\n" \
+            "ncf-6,1585,ncf,1,256\n"
+POLICIES = """policies:
+  - {name: pollux, params: {pop_size: 6, generations: 3}, label: Pollux}
+  - {name: optimus-oracle, label: Optimus+Oracle+TunedJobs}
+  - {name: tiresias, params: {tuned_jobs: false}, label: Tiresias}
+"""
+
+
+def _spec(tmp_path, body=None, realistic=True):
+    (tmp_path / "tuned.csv").write_text(TUNED)
+    (tmp_path / "real.csv").write_text(REALISTIC)
+    workload = "{spec: tuned.csv, realistic: real.csv, label: w}" if realistic else "{spec: tuned.csv, label: w}"
+    text = (f"name: e\nloop: elastic\ntopology: {ROOT / 'topologies/pollux-t4.yaml'}\n"
+            f"{POLICIES if body is None else body}workloads:\n  - {workload}\n")
+    path = tmp_path / "e.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_elastic_sweep_runs_and_is_byte_identical(tmp_path):
+    spec = load_sweep_spec(_spec(tmp_path))
+    assert [r.axes["policy"] for r in spec.runs] == ["Pollux", "Optimus+Oracle+TunedJobs", "Tiresias"]
+    # what each policy takes of a row: Pollux nothing, Optimus the TunedJobs batch, Tiresias (realistic) both
+    assert {(j.gpus, j.batch) for j in spec.runs[0].jobs} == {(0, 0)}
+    assert [(j.gpus, j.batch) for j in spec.runs[1].jobs] == [(0, 2048), (0, 2048), (0, 32768)]
+    assert [(j.gpus, j.batch) for j in spec.runs[2].jobs] == [(1, 128), (1, 128), (1, 256)]
+    outs = []
+    for name in ("a", "b"):
+        report = run_sweep(spec, tmp_path / name, n_jobs=1, use_cache=False, progress=False, plots=False)
+        assert not report.failed, report.failed
+        outs.append(tmp_path / name)
+    table = pd.read_csv(outs[0] / "results.csv")
+    assert list(table["policy"]) == ["Pollux", "Optimus+Oracle+TunedJobs", "Tiresias"]
+    for col in ("jct_mean_s", "jct_p99_s", "makespan_s", "restarts_per_job", "ftf_rho_max", "ftf_unfair_fraction"):
+        assert table[col].notna().all(), col
+    assert (table["jobs"] == 3).all()
+    # a rigid baseline never restarts; the same jobs finish later on the realistic configuration
+    assert table.loc[2, "restarts_per_job"] == 0
+    assert filecmp.cmp(outs[0] / "results.csv", outs[1] / "results.csv", shallow=False)
+    for run in spec.runs:
+        for name in ("summary.json", "jobs.csv", "timeseries.csv", "cluster.csv", "utilisation.csv"):
+            a, b = outs[0] / "runs" / run.run_id / name, outs[1] / "runs" / run.run_id / name
+            assert filecmp.cmp(a, b, shallow=False), (run.axes["policy"], name)
+        run_dir = outs[0] / "runs" / run.run_id
+        series = pd.read_csv(run_dir / "timeseries.csv")
+        cluster = pd.read_csv(run_dir / "cluster.csv")
+        jobs = pd.read_csv(run_dir / "jobs.csv")
+        # conservation: GPUs per round summed over jobs = the cluster's allocated GPUs at that round
+        per_round = series.groupby("time_s")["gpus"].sum()
+        assert (cluster.set_index("time_s").loc[per_round.index, "allocated_gpus"] == per_round).all()
+        assert (cluster["allocated_gpus"] <= 64).all()
+        # a job's held GPU-seconds never exceed GPUs x round length over the rounds it held them
+        held = series.groupby("job_id")["gpus"].sum() * 60
+        assert (jobs.set_index("job_id")["gpu_seconds"] <= held.loc[jobs["job_id"]].to_numpy() + 1e-6).all()
+        assert ((series["statistical_efficiency"] > 0) & (series["statistical_efficiency"] <= 1 + 1e-12)).all()
+        assert (pd.read_csv(run_dir / "policy_rounds.csv")["policy_seconds"] >= 0).all()
+
+
+@pytest.mark.parametrize("body, field", [
+    ("loop: rigidish\n", "loop"),
+    ("policies: [fifo]\n", "policies[0].name"),
+    ("policies: [{name: pollux, params: {generations: 0}}]\n", "policies[0].params"),
+    ("policies: [{name: tiresias, params: {tuned_jobs: maybe}}]\n", "policies[0].params"),
+    ("policies: [pollux]\ncalibration: null\n", "calibration"),
+])
+def test_bad_elastic_specs_name_the_field(tmp_path, body, field):
+    if body.startswith("loop:"):
+        path = _spec(tmp_path, body=POLICIES)
+        path.write_text(path.read_text().replace("loop: elastic\n", body))
+    else:
+        path = _spec(tmp_path, body=body)
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(path)
+    assert field in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_untuned_baseline_needs_the_realistic_file(tmp_path):
+    path = _spec(tmp_path, body="policies: [{name: optimus-oracle, params: {tuned_jobs: false}}]\n", realistic=False)
+    with pytest.raises(InputError, match="realistic"):
+        load_sweep_spec(path)
+
+
+def test_realistic_file_must_hold_the_same_jobs(tmp_path):
+    path = _spec(tmp_path)
+    (tmp_path / "real.csv").write_text(REALISTIC.replace("cifar10-1,154", "cifar10-1,155"))
+    with pytest.raises(InputError, match="same jobs"):
+        load_sweep_spec(path)
