@@ -25,8 +25,28 @@ def tiny_ns3_spec(tmp_path):
     write_topology(tmp_path, racks=1, machines_per_rack=2, gpus_per_machine=4)
     (tmp_path / "t.csv").write_text("job_id,arrival,model,gpus,iterations\n"
                                     "a,0,mobilenet_v3_large,2,1000\nb,0,resnet18,4,1000\nc,10,mobilenet_v3_large,4,500\n")
+    # the fast path off: these steps share no link, so it would answer them all and leave nothing to prefetch
     return write_spec(tmp_path, {"topology": "topo.yaml", "racks": [1, 2], "policies": ["fifo"],
-                                 "workloads": ["t.csv"], "comm": "ns3"})
+                                 "workloads": ["t.csv"],
+                                 "comm": {"backend": "ns3", "options": {"ns3": {"fast_path": False}}}})
+
+
+def test_dry_run_counts_steps_the_fast_path_answers_as_no_ns3_run(tmp_path):
+    """The cost model asks the backend's path rule: with the fast path on, a tiny sweep whose steps share
+    no link needs no ns-3 run at all; with it off, every step is costed in ns-3 runs."""
+    pytest.importorskip("artist.network.ns3")
+    from artist.sweep.cost import sweep_cost
+    from artist.sweep.questions import collect_questions
+
+    off = load_sweep_spec(tiny_ns3_spec(tmp_path))
+    spec_on = tmp_path / "on.yaml"
+    spec_on.write_text((tmp_path / "spec.yaml").read_text().replace("fast_path: false", "fast_path: true"))
+    on = load_sweep_spec(spec_on)
+    cost_off, cost_on = sweep_cost(collect_questions(off.runs, off.models)), sweep_cost(collect_questions(on.runs,
+                                                                                                          on.models))
+    assert cost_off.fast_steps == 0 and cost_off.packets > 0
+    assert cost_on.fast_steps == cost_on.steps == cost_off.steps > 0 and cost_on.packets == 0
+    assert cost_on.cpu_seconds < cost_off.cpu_seconds
 
 
 def alone_entries(cache_dir) -> int:

@@ -28,6 +28,10 @@ SECONDS_PER_FRAME_HOP = 1.55e-6
 # Building a schedule and the engine's input in Python, per message (measured: 0.17 s for the
 # 32 256 messages of a 64-GPU ResNet-50 step).
 PYTHON_SECONDS_PER_TRANSFER = 5e-6
+# A step the fast path answers (artist/network/fastpath): schedules, engine input and the message-level
+# timing, per message (measured: 0.47 s for the 32 256 messages of a 64-GPU ResNet-50 step, `artist comm
+# --backend ns3`, on the 2-core machine under load).
+FAST_PATH_SECONDS_PER_TRANSFER = 1.5e-5
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class SweepCost:
     frame_hops: int
     cpu_seconds: float
     costs: list  # per piece, CPU-s
+    fast_steps: int = 0  # steps the fast path answers (no ns-3 run; their CPU-s are in costs)
 
     def wall_seconds(self, workers: int) -> float:
         return makespan(self.costs, workers)
@@ -86,8 +91,9 @@ class SweepCost:
     def lines(self, workers: int, found_seconds: float) -> list[str]:
         return [
             f"ns-3 questions (found with the analytical backend standing in, {found_seconds:.1f} s): "
-            f"{self.lookups} look-ups, {self.steps} distinct steps, {self.pieces} ns-3 runs (distinct collectives "
-            f"alone, and steps whose collectives overlap, whole)",
+            f"{self.lookups} look-ups, {self.steps} distinct steps: {self.fast_steps} answered by the fast path "
+            f"(no link shared), the others in {self.pieces - self.fast_steps} ns-3 runs (distinct collectives alone, "
+            f"and steps whose collectives overlap, whole)",
             f"ns-3 cost predicted: {self.packets:,} packets, {self.frame_hops:,} frames on wires, "
             f"{self.cpu_seconds:,.0f} CPU-s, wall {self.wall_seconds(workers):,.0f} s on {workers} cores "
             f"(idle cores; answers already in the cache are not subtracted)",
@@ -120,4 +126,7 @@ def sweep_cost(questions) -> SweepCost:
         costs.append(sum(c.cpu_seconds for c in parts))
         packets += sum(c.packets for c in parts)
         frame_hops += sum(c.frame_hops for c in parts)
-    return SweepCost(len(questions.steps), questions.lookups, len(costs), packets, frame_hops, sum(costs), costs)
+    for _, transfers in questions.fast:
+        costs.append(transfers * FAST_PATH_SECONDS_PER_TRANSFER)
+    return SweepCost(len(questions.steps), questions.lookups, len(costs), packets, frame_hops, sum(costs), costs,
+                     len(questions.fast))

@@ -49,6 +49,9 @@ class SweepQuestions:
     # steps whose collectives will probably overlap (co-running jobs, queued buckets): simulated whole, in one
     # run each, not from pieces: [(setting, topology, [pieces of the step])]
     whole: list = dataclasses.field(default_factory=list)
+    # steps the ns-3 backend's fast path will answer at message level (artist/network/fastpath: no link
+    # shared): no ns-3 run; [(setting, transfers of the step)]
+    fast: list = dataclasses.field(default_factory=list)
     runs: int = 0  # ns-3 runs walked
     seconds: float = 0.0  # what finding them took
 
@@ -61,10 +64,11 @@ class QuestionRecorder:
     """FabricModel that answers with `inner` (analytical) and records the questions a Cached ns-3 stack
     would get: step graphs relabelled onto canonical GPUs, keyed as the cache keys them."""
 
-    def __init__(self, inner, questions: SweepQuestions, setting: tuple):
+    def __init__(self, inner, questions: SweepQuestions, setting: tuple, paths=None):
         self.inner = inner
         self.questions = questions
         self.setting = setting
+        self.paths = paths  # an Ns3Model of the run's settings: asked which path a step takes (None: ns-3)
         self._seen: set = set()
 
     @property
@@ -100,6 +104,11 @@ class QuestionRecorder:
                     continue
                 links = canonical_json(touched_link_parameters(Placement(self.topology, tuple(sorted(node.group)))))
                 found.append(Piece(node.kind, tuple(node.group), int(node.nbytes), links))
+        if self.paths is not None:  # the rule the ns-3 backend applies, on the graphs the cache would ask about
+            choice = self.paths.path_choice(relabelled)
+            if choice.path != "ns3":
+                self.questions.fast.append((self.setting, _transfers(self.paths, relabelled)))
+                return timings
         if likely_overlap(graphs, timings):
             self.questions.whole.append((self.setting, self.topology, found))
             return timings
@@ -108,6 +117,12 @@ class QuestionRecorder:
             topology, count = pieces.get(piece, (self.topology, 0))
             pieces[piece] = (topology, count + 1)
         return timings
+
+
+def _transfers(model, graphs: Mapping) -> int:
+    """Messages of the step's schedules (what the fast path's Python cost scales with)."""
+    return sum(len(model._node_schedule(n, accelerate=False).transfers)
+               for g in graphs.values() for n in g.nodes if n.is_communication)
 
 
 def likely_overlap(graphs: Mapping, timings: Mapping) -> bool:
@@ -122,6 +137,14 @@ def likely_overlap(graphs: Mapping, timings: Mapping) -> bool:
 def ns3_setting(run) -> tuple:
     """What an ns-3 answer depends on besides the piece: algorithm, channels, backend options."""
     return (run.comm.algorithm, run.comm.channels, canonical_json(dict(run.comm.options)))
+
+
+def _path_model(run):
+    """The run's ns-3 backend (not started: only its path rule is asked), or None if its fast path is off."""
+    from artist.network.ns3 import Ns3Model
+
+    model = Ns3Model(run.topology, run.comm.algorithm, run.comm.channels, **dict(run.comm.options))
+    return model if model.fast_path else None
 
 
 def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int], None] | None = None
@@ -144,7 +167,7 @@ def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int],
             continue
         walked.add(signature)
         stand_in = AnalyticalModel(run.topology, run.comm.algorithm, run.comm.channels)
-        recorder = QuestionRecorder(stand_in, questions, ns3_setting(run))
+        recorder = QuestionRecorder(stand_in, questions, ns3_setting(run), _path_model(run))
         policy = make_policy(run.policy.name, **run.policy.params)
         simulate(run.topology, run.jobs, models, policy, recorder, run.simulator)
         questions.runs += 1
