@@ -158,3 +158,48 @@ def test_bad_pipeline_table_is_one_clear_line(tmp_path):
     bad.write_text("local_bsz,step_time\n1,0.1\n")
     with pytest.raises(InputError, match="header"):
         read_pipeline_table(bad, 2)
+
+
+# ---- ArtISt's own 1F1B step as the time model -------------------------------------------------------
+class _ZeroComm:
+    """A fabric whose communication is free: only the compute nodes take time."""
+
+    def time(self, graphs):
+        from artist.network.base import CommResult, GraphTiming
+        return {k: GraphTiming.of(g, [n.seconds if n.kind == "compute" else 0.0 for n in g.nodes], CommResult("zero"))
+                for k, g in graphs.items()}
+
+
+def _a100_pool():
+    from artist.elastic.cluster import CLUSTERS_DIR, load_cluster
+    return load_cluster(CLUSTERS_DIR / "sia-hetero-64.yaml")
+
+
+@pytest.mark.parametrize("nodes,gpus", [(1, 2), (1, 4), (2, 16)])
+def test_one_f_one_b_with_free_communication_is_gpipe_without_the_all_reduce(nodes, gpus):
+    from artist.elastic.pipeline_step import OneFOneBPipeline
+    from artist.workload.zoo import zoo_model
+    pool = _a100_pool().pools[_a100_pool().pool_of("a100")]
+    pipe = OneFOneBPipeline(zoo_model("gpt3-2.7b"), 2, {1: 0.144}, pool.topology, _ZeroComm())
+    # 1F1B and GPipe share the bubble: 3 x (n_micro + P - 1) x t_fwd = 3 x (8 + 1) x 0.144
+    assert pipe.iteration_seconds(8, 1, nodes, gpus) == pytest.approx(3 * 9 * 0.144, rel=1e-9)
+    assert pipe.iteration_seconds(8, 1, 1, 3) is None          # not whole replicas
+    assert pipe.iteration_seconds(8, 2, 1, 2) is None          # no measured forward at micro-batch 2
+
+
+def test_one_f_one_b_gpt_job_on_the_network_and_in_sia():
+    from artist.elastic.pipeline_step import gpt_pmp_1f1b_job
+    cluster = _a100_pool()
+    job = gpt_pmp_1f1b_job(cluster, microbatches=8)
+    assert set(job.types) == {"a100", "rtx"}                   # t4: no measured forward, not a type of the job
+    free = 3 * (8 + 1) * 0.144
+    one, two = job.types["a100"].iteration_seconds(8, 1, 1, 2), job.types["a100"].iteration_seconds(8, 1, 2, 16)
+    assert free < one < two            # sends cost something; the all-reduce over 2 DGX nodes more
+    sched = SiaScheduler(cluster.capacity, cluster.node_types)
+    empty = np.zeros(len(cluster.capacity), int)
+    views = [SimpleNamespace(**{**vars(_pview(job)), "job_id": f"g{i}", "current": empty}) for i in range(2)]
+    out = sched.allocate(views)
+    for r in out.values():
+        kinds = {cluster.node_types[i] for i in np.flatnonzero(r)}
+        assert len(kinds) == 1 and kinds <= {"a100", "rtx"}
+        _check_replicas(r, job.types[kinds.pop()].stages, cluster.capacity)

@@ -13,7 +13,10 @@ Time model (Sia's artifact, GPipe with backward = 2 x forward, the DP all-reduce
 t_fwd is one stage's forward time of one micro-batch (inter-stage transfers folded in, as measured) and
 T_sync the DP all-reduce time over the configuration's nodes. Both come from a table per type
 (`read_pipeline_table`: the artifact's traces/gpt_pmp/scalability-<type>.csv, workloads/sia/gpt_pmp/).
-A configuration the table does not cover is not valid for the job (value 0).
+A configuration the table does not cover is not valid for the job (value 0). In place of a table a type
+may carry ArtISt's own 1F1B step on the configuration's placement (artist/elastic/pipeline_step.py,
+OneFOneBPipeline: the measured forward + ArtISt's network for the sends and the all-reduce): anything
+with `stages` and `iteration_seconds(microbatches, micro_batch_size, nodes, gpus)` serves.
 
 Placement rule (ours, what the configuration set and the placer give, checked by `replicas_on_nodes`): a
 replica never spans nodes when P divides the node size R, and spans exactly P / R whole nodes when R
@@ -49,13 +52,21 @@ class PipelineType:
         if self.stages < 1:
             raise ValueError(f"a pipeline needs >= 1 stage, got {self.stages}")
 
+    def iteration_seconds(self, microbatches: int, micro_batch_size: int, nodes: int, gpus: int) -> float | None:
+        """GPipe's iteration on (nodes, GPUs); None where the table has no entry."""
+        forward = self.forward_seconds.get(micro_batch_size)
+        sync = self.sync_seconds.get((nodes, gpus))
+        if forward is None or sync is None:
+            return None
+        return gpipe_iteration_seconds(self.stages, microbatches, forward, sync)
+
 
 @dataclass(frozen=True)
 class PipelineJob:
     """What Sia knows of a pipeline job: its pipeline per GPU type (types absent: the job cannot run
     there), micro-batches per replica, micro-batch size, a GPU cap, and optionally the statistical
     efficiency of a total batch (1 when absent: throughput as goodput, Sia's strong-scaling treatment)."""
-    types: Mapping[str, PipelineType]
+    types: Mapping[str, PipelineType]   # or any object with stages and iteration_seconds (OneFOneBPipeline)
     microbatches: int = 48          # [D] section 5.3: 48 micro-batches of size 1 per replica
     micro_batch_size: int = 1
     max_gpus: int = 128
@@ -88,12 +99,10 @@ def throughput(job: PipelineJob, gpu_type: str, nodes: int, gpus: int) -> float:
     pt = job.types.get(gpu_type)
     if pt is None or gpus < pt.stages or gpus % pt.stages:
         return 0.0
-    forward = pt.forward_seconds.get(job.micro_batch_size)
-    sync = pt.sync_seconds.get((nodes, gpus))
-    if forward is None or sync is None:
+    seconds = pt.iteration_seconds(job.microbatches, job.micro_batch_size, nodes, gpus)
+    if seconds is None:
         return 0.0
     replicas = gpus // pt.stages
-    seconds = gpipe_iteration_seconds(pt.stages, job.microbatches, forward, sync)
     return replicas * job.micro_batch_size * job.microbatches / seconds
 
 
