@@ -8,6 +8,8 @@
 - applications.py: the six Pollux applications as shipped in workloads/pollux/
 - progress.py: ElasticProgress, the ground truth of a job's progress in M0-equivalent steps (epochs,
   gain, restart delay)
+- fairness_hetero.py: Sia's finish-time fairness across GPU types (rho = sum_g N_g/N rho_g) for summaries
+- pipeline_step.py: a pipeline job's iteration by ArtISt's 1F1B step on its placement (Sia's scale-unit jobs)
 
 Statistical efficiency itself is artist/perf/efficiency.py.
 """

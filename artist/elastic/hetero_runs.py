@@ -10,6 +10,8 @@ and benchmarks/sia_sweep.py.
           on its dominant type, artist/elastic/simulation.py); jobs elastic
 - gavel:  GavelPolicy of artist/policies/gavel/ with its IsolatedProfiler; jobs "both" (the workload's
           TunedJobs GPU count and batch); its own round length (360 s) through the allocator's `round_seconds`
+The result carries IsolatedTimes (artist/elastic/fairness_hetero.py): its summary adds Sia's
+heterogeneous finish-time fairness (worst rho, unfair fraction, mean).
 The context gives a builder the applications, the jobs and a step timer for the cluster it will see.
 """
 
@@ -22,6 +24,7 @@ from typing import Callable
 
 from artist.elastic.applications import heterogeneous_applications
 from artist.elastic.cluster import ElasticCluster, PooledStepTimer
+from artist.elastic.fairness_hetero import IsolatedTimes
 from artist.elastic.simulation import ElasticJobSpec, ElasticResult, ElasticSimulation
 from artist.errors import InputError
 from artist.policies.pollux.scheduler import PolluxScheduler
@@ -124,4 +127,8 @@ def run(cluster: ElasticCluster, policy: str, jobs: list[ElasticJobSpec], seed: 
     sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, ctx.timer_for(seen), allocator,
                             round_seconds=float(getattr(allocator, "round_seconds", round_seconds)),
                             node_machines=machines)
-    return sim.run(), allocator
+    result = sim.run()
+    # Sia's heterogeneous finish-time fairness in the summary, on the real machines whatever the policy saw
+    result.isolated = IsolatedTimes(ctx.timer_for(cluster), {p.gpu_type: p.topology.gpus for p in cluster.pools},
+                                    {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools})
+    return result, allocator

@@ -35,6 +35,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from artist.elastic.fairness_hetero import fairness_fields
 from artist.elastic.measured import MeasuredApplication
 from artist.elastic.oracle import remaining_iterations
 from artist.elastic.progress import ElasticProgress
@@ -115,6 +116,7 @@ class ElasticResult:
     makespan: float
     rounds: int
     policy_seconds: list[float]   # wall seconds of every scheduler call
+    isolated: object = None       # IsolatedTimes of a multi-type run: adds Sia's FTF to the summary
 
     def summary(self) -> dict:
         jct = np.array([j.finish - j.spec.arrival for j in self.jobs])
@@ -123,7 +125,8 @@ class ElasticResult:
                 "avg_restarts": float(np.mean([j.progress.restarts for j in self.jobs])),
                 "policy_s_median": float(np.median(self.policy_seconds)) if self.policy_seconds else 0.0,
                 "policy_s_p95": float(np.percentile(self.policy_seconds, 95)) if self.policy_seconds else 0.0,
-                "gpu_h_per_job": float(np.mean([j.attained + j.profile_gpu_seconds for j in self.jobs]) / 3600)}
+                "gpu_h_per_job": float(np.mean([j.attained + j.profile_gpu_seconds for j in self.jobs]) / 3600),
+                **fairness_fields(self)}
 
 
 class ElasticSimulation:

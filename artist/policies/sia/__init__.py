@@ -6,6 +6,8 @@ per-type configurations (digest section 2).
   run multi-GPU on, else the bootstrap from one that it has, else linear from the 1-GPU profile
 - matrix.py: the options of every job (adaptive, strong-scaling, rigid) with row-normalised, restart-
   factored, p-powered values
+- pipeline.py: pipeline (scale-unit) jobs: P GPUs per replica per type, GPipe goodput from the artifact's
+  GPT tables (or ArtISt's 1F1B step, artist/elastic/pipeline_step.py), the replica placement rule
 - ilp.py: the ILP (at most one option per job, GPUs per type, pinned jobs) solved exactly with HiGHS
 - placer.py: options -> GPUs per node (partial nodes never split, whole nodes whole, evictions)
 - scheduler.py: SiaScheduler, the elastic loop's Allocator

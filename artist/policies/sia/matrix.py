@@ -15,6 +15,9 @@ artifact shares max_replicas across types when it projects throughputs); a rigid
 n GPUs on one type: one option per type, on one node if n fits one (a partial node), else on ceil(n / R)
 whole nodes (the footprint counts the whole nodes:
 ours, so that the placement guarantee holds), with N_min = n (the reconstructed rigid term of the draft).
+A pipeline job (a view with `pipeline`, pipeline.py) takes the configurations of the types it has a
+pipeline for whose GPU count is a whole number of its replicas (P x N, within its cap), valued by its
+GPipe goodput, with N_min = the GPUs of its least-valued option (P of that type: Sia's "row minimum = P").
 Options of value 0 (nothing fits, or beyond the cap) are not options at all: the artifact sets them to
 1e-4, whose power (100 for p = -0.5) no solution of the ILP ever picks, so the answer is the same.
 """
@@ -29,6 +32,7 @@ import numpy as np
 
 from artist.policies.sia.configs import Configuration, TypeShape
 from artist.policies.sia.estimator import estimate
+from artist.policies.sia import pipeline as pmp
 
 CLIP = 3000.0          # [A] sia_goodput_clip_val
 DECIMALS = 2           # [A] rounding after the power
@@ -57,6 +61,13 @@ def current_config(view, shapes: Mapping[str, TypeShape]) -> tuple[str, int] | N
 def job_candidates(view, shapes: Mapping[str, TypeShape], configs: Sequence[Configuration]
                    ) -> list[tuple[Configuration, int]]:
     """(configuration, footprint) the job may take before values are known."""
+    job = getattr(view, "pipeline", None)
+    if job is not None:
+        for t, pt in job.types.items():
+            if t in shapes:
+                pmp.check_type(t, pt.stages, shapes[t].gpus_per_node)
+        return [(c, c.gpus) for c in configs if c.gpu_type in job.types
+                and c.gpus % job.types[c.gpu_type].stages == 0 and c.gpus <= job.max_gpus]
     if view.category == "rigid":
         n = int(view.gpus_wanted)
         out = []
@@ -80,13 +91,20 @@ def job_options(i: int, view, shapes: Mapping[str, TypeShape], configs: Sequence
     by_type: dict[str, list[int]] = {}
     for k, (c, _) in enumerate(cands):
         by_type.setdefault(c.gpu_type, []).append(k)
+    job = getattr(view, "pipeline", None)
     for t, idx in by_type.items():
+        if job is not None:
+            raw[idx] = [pmp.goodput(job, t, cands[k][0].nodes, cands[k][0].gpus) for k in idx]
+            continue
         raw[idx] = estimate(view, t, np.array([cands[k][0].nodes for k in idx]),
                             np.array([cands[k][0].gpus for k in idx]), shapes)
     valid = [k for k in range(len(cands)) if raw[k] > 0]
     if not valid:
         return []
-    n_min = int(view.gpus_wanted) if view.category == "rigid" else max(int(view.min_gpus), 1)
+    if job is not None:
+        n_min = cands[min(valid, key=lambda k: (raw[k], k))][0].gpus
+    else:
+        n_min = int(view.gpus_wanted) if view.category == "rigid" else max(int(view.min_gpus), 1)
     norm = n_min * raw / raw[valid].min()
     cur = current_config(view, shapes)
     factor = restart_factor(view.age, view.restarts, view.restart_seconds)

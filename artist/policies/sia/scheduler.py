@@ -6,6 +6,7 @@
 3. The ILP (ilp.py) picks at most one option per job within every type's free GPUs, exactly (HiGHS).
 4. The placer (placer.py) maps the chosen configurations to GPUs per node.
 It reads only the JobViews (agents fitted to what the jobs measured, their 1-GPU profiles, bookkeeping);
+A pipeline job (a view with `pipeline`, pipeline.py) needs no agents: its per-type GPipe model values it.
 `wants_profiles` asks the elastic loop to profile every new job on one GPU of each type.
 Per round it records the wall seconds of its phases (last_timing) for the policy-time metric.
 """
@@ -43,7 +44,7 @@ class SiaScheduler:
     def allocate(self, jobs) -> dict[str, np.ndarray]:
         t0 = time.perf_counter()
         for j in jobs:
-            if not j.agents:
+            if not j.agents and getattr(j, "pipeline", None) is None:
                 raise ValueError(f"job {j.job_id}: Sia needs the job's per-type agents (JobView.agents)")
         free = {t: s.gpus for t, s in self.shapes.items()}
         pinned = [j for j in jobs if j.restarting and np.asarray(j.current).sum() > 0]
