@@ -33,9 +33,10 @@ its steady step time is its single step time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
+from artist.network.base import CommResult
 from artist.parallel.graph import Node, StepGraph
 
 TOLERANCE = 0.03  # relative difference between the last two windows' mean step times (choice)
@@ -51,6 +52,8 @@ class SteadyStep:
     steps_measured: int  # ... of which ended within the horizon (all jobs running)
     converged: bool  # the last two windows agree within the tolerance
     runs: int  # model runs it took (each a fresh co-simulation from the common start)
+    comm_seconds: float = 0.0  # communication nodes' own durations per step, mean over the same steps
+    result: CommResult | None = field(default=None, compare=False)  # the final run's provenance
 
 
 def repeat_graph(graph: StepGraph, steps: int) -> StepGraph:
@@ -77,6 +80,13 @@ def step_ends(node_end, nodes_per_step: int, steps: int) -> list[float]:
     return [max(node_end[k * nodes_per_step:(k + 1) * nodes_per_step], default=0.0) for k in range(steps)]
 
 
+def step_comm_seconds(graph: StepGraph, node_seconds, steps: int) -> list[float]:
+    """The communication nodes' own durations summed per step of an unrolled graph."""
+    n = len(graph.nodes)
+    comm = [i for i, node in enumerate(graph.nodes) if node.is_communication]
+    return [sum(node_seconds[k * n + i] for i in comm) for k in range(steps)]
+
+
 def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float = TOLERANCE, window: int = WINDOW,
                       max_steps: int = MAX_STEPS) -> dict[str, SteadyStep]:
     """Each job's steady step time with all the jobs running together (see the module docstring)."""
@@ -90,6 +100,7 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
         runs += 1
         timing = model.time({j: repeat_graph(graphs[j], counts[j]) for j in jobs})
         ends = {j: step_ends(timing[j].node_end, len(graphs[j].nodes), counts[j]) for j in jobs}
+        comms = {j: step_comm_seconds(graphs[j], timing[j].node_seconds, counts[j]) for j in jobs}
         horizon = min(e[-1] for e in ends.values())
         out = {}
         for j in jobs:
@@ -99,15 +110,18 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
                 e = [0.0] + ends[j]
             seconds = [b - a for a, b in zip(e, e[1:])]
             measured = seconds[1:]  # the first step is the common start's
+            comm = comms[j][:len(seconds)]
             w = min(window, len(measured) // 2)
             if w >= 1:
                 last = sum(measured[-w:]) / w
                 before = sum(measured[-2 * w:-w]) / w
                 stable = w == window and within > 0 and abs(last - before) <= tolerance * last
+                comm_mean = sum(comm[-w:]) / w
             else:
                 last = sum(measured) / len(measured) if measured else seconds[0]
                 stable = False
-            out[j] = SteadyStep(last, seconds[0], counts[j], within, stable, runs)
+                comm_mean = sum(comm[1:]) / len(measured) if measured else comm[0]
+            out[j] = SteadyStep(last, seconds[0], counts[j], within, stable, runs, comm_mean, timing[j].result)
         first_out = [j for j in jobs if ends[j][-1] <= horizon]  # the horizon grows only with their steps
         if all(s.converged for s in out.values()) or any(counts[j] >= max_steps for j in first_out):
             return out
