@@ -15,8 +15,8 @@ fluid instead of packets:
   connection still flows waits for it to drain;
 - a job's flows leaving a GPU by the same first link (its NVSwitch port or its
   NIC) are served in the order they started, work-conserving: weighted
-  max-min with weights 1, 1e-6, 1e-12, ... by start order, so the first takes
-  what it can use and the next ones what it leaves. Why not equal shares: the
+  max-min with strict priority by start order (maxmin.py's levels), so the
+  first takes what it can use and the next ones what it leaves. Why not equal shares: the
   ns-3 engine round-robins a GPU's connections frame by frame, yet the
   channels of a ring desynchronise there (a frame of skew grows through the
   ring's dependencies), so one channel sends while another waits out its
@@ -82,27 +82,25 @@ class _Transfer:
         self.owner = owner  # (graph, node)
 
 
-SENDER_PRIORITY = 1e-6  # weight ratio between successive flows of one job at one sender link
-
-
-def _sender_weights(transfers: list, active: list[int]) -> np.ndarray:
-    """Weight of each active flow: SENDER_PRIORITY ** (flows of its job that started earlier from its
-    sending GPU on its first link); `active` is in start order. GPUs sharing a NIC share it equally."""
+def _sender_priority(transfers: list, active: list[int]) -> list[int]:
+    """Strict-priority level of each active flow (maxmin.py): how many flows of its job that started
+    earlier leave its sending GPU on its first link; `active` is in start order. GPUs sharing a NIC
+    share it equally (each GPU's first flow is at level 0)."""
     seen: dict[tuple, int] = {}
-    out = np.empty(len(active))
-    for k, i in enumerate(active):
+    out = []
+    for i in active:
         tr = transfers[i]
         key = (tr.owner[0], tr.connection[1], int(tr.links[0]))  # job, sending GPU (GPUs may share a NIC), link
         position = seen.get(key, 0)
         seen[key] = position + 1
-        out[k] = SENDER_PRIORITY ** position
+        out.append(position)
     return out
 
 
 @dataclass(frozen=True)
 class Sharing:
     """How flows share links. "maxmin" (default): every link max-min fair (maxmin.py), the
-    ideal congestion control, with a job's flows at one sender in start order (_sender_weights).
+    ideal congestion control, with a job's flows at one sender in start order (_sender_priority).
     "window": every flow keeps window_bytes in flight and every link is a FIFO queue
     (window.py's fluid fixed point of window flow control), as in the ns-3 engine's window
     transport, whose defaults these mirror (network/ns3/__init__.py TransportOptions: 1 MiB
@@ -243,7 +241,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
         if active:
             rates = rate_of[active_arr]
             rem = remaining[active_arr]
-            times = rem / rates
+            times = np.divide(rem, rates, out=np.full(len(rem), np.inf), where=rates > 0)  # 0: waits its turn
             first = int(np.argmin(times))
             t_done = now + float(times[first])
             t_next = min(t_event, t_done)
@@ -361,14 +359,15 @@ SMALL_COMPONENT = 24  # flows: below this, plain Python beats numpy's per-call o
 
 
 def _component_rates(flows: list[int], transfers: list, capacity: np.ndarray) -> np.ndarray:
-    """Weighted max-min rates of these flows (in start order) on their links."""
-    weights = _sender_weights(transfers, flows)
+    """Max-min rates of these flows (in start order) on their links, a job's flows at one sender in
+    strict priority by start order."""
+    priority = _sender_priority(transfers, flows)
     if len(flows) < SMALL_COMPONENT:
         flow_links = [transfers[i].links.tolist() for i in flows]
         caps = {link: float(capacity[link]) for links in flow_links for link in links}
-        return np.asarray(max_min_rates_small(flow_links, caps, weights.tolist()))
+        return np.asarray(max_min_rates_small(flow_links, caps, [1.0] * len(flows), priority))
     lengths = [len(transfers[i].links) for i in flows]
     link_of = np.concatenate([transfers[i].links for i in flows])
     used, local = np.unique(link_of, return_inverse=True)
     flow_of = np.repeat(np.arange(len(flows)), lengths)
-    return max_min_rates(flow_of, local, len(flows), capacity[used], weights)
+    return max_min_rates(flow_of, local, len(flows), capacity[used], None, np.asarray(priority, dtype=np.int64))
