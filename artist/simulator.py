@@ -111,9 +111,6 @@ class Simulator:
             if job.gpus > topology.gpus:
                 raise SimulationError(f"job {job.job_id} asks for {job.gpus} GPUs; the cluster has {topology.gpus}")
             if job.plan:
-                if self.shared:
-                    raise SimulationError(f"job {job.job_id} has a plan: shared contention does not time "
-                                          f"hybrid-parallel jobs yet; use contention 'isolated'")
                 key = (job.model, job.plan, job.gpus, job.global_batch)
                 if key not in hybrid_models:
                     try:

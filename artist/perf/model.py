@@ -24,7 +24,7 @@ from typing import Mapping
 
 from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
-from artist.parallel.graph import StepGraph
+from artist.parallel.graph import Node, StepGraph
 from artist.perf.compute import ComputeModel
 from artist.perf.contention import contention_components
 from artist.network.steady import SteadyStep, steady_step_times
@@ -103,8 +103,12 @@ class PerfModel:
         key = ("hybrid", model, placement.topology, placement.gpus)
         found = self._memo.get(key)
         if found is None:
+            # flow: machine-local collectives timed alone (exact, without_machine_local_communication)
+            fabric = self.fabric
+            if fabric.name == "flow":
+                fabric = MachineLocalShortcut(fabric, placement.topology)
             found = self._memo[key] = min(
-                (estimate_plan(self.fabric, placement.topology, model.config, plan, placement.gpus,
+                (estimate_plan(fabric, placement.topology, model.config, plan, placement.gpus,
                                model.micro_batch_size) for plan in model.plans),
                 key=lambda e: (e.step_seconds, e.plan.text()))
         return found
@@ -147,6 +151,10 @@ class PerfModel:
                 out.update(self.shared({j: running[j] for j in component}))
         return {job_id: out[job_id] for job_id in running}
 
+    def _without_machine_local_communication(self, graph: StepGraph, topology) -> tuple[StepGraph, float]:
+        reduced, local = without_machine_local_communication(self.fabric, graph, topology)
+        return reduced, sum(local.values())
+
     def shared(self, jobs: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
         """The jobs' steady-state steps with all of them on the fabric at once, each graph on its own GPUs:
         network/steady.py repeats every job's step in one FabricModel.time call until each job's step
@@ -167,24 +175,77 @@ class PerfModel:
                 found = {job: estimate_from_timing(graphs[job], timing, compute[job],
                                                    {"steady_steps": 1, "steady_converged": True})}
             else:
+                local = {}
+                for job, (_, placement) in jobs.items():
+                    graphs[job], local[job] = self._without_machine_local_communication(graphs[job],
+                                                                                       placement.topology)
                 steady = steady_step_times(self.fabric, graphs)
-                found = {job: _steady_estimate(graphs[job], steady[job], compute[job]) for job in jobs}
+                found = {job: _steady_estimate(graphs[job], steady[job], compute[job], local[job]) for job in jobs}
             if len(self._shared_memo) >= 100_000:  # groups are combinatorial: keep the memo bounded
                 self._shared_memo.clear()
             self._shared_memo[key] = found
         return dict(found)
 
 
-def _steady_estimate(graph: StepGraph, steady: SteadyStep, compute_seconds: float) -> StepEstimate:
+def _steady_estimate(graph: StepGraph, steady: SteadyStep, compute_seconds: float,
+                     local_comm_seconds: float = 0.0) -> StepEstimate:
     """A job's StepEstimate from its steady-state step (steady.py), with the same float rule as
-    estimate_from_timing."""
+    estimate_from_timing; local_comm_seconds: the machine-local communication taken out of the graph
+    (PerfModel._without_machine_local_communication), counted back into comm_seconds."""
     exposed = max(0.0, steady.step_seconds - compute_seconds)
     step = compute_seconds + exposed
     details = {"steady_steps": steady.steps_measured, "steady_converged": steady.converged,
                "steady_runs": steady.runs, "first_step_seconds": steady.first_step_seconds}
     result = steady.result.replace(details={**steady.result.details, **details})
-    return StepEstimate(step, compute_seconds, exposed, steady.comm_seconds,
+    return StepEstimate(step, compute_seconds, exposed, steady.comm_seconds + local_comm_seconds,
                         graph.samples / step if graph.samples else 0.0, result)
+
+
+def without_machine_local_communication(fabric, graph: StepGraph, topology) -> tuple[StepGraph, dict[int, float]]:
+    """The graph with every communication node inside one machine replaced by a fixed-duration node
+    of its time alone (fabric.collective_seconds), and those nodes' seconds. Why exact: a path
+    inside a machine crosses only its GPUs' NVSwitch ports (network/links.py), which belong to the
+    job and which no rack-crossing path uses, so such a collective meets no other job's traffic and
+    none of its own job's network traffic; it takes its alone time unless it overlaps another
+    machine-local collective on the same GPUs, which a 1F1B stage's serial passes and a DDP job's
+    one-at-a-time buckets do not do (tests/test_llm_contention.py checks a 16-GPU GPT-3 step both
+    ways). Why: a TP group's all-reduces are most of an LLM step's transfers (~500 k of 518 k per
+    step of a 16-GPU GPT-3 1.3B, 8 micro-batches, 2 channels), repeated for every steady step."""
+    nodes, local = [], {}
+    for node in graph.nodes:
+        if node.is_communication and len({topology.machine_of(g) for g in node.group}) == 1:
+            group = Placement(topology, tuple(sorted(node.group)))
+            seconds = local[node.id] = fabric.collective_seconds(group, int(node.nbytes), node.kind)
+            node = Node(node.id, "compute", node.deps, seconds, node.group)
+        nodes.append(node)
+    return StepGraph(tuple(nodes), graph.samples), local
+
+
+class MachineLocalShortcut:
+    """A FabricModel that times a graph's machine-local communication alone
+    (without_machine_local_communication) and the rest with the fabric given; the timings keep every
+    node, so critical-path readers (perf/hybrid.py) see the same graph. PerfModel times hybrid jobs
+    alone through it on the flow backend."""
+
+    def __init__(self, fabric: FabricModel, topology):
+        self.fabric, self.topology, self.name = fabric, topology, fabric.name
+
+    def identity(self) -> dict:
+        return self.fabric.identity()
+
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        return self.fabric.collective_seconds(group, nbytes, kind)
+
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        reduced, local = {}, {}
+        for job, graph in graphs.items():
+            reduced[job], local[job] = without_machine_local_communication(self.fabric, graph, self.topology)
+        timings = self.fabric.time(reduced)
+        out = {}
+        for job, graph in graphs.items():
+            seconds = [local[job].get(i, s) for i, s in enumerate(timings[job].node_seconds)]
+            out[job] = GraphTiming.of(graph, seconds, timings[job].result)
+        return out
 
 
 def as_perf_model(perf_or_fabric, topology) -> PerfModel:
