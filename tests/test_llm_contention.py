@@ -52,3 +52,20 @@ def test_an_llm_pipeline_beside_a_bulk_job_on_its_spine_port_pays_its_exposed_tr
             assert shared.comm.details["steady_converged"] and shared.comm.details["steady_steps"] >= 8
         else:
             assert shared.step_seconds == pytest.approx(alone.step_seconds, rel=1e-9)
+
+
+def test_spine_bytes_of_a_step_graph_add_up_its_rack_crossing_collectives():
+    # one all-reduce across racks: the graph's spine bytes are that all-reduce's (perf/spine.py's
+    # per-collective count); a machine-local node adds nothing; two of them count twice
+    from artist.parallel.graph import Node, StepGraph
+    from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step
+
+    topo = ecmp_topology(oversubscription=2.0)
+    a, _ = colliding_pairs(topo, collide=True)
+    one = spine_bytes_per_step(Placement(topo, a), 4 << 20, "ring", 2)
+    graph = StepGraph((Node(0, "all_reduce", group=tuple(sorted(a)), nbytes=4 << 20),
+                       Node(1, "all_reduce", deps=(0,), group=tuple(sorted(a)), nbytes=4 << 20)))
+    assert one and graph_spine_bytes_per_step(graph, topo, "ring", 2) == {k: 2 * v for k, v in one.items()}
+    local = load_topology("topologies/dally-3tier-ecmp-4to1-100g.yaml")
+    inside = StepGraph((Node(0, "all_reduce", group=tuple(range(8)), nbytes=4 << 20),))
+    assert graph_spine_bytes_per_step(inside, local, "ring", 2) == {}

@@ -121,7 +121,7 @@ class PerfModel:
         return StepEstimate(est.step_seconds, est.step_seconds - exposed, exposed, est.comm_seconds,
                             est.samples_per_second, est.comm)
 
-    def _shared_graph(self, model, placement: Placement) -> tuple[StepGraph, float]:
+    def step_graph(self, model, placement: Placement) -> tuple[StepGraph, float]:
         """A job's step graph on its own GPUs (the ecmp hash and the NICs see them) and the compute seconds
         its shared step is measured against. A hybrid job runs the plan it would run alone (the fastest
         alone: contention does not re-plan) with every replica's passes (no first-replicas shortcut: other
@@ -168,7 +168,7 @@ class PerfModel:
         if found is None:
             graphs, compute = {}, {}
             for job, (model, placement) in jobs.items():
-                graphs[job], compute[job] = self._shared_graph(model, placement)
+                graphs[job], compute[job] = self.step_graph(model, placement)
             if len(jobs) == 1:
                 job = next(iter(jobs))
                 timing = self.fabric.time(graphs)[job]

@@ -90,7 +90,7 @@ def _sender_priority(transfers: list, active: list[int]) -> list[int]:
     out = []
     for i in active:
         tr = transfers[i]
-        key = (tr.owner[0], tr.connection[1], int(tr.links[0]))  # job, sending GPU (GPUs may share a NIC), link
+        key = (tr.owner[0], tr.connection[1], tr.links[0])  # job, sending GPU (GPUs may share a NIC), link
         position = seen.get(key, 0)
         seen[key] = position + 1
         out.append(position)
@@ -149,7 +149,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                     capacity.append(link_bandwidth_bps(topology, link) / 8.0)
                 ids.append(link_index[link])
             rtt = sharing.base_rtt(p, [capacity[i] for i in ids])
-            found = route_memo[key] = (np.asarray(ids, dtype=np.int64), latency.per_step(p.kind), p.latency_s, rtt)
+            found = route_memo[key] = (tuple(ids), latency.per_step(p.kind), p.latency_s, rtt)
         return found
 
     transfers: list[_Transfer] = []
@@ -217,7 +217,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
     queued: dict[tuple, list[int]] = {}  # busy connection -> transfers waiting for it, in order
     active: list[int] = []  # transfer ids in start order
     active_arr = np.zeros(0, dtype=np.int64)
-    on_link: dict[int, list[int]] = {}  # link -> its flowing transfers, in start order
+    on_link: dict[int, dict[int, None]] = {}  # link -> its flowing transfers, in start order (a dict: O(1) removal)
     dirty: set[int] = set()  # links whose flows changed since the rates were computed
     capacity_arr = np.asarray(capacity, dtype=np.float64)
     queue_delay: dict[int, float] = {}  # window sharing: port -> its last queueing delay (warm start)
@@ -231,8 +231,8 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
         started_as[tid] = starts
         starts += 1
         active.append(tid)
-        for link in transfers[tid].links.tolist():
-            on_link.setdefault(link, []).append(tid)
+        for link in transfers[tid].links:
+            on_link.setdefault(link, {})[tid] = None
             dirty.add(link)
 
     while heap or active:
@@ -254,8 +254,8 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                 drained = active_arr[done].tolist()
                 active = active_arr[~done].tolist()
                 for i in drained:
-                    for link in transfers[i].links.tolist():
-                        on_link[link].remove(i)
+                    for link in transfers[i].links:
+                        del on_link[link][i]
                         dirty.add(link)
             now = t_next
         else:
@@ -314,14 +314,15 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
         missing = [n.id for n in graph.nodes if math.isnan(node_end[gi][n.id])]
         if missing:
             raise RuntimeError(f"flow model: graph {gi} nodes {missing[:5]} never ended (a dependency cycle?)")
-    carried = np.zeros(len(capacity))
+    carried = [0.0] * len(capacity)
     for tr in transfers:  # every transfer drains completely: a link carries all bytes routed over it
-        carried[tr.links] += tr.nbytes
-    by_id = {link: float(carried[i]) for link, i in link_index.items()}
+        for link in tr.links:
+            carried[link] += tr.nbytes
+    by_id = {link: carried[i] for link, i in link_index.items()}
     return FlowRunResult(node_start, node_end, len(transfers), updates, by_id)
 
 
-def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: list) -> list[int]:
+def _connected_flows(links: set[int], on_link: dict[int, dict[int, None]], transfers: list) -> list[int]:
     """Flowing transfers connected to these links through shared links. Max-min rates of flows
     that share no link, directly or through others, do not depend on each other, so only these
     need new rates when the flows on `links` changed."""
@@ -334,7 +335,7 @@ def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: 
             if tid in flows:
                 continue
             flows.add(tid)
-            for other in transfers[tid].links.tolist():
+            for other in transfers[tid].links:
                 if other not in seen_links:
                     seen_links.add(other)
                     frontier.append(other)
@@ -348,7 +349,7 @@ def _window_rates(flows: list[int], transfers: list, capacity: np.ndarray, windo
     fewer bytes left: rates proportional to the bytes left, recomputed at every event, starve a
     draining transfer geometrically (tried: it never finished beside fresh flows); a transfer's
     own size as its window made the benchmark's errors larger (median 6.0 %, max 75 %)."""
-    flow_links = [transfers[i].links.tolist() for i in flows]
+    flow_links = [list(transfers[i].links) for i in flows]
     caps = {link: float(capacity[link]) for links in flow_links for link in links}
     window = [float(window_bytes)] * len(flows)
     rtt = [transfers[i].rtt for i in flows]
@@ -363,11 +364,11 @@ def _component_rates(flows: list[int], transfers: list, capacity: np.ndarray) ->
     strict priority by start order."""
     priority = _sender_priority(transfers, flows)
     if len(flows) < SMALL_COMPONENT:
-        flow_links = [transfers[i].links.tolist() for i in flows]
+        flow_links = [transfers[i].links for i in flows]
         caps = {link: float(capacity[link]) for links in flow_links for link in links}
         return np.asarray(max_min_rates_small(flow_links, caps, [1.0] * len(flows), priority))
     lengths = [len(transfers[i].links) for i in flows]
-    link_of = np.concatenate([transfers[i].links for i in flows])
+    link_of = np.fromiter((link for i in flows for link in transfers[i].links), dtype=np.int64, count=sum(lengths))
     used, local = np.unique(link_of, return_inverse=True)
     flow_of = np.repeat(np.arange(len(flows)), lengths)
     return max_min_rates(flow_of, local, len(flows), capacity[used], None, np.asarray(priority, dtype=np.int64))
