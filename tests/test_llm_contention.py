@@ -69,3 +69,17 @@ def test_spine_bytes_of_a_step_graph_add_up_its_rack_crossing_collectives():
     local = load_topology("topologies/dally-3tier-ecmp-4to1-100g.yaml")
     inside = StepGraph((Node(0, "all_reduce", group=tuple(range(8)), nbytes=4 << 20),))
     assert graph_spine_bytes_per_step(inside, local, "ring", 2) == {}
+
+
+def test_the_llm_sweep_and_its_isolated_twin_differ_only_in_contention():
+    from conftest import REPO
+
+    from artist.sweep.spec import load_sweep_spec
+
+    shared = load_sweep_spec(REPO / "sweeps" / "llm-congested-small.yaml")
+    isolated = load_sweep_spec(REPO / "sweeps" / "llm-congested-small-isolated.yaml")
+    assert len(shared.runs) == len(isolated.runs) == 3
+    assert {r.simulator.contention for r in shared.runs} == {"shared"}
+    assert {r.simulator.contention for r in isolated.runs} == {"isolated"}
+    assert [r.axes for r in shared.runs] == [r.axes for r in isolated.runs]
+    assert all(job.plan for job in shared.runs[0].jobs)  # hybrid-parallel jobs
