@@ -32,7 +32,7 @@ from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
 from artist.perf.contention import contention_components, uplink_leaves
-from artist.perf.spine import spine_bytes_per_step, spine_utilisation
+from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step, spine_utilisation
 from artist.perf.hybrid_job import HybridJobModel, hybrid_job_model
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
@@ -111,9 +111,6 @@ class Simulator:
             if job.gpus > topology.gpus:
                 raise SimulationError(f"job {job.job_id} asks for {job.gpus} GPUs; the cluster has {topology.gpus}")
             if job.plan:
-                if self.shared:
-                    raise SimulationError(f"job {job.job_id} has a plan: shared contention does not time "
-                                          f"hybrid-parallel jobs yet; use contention 'isolated'")
                 key = (job.model, job.plan, job.gpus, job.global_batch)
                 if key not in hybrid_models:
                     try:
@@ -355,8 +352,12 @@ class Simulator:
             if per_link is None:
                 algorithm, channels = _fabric_setting(self.perf.fabric, "algorithm", "ring"), \
                     _fabric_setting(self.perf.fabric, "channels", 1)
-                per_link = self._spine_bytes[key] = spine_bytes_per_step(
-                    state.placement, state.model.total_bytes, algorithm, channels)
+                if isinstance(state.model, HybridJobModel):  # its step graph's rack-crossing nodes
+                    per_link = graph_spine_bytes_per_step(self.perf.step_graph(state.model, state.placement)[0],
+                                                          self.topology, algorithm, channels)
+                else:
+                    per_link = spine_bytes_per_step(state.placement, state.model.total_bytes, algorithm, channels)
+                self._spine_bytes[key] = per_link
             loads[job_id] = (per_link, state.iteration_seconds)
         used = spine_utilisation(self.topology, loads)
         if used:

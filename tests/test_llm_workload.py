@@ -121,9 +121,11 @@ def test_mixed_llm_and_ddp_jobs_run_to_completion_deterministically(policy):
 
 def test_hybrid_jobs_refuse_what_the_simulator_cannot_time():
     job = Job("g", 0.0, "gpt3-1.3b", 8, 5, plan="dp=1,tp=8,pp=1,ep=1,microbatches=2")
-    with pytest.raises(SimulationError, match="shared contention does not time hybrid-parallel jobs"):
-        simulate(TOPO, [job], MODELS, make_policy("fifo"), AnalyticalModel(TOPO),
-                 SimulatorConfig(contention="shared"))
+    # shared contention times hybrid jobs (tests/test_llm_contention.py); a job alone: its alone step
+    shared = simulate(TOPO, [job], MODELS, make_policy("fifo"), AnalyticalModel(TOPO),
+                      SimulatorConfig(contention="shared"))
+    isolated = simulate(TOPO, [job], MODELS, make_policy("fifo"), AnalyticalModel(TOPO))
+    assert shared.jobs[0].finish == isolated.jobs[0].finish
     big = Job("h", 0.0, "gpt3-175b", 8, 5, plan="dp=1,tp=8,pp=1,ep=1,microbatches=2")
     with pytest.raises(SimulationError, match="job h: .*does not fit"):
         simulate(TOPO, [big], MODELS, make_policy("fifo"), AnalyticalModel(TOPO))

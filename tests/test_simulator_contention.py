@@ -86,7 +86,8 @@ def test_jobs_on_disjoint_ports_and_single_rack_jobs_are_never_re_rated():
     jobs = [Job("c", 0.0, "one", 2, 50), Job("d", 0.0, "one", 2, 80), Job("r", 0.0, "one", 2, 60)]
     result = _run(topo, jobs, {"c": c, "d": d, "r": in_rack}, "shared")
     table = job_table(result).set_index("job_id")
-    assert list(table["contention_slowdown"]) == [1.0, 1.0, 1.0]
+    # steady state averages 4 identical steps: equal to the alone step up to float rounding
+    assert list(table["contention_slowdown"]) == pytest.approx([1.0, 1.0, 1.0], rel=1e-12)
     assert table.loc["r", "rate_changes"] == 0
 
 

@@ -79,8 +79,8 @@ def test_steady_state_refuses_bad_settings_and_caps_the_steps():
         steady_step_times(model, graphs, window=0)
     with pytest.raises(ValueError):
         steady_step_times(model, graphs, window=3, max_steps=6)
-    # b's step is ~100 of a's: a reaches the cap of 7 steps long before b has 7; b is not settled
-    capped = steady_step_times(model, graphs, window=3, max_steps=7)
+    # b's step is ~100 of a's: a reaches the cap of 7 steps (fast_steps) long before b has 7; b is not settled
+    capped = steady_step_times(model, graphs, window=3, max_steps=7, fast_steps=7)
     assert capped["a"].steps_run == 7 and not capped["b"].converged
 
 

@@ -4,7 +4,8 @@
     artist comm --collective all_gather --bytes 64MiB --gpus 0-7,64-71
     artist comm --collective send_recv --bytes 1GiB --gpus 0,64      (from the first GPU to the second)
     artist comm --topology dally-3tier-ecmp-4to1 --backend flow --job resnet50:0-7,64-71 --job vgg11:8-15,72-79
-                                   (each job's step alone and with the others on the fabric; --json for a list)
+                                   (each job's step alone and, in steady state, with the others on the fabric;
+                                    --json for a list)
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def add_parser(sub) -> None:
                            "ids rack by rack, machine by machine); repeat for jobs sharing the fabric: each job's "
                            "step time alone and shared (--backend flow or ns3)")
     p.add_argument("--json", action="store_true",
-                   help="--job: print a JSON list of {job, backend, alone_s, shared_s}; --plan: print an object with "
+                   help="--job: print a JSON list of {job, backend, alone_s, shared_s (steady state), steps_measured, "
+                        "converged}; --plan: print an object with "
                         "step_s, compute_s, exposed_comm_s by kind, bubble_fraction and memory_gib_per_gpu")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--bytes", dest="nbytes", default=None,
@@ -196,16 +198,19 @@ def run_jobs(args, topology) -> int:
     alone = {job: perf.shared({job: jobs[job]})[job] for job in jobs}  # on its own GPUs (the ecmp hash sees them)
     shared = perf.shared(jobs)
     rows = [{"job": job, "backend": args.backend, "alone_s": alone[job].step_seconds,
-             "shared_s": shared[job].step_seconds} for job in jobs]
+             "shared_s": shared[job].step_seconds, "steps_measured": shared[job].comm.details["steady_steps"],
+             "converged": shared[job].comm.details["steady_converged"]} for job in jobs]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print(f"{len(jobs)} job(s) on {topology.name} (spine {topology.spine_model}, oversubscription "
           f"{topology.oversubscription:g}), backend {args.backend}, {args.algorithm} x{args.channels}")
-    print(f"{'job':40} {'alone s':>12} {'shared s':>12} {'slowdown':>9}")
+    print("shared: steady state (every job repeats its step until stable; steps = steps measured, "
+          "* = not settled within the cap)")
+    print(f"{'job':40} {'alone s':>12} {'shared s':>12} {'slowdown':>9} {'steps':>6}")
     for row in rows:
         print(f"{row['job']:40} {row['alone_s']:>12.6f} {row['shared_s']:>12.6f} "
-              f"{row['shared_s'] / row['alone_s']:>9.3f}")
+              f"{row['shared_s'] / row['alone_s']:>9.3f} {row['steps_measured']:>5}{'' if row['converged'] else '*'}")
     return 0
 
 

@@ -21,8 +21,11 @@ a short job meeting a long one's communication every other step). The first
 step is never measured (transport and co-runners start together).
 
 Until every job is stable, the run is repeated with each job's step count
-grown so that the horizon doubles (from the step times just measured); no
-job ever runs more than `max_steps` steps, so no input runs without bound. A
+grown so that the horizon doubles (from the step times just measured); the
+slowest job never runs more than `max_steps` steps, a job k times faster at
+most k x `max_steps` (so a short DDP step beside a long LLM step still sees
+enough of it), and no job more than `fast_steps`, so no input runs without
+bound. A
 job whose steps do not settle within that cap keeps the mean of the steps it
 had, and says so (converged False).
 
@@ -33,14 +36,16 @@ its steady step time is its single step time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
+from artist.network.base import CommResult
 from artist.parallel.graph import Node, StepGraph
 
 TOLERANCE = 0.03  # relative difference between the last two windows' mean step times (choice)
 WINDOW = 4  # steps per window (choice: even, so that a pattern of period 1, 2 or 4 averages out)
-MAX_STEPS = 40  # per job and run (a cap so that no input runs without bound)
+MAX_STEPS = 40  # steps of the slowest job per run (a cap so that no input runs without bound)
+MAX_FAST_STEPS = 1000  # steps of any job per run (cap; a job k times faster than the slowest may run k x MAX_STEPS)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class SteadyStep:
     steps_measured: int  # ... of which ended within the horizon (all jobs running)
     converged: bool  # the last two windows agree within the tolerance
     runs: int  # model runs it took (each a fresh co-simulation from the common start)
+    comm_seconds: float = 0.0  # communication nodes' own durations per step, mean over the same steps
+    result: CommResult | None = field(default=None, compare=False)  # the final run's provenance
 
 
 def repeat_graph(graph: StepGraph, steps: int) -> StepGraph:
@@ -77,12 +84,19 @@ def step_ends(node_end, nodes_per_step: int, steps: int) -> list[float]:
     return [max(node_end[k * nodes_per_step:(k + 1) * nodes_per_step], default=0.0) for k in range(steps)]
 
 
+def step_comm_seconds(graph: StepGraph, node_seconds, steps: int) -> list[float]:
+    """The communication nodes' own durations summed per step of an unrolled graph."""
+    n = len(graph.nodes)
+    comm = [i for i, node in enumerate(graph.nodes) if node.is_communication]
+    return [sum(node_seconds[k * n + i] for i in comm) for k in range(steps)]
+
+
 def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float = TOLERANCE, window: int = WINDOW,
-                      max_steps: int = MAX_STEPS) -> dict[str, SteadyStep]:
+                      max_steps: int = MAX_STEPS, fast_steps: int = MAX_FAST_STEPS) -> dict[str, SteadyStep]:
     """Each job's steady step time with all the jobs running together (see the module docstring)."""
-    if window < 1 or max_steps < 2 * window + 1 or not tolerance > 0:
-        raise ValueError(f"need window >= 1, max_steps >= 2 x window + 1, tolerance > 0; got window {window}, "
-                         f"max_steps {max_steps}, tolerance {tolerance}")
+    if window < 1 or max_steps < 2 * window + 1 or not tolerance > 0 or fast_steps < max_steps:
+        raise ValueError(f"need window >= 1, max_steps >= 2 x window + 1, tolerance > 0, fast_steps >= max_steps; "
+                         f"got window {window}, max_steps {max_steps}, tolerance {tolerance}, fast_steps {fast_steps}")
     jobs = list(graphs)
     counts = {j: 2 * window + 1 for j in jobs}
     runs = 0
@@ -90,6 +104,7 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
         runs += 1
         timing = model.time({j: repeat_graph(graphs[j], counts[j]) for j in jobs})
         ends = {j: step_ends(timing[j].node_end, len(graphs[j].nodes), counts[j]) for j in jobs}
+        comms = {j: step_comm_seconds(graphs[j], timing[j].node_seconds, counts[j]) for j in jobs}
         horizon = min(e[-1] for e in ends.values())
         out = {}
         for j in jobs:
@@ -99,21 +114,27 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
                 e = [0.0] + ends[j]
             seconds = [b - a for a, b in zip(e, e[1:])]
             measured = seconds[1:]  # the first step is the common start's
+            comm = comms[j][:len(seconds)]
             w = min(window, len(measured) // 2)
             if w >= 1:
                 last = sum(measured[-w:]) / w
                 before = sum(measured[-2 * w:-w]) / w
                 stable = w == window and within > 0 and abs(last - before) <= tolerance * last
+                comm_mean = sum(comm[-w:]) / w
             else:
                 last = sum(measured) / len(measured) if measured else seconds[0]
                 stable = False
-            out[j] = SteadyStep(last, seconds[0], counts[j], within, stable, runs)
+                comm_mean = sum(comm[1:]) / len(measured) if measured else comm[0]
+            out[j] = SteadyStep(last, seconds[0], counts[j], within, stable, runs, comm_mean, timing[j].result)
         first_out = [j for j in jobs if ends[j][-1] <= horizon]  # the horizon grows only with their steps
-        if all(s.converged for s in out.values()) or any(counts[j] >= max_steps for j in first_out):
+        mean = {j: ends[j][-1] / counts[j] for j in jobs}
+        slowest = max(mean.values())
+        cap = {j: min(fast_steps, max(max_steps, math.ceil(max_steps * slowest / mean[j]) if mean[j] > 0
+                                      else fast_steps)) for j in jobs}
+        if all(s.converged for s in out.values()) or any(counts[j] >= cap[j] for j in first_out):
             return out
         # grow so the horizon doubles: each job's steps from its mean step time so far
         grown = {}
         for j in jobs:
-            mean = ends[j][-1] / counts[j]
-            grown[j] = min(max_steps, max(counts[j] + 1, math.ceil(2 * horizon / mean) + 1))
+            grown[j] = min(cap[j], max(counts[j] + 1, math.ceil(2 * horizon / mean[j]) + 1 if mean[j] > 0 else cap[j]))
         counts = grown

@@ -9,10 +9,12 @@ communication. Policies never see the fabric; they see StepEstimates.
 
 Contention: "isolated" times every job alone, so rates() is estimate() per
 job. "shared" times the jobs of each contention component (perf/contention.py:
-rack-spanning jobs with a rack in common) together, on their own GPUs, in one
-FabricModel.time call (the flow and ns-3 backends co-simulate them; the
-analytical backend still times each alone). Policies keep asking estimate():
-a job alone.
+rack-spanning jobs with a rack in common) together, on their own GPUs, in
+steady state (network/steady.py: every job repeats its step in one
+FabricModel.time call until its step time is stable; the flow and ns-3
+backends co-simulate them; the analytical backend still times each alone).
+Data-parallel and hybrid-parallel (1F1B, perf/hybrid.py) jobs alike. Policies
+keep asking estimate(): a job alone.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from typing import Mapping
 
 from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
-from artist.parallel.graph import StepGraph
+from artist.parallel.graph import Node, StepGraph
 from artist.perf.compute import ComputeModel
 from artist.perf.contention import contention_components
-from artist.perf.hybrid import estimate_plan
+from artist.network.steady import SteadyStep, steady_step_times
+from artist.parallel.hybrid import hybrid_step
+from artist.parallel.plan import rank_grid
+from artist.perf.hybrid import PlanEstimate, estimate_plan, forward_seconds
 from artist.perf.hybrid_job import HybridJobModel
 from artist.network.symmetry import fabric_form, fabric_key
 from artist.placement import Placement
@@ -49,13 +54,16 @@ class StepEstimate:
         return self.samples_per_second * self.efficiency
 
 
-def estimate_from_timing(graph: StepGraph, timing: GraphTiming, compute_seconds: float) -> StepEstimate:
+def estimate_from_timing(graph: StepGraph, timing: GraphTiming, compute_seconds: float,
+                         details: dict | None = None) -> StepEstimate:
     # exposed = makespan - compute, then step = compute + exposed: the same float operations as
     # wave 1's overlap rule and iteration time, so results stay bit-identical.
     exposed = max(0.0, timing.step_seconds - compute_seconds)
     step = compute_seconds + exposed
+    result = timing.result if details is None else timing.result.replace(details={**timing.result.details,
+                                                                                   **details})
     return StepEstimate(step, compute_seconds, exposed, timing.comm_seconds,
-                        graph.samples / step if graph.samples else 0.0, timing.result)
+                        graph.samples / step if graph.samples else 0.0, result)
 
 
 class PerfModel:
@@ -88,21 +96,46 @@ class PerfModel:
             found = self._memo[key] = estimate_from_timing(graph, timing, compute)
         return found
 
-    def _hybrid_estimate(self, model: HybridJobModel, placement: Placement) -> StepEstimate:
-        """A hybrid job's 1F1B step on the placement's GPUs in rank order (sorted ids), the fastest of its
-        plans (one unless the job's plan is "auto"), memoised per GPUs:
-        unlike a DDP ring, which ranks share a machine depends on more than the shape. compute_seconds is
-        the step less its exposed communication (the pipeline bubble included)."""
+    def _hybrid_plan(self, model: HybridJobModel, placement: Placement) -> PlanEstimate:
+        """The fastest of the job's plans (one unless its plan is "auto") alone on the placement's GPUs in
+        rank order (sorted ids), memoised per GPUs: unlike a DDP ring, which ranks share a machine depends
+        on more than the shape."""
         key = ("hybrid", model, placement.topology, placement.gpus)
         found = self._memo.get(key)
         if found is None:
-            est = min((estimate_plan(self.fabric, placement.topology, model.config, plan, placement.gpus,
-                                     model.micro_batch_size) for plan in model.plans),
-                      key=lambda e: (e.step_seconds, e.plan.text()))
-            exposed = sum(est.exposed_seconds.values())
-            found = self._memo[key] = StepEstimate(est.step_seconds, est.step_seconds - exposed, exposed,
-                                                   est.comm_seconds, est.samples_per_second, est.comm)
+            # flow: machine-local collectives timed alone (exact, without_machine_local_communication)
+            fabric = self.fabric
+            if fabric.name == "flow":
+                fabric = MachineLocalShortcut(fabric, placement.topology)
+            found = self._memo[key] = min(
+                (estimate_plan(fabric, placement.topology, model.config, plan, placement.gpus,
+                               model.micro_batch_size) for plan in model.plans),
+                key=lambda e: (e.step_seconds, e.plan.text()))
         return found
+
+    def _hybrid_estimate(self, model: HybridJobModel, placement: Placement) -> StepEstimate:
+        """A hybrid job's 1F1B step alone (_hybrid_plan). compute_seconds is the step less its exposed
+        communication (the pipeline bubble included)."""
+        est = self._hybrid_plan(model, placement)
+        exposed = sum(est.exposed_seconds.values())
+        return StepEstimate(est.step_seconds, est.step_seconds - exposed, exposed, est.comm_seconds,
+                            est.samples_per_second, est.comm)
+
+    def step_graph(self, model, placement: Placement) -> tuple[StepGraph, float]:
+        """A job's step graph on its own GPUs (the ecmp hash and the NICs see them) and the compute seconds
+        its shared step is measured against. A hybrid job runs the plan it would run alone (the fastest
+        alone: contention does not re-plan) with every replica's passes (no first-replicas shortcut: other
+        jobs' traffic may meet any of them); its compute is its alone step less its exposed communication,
+        so its pipeline bubble counts as compute and contention shows as exposed communication."""
+        if isinstance(model, HybridJobModel):
+            est = self._hybrid_plan(model, placement)
+            config, plan = model.config, est.plan
+            step = hybrid_step(config.layers_list(), rank_grid(plan, placement.gpus),
+                               forward_seconds(config, plan, model.micro_batch_size, est.gpu),
+                               model.micro_batch_size)
+            return step.graph, est.step_seconds - sum(est.exposed_seconds.values())
+        compute = self.compute.step_seconds(model, placement)
+        return ddp_step(model, placement, compute), compute
 
     def rates(self, running: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
         """Every running job's step; isolated mode: each alone; shared mode: each with the other jobs of
@@ -118,26 +151,101 @@ class PerfModel:
                 out.update(self.shared({j: running[j] for j in component}))
         return {job_id: out[job_id] for job_id in running}
 
+    def _without_machine_local_communication(self, graph: StepGraph, topology) -> tuple[StepGraph, float]:
+        reduced, local = without_machine_local_communication(self.fabric, graph, topology)
+        return reduced, sum(local.values())
+
     def shared(self, jobs: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
-        """The jobs' steps with all of them on the fabric at once, each graph on its own GPUs (one
-        FabricModel.time call), memoised per (models, GPUs) of the group."""
-        hybrid = [job for job, (model, _) in jobs.items() if isinstance(model, HybridJobModel)]
-        if hybrid:
-            raise ValueError(f"shared contention does not time hybrid-parallel jobs yet ({', '.join(hybrid)})")
+        """The jobs' steady-state steps with all of them on the fabric at once, each graph on its own GPUs:
+        network/steady.py repeats every job's step in one FabricModel.time call until each job's step
+        time is stable (at most steady.MAX_STEPS steps per job), so the answer is what the jobs settle
+        into, not an accident of a common start. A job alone repeats one identical step, so it is timed
+        once. The steps measured are in each answer's comm.details (steady_steps, steady_converged).
+        Memoised per (models, GPUs) of the group."""
         key = ("shared",) + tuple((job, model, placement.topology, placement.gpus)
                                   for job, (model, placement) in jobs.items())
         found = self._shared_memo.get(key)
         if found is None:
             graphs, compute = {}, {}
             for job, (model, placement) in jobs.items():
-                compute[job] = self.compute.step_seconds(model, placement)
-                graphs[job] = ddp_step(model, placement, compute[job])
-            timings = self.fabric.time(graphs)
+                graphs[job], compute[job] = self.step_graph(model, placement)
+            if len(jobs) == 1:
+                job = next(iter(jobs))
+                timing = self.fabric.time(graphs)[job]
+                found = {job: estimate_from_timing(graphs[job], timing, compute[job],
+                                                   {"steady_steps": 1, "steady_converged": True})}
+            else:
+                local = {}
+                for job, (_, placement) in jobs.items():
+                    graphs[job], local[job] = self._without_machine_local_communication(graphs[job],
+                                                                                       placement.topology)
+                steady = steady_step_times(self.fabric, graphs)
+                found = {job: _steady_estimate(graphs[job], steady[job], compute[job], local[job]) for job in jobs}
             if len(self._shared_memo) >= 100_000:  # groups are combinatorial: keep the memo bounded
                 self._shared_memo.clear()
-            found = self._shared_memo[key] = {job: estimate_from_timing(graphs[job], timings[job], compute[job])
-                                              for job in jobs}
+            self._shared_memo[key] = found
         return dict(found)
+
+
+def _steady_estimate(graph: StepGraph, steady: SteadyStep, compute_seconds: float,
+                     local_comm_seconds: float = 0.0) -> StepEstimate:
+    """A job's StepEstimate from its steady-state step (steady.py), with the same float rule as
+    estimate_from_timing; local_comm_seconds: the machine-local communication taken out of the graph
+    (PerfModel._without_machine_local_communication), counted back into comm_seconds."""
+    exposed = max(0.0, steady.step_seconds - compute_seconds)
+    step = compute_seconds + exposed
+    details = {"steady_steps": steady.steps_measured, "steady_converged": steady.converged,
+               "steady_runs": steady.runs, "first_step_seconds": steady.first_step_seconds}
+    result = steady.result.replace(details={**steady.result.details, **details})
+    return StepEstimate(step, compute_seconds, exposed, steady.comm_seconds + local_comm_seconds,
+                        graph.samples / step if graph.samples else 0.0, result)
+
+
+def without_machine_local_communication(fabric, graph: StepGraph, topology) -> tuple[StepGraph, dict[int, float]]:
+    """The graph with every communication node inside one machine replaced by a fixed-duration node
+    of its time alone (fabric.collective_seconds), and those nodes' seconds. Why exact: a path
+    inside a machine crosses only its GPUs' NVSwitch ports (network/links.py), which belong to the
+    job and which no rack-crossing path uses, so such a collective meets no other job's traffic and
+    none of its own job's network traffic; it takes its alone time unless it overlaps another
+    machine-local collective on the same GPUs, which a 1F1B stage's serial passes and a DDP job's
+    one-at-a-time buckets do not do (tests/test_llm_contention.py checks a 16-GPU GPT-3 step both
+    ways). Why: a TP group's all-reduces are most of an LLM step's transfers (~500 k of 518 k per
+    step of a 16-GPU GPT-3 1.3B, 8 micro-batches, 2 channels), repeated for every steady step."""
+    nodes, local = [], {}
+    for node in graph.nodes:
+        if node.is_communication and len({topology.machine_of(g) for g in node.group}) == 1:
+            group = Placement(topology, tuple(sorted(node.group)))
+            seconds = local[node.id] = fabric.collective_seconds(group, int(node.nbytes), node.kind)
+            node = Node(node.id, "compute", node.deps, seconds, node.group)
+        nodes.append(node)
+    return StepGraph(tuple(nodes), graph.samples), local
+
+
+class MachineLocalShortcut:
+    """A FabricModel that times a graph's machine-local communication alone
+    (without_machine_local_communication) and the rest with the fabric given; the timings keep every
+    node, so critical-path readers (perf/hybrid.py) see the same graph. PerfModel times hybrid jobs
+    alone through it on the flow backend."""
+
+    def __init__(self, fabric: FabricModel, topology):
+        self.fabric, self.topology, self.name = fabric, topology, fabric.name
+
+    def identity(self) -> dict:
+        return self.fabric.identity()
+
+    def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
+        return self.fabric.collective_seconds(group, nbytes, kind)
+
+    def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
+        reduced, local = {}, {}
+        for job, graph in graphs.items():
+            reduced[job], local[job] = without_machine_local_communication(self.fabric, graph, self.topology)
+        timings = self.fabric.time(reduced)
+        out = {}
+        for job, graph in graphs.items():
+            seconds = [local[job].get(i, s) for i, s in enumerate(timings[job].node_seconds)]
+            out[job] = GraphTiming.of(graph, seconds, timings[job].result)
+        return out
 
 
 def as_perf_model(perf_or_fabric, topology) -> PerfModel:

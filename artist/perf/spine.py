@@ -37,6 +37,32 @@ def spine_bytes_per_step(placement: Placement, nbytes: int, algorithm: str = "ri
     return dict(out)
 
 
+def graph_spine_bytes_per_step(graph, topology, algorithm: str = "ring", channels: int = 1) -> dict[LinkId, float]:
+    """Bytes a step graph's communication nodes (each its collective's schedule) put on each spine link
+    (hybrid-parallel jobs: DP all-reduces, pipeline sends, ... of every micro-batch); nodes inside one
+    machine never reach the spine and are skipped."""
+    out: dict[LinkId, float] = defaultdict(float)
+    memo: dict[tuple, dict[LinkId, float]] = {}
+    for node in graph.nodes:
+        if not node.is_communication or len({topology.machine_of(g) for g in node.group}) < 2:
+            continue
+        key = (node.kind, node.group, node.nbytes)
+        per_node = memo.get(key)
+        if per_node is None:
+            group = Placement(topology, tuple(sorted(node.group)))
+            src_dst = tuple(node.group) if node.kind == "send_recv" else None
+            schedule = collective_schedule(node.kind, algorithm, group, int(node.nbytes), channels,
+                                           dependencies=False, src_dst=src_dst)
+            per_node = memo[key] = defaultdict(float)
+            for t in schedule.transfers:
+                for link in path(topology, schedule.ranks[t.src], schedule.ranks[t.dst], t.channel).links:
+                    if link[0] in SPINE_LINKS:
+                        per_node[link] += t.nbytes
+        for link, nbytes in per_node.items():
+            out[link] += nbytes
+    return dict(out)
+
+
 def spine_utilisation(topology, loads: Mapping[str, tuple[Mapping[LinkId, float], float]]) -> dict[LinkId, float]:
     """Per spine link: sum over jobs of bytes per step / step seconds, over the link's capacity (bytes/s).
     loads: job -> (its bytes per step on each spine link, its step seconds)."""

@@ -88,7 +88,7 @@ from artist.parallel.graph import Node, StepGraph
 from artist.placement import Placement
 from artist.topology import Topology
 
-FLOW_VERSION = "1"  # bump when an answer changes
+FLOW_VERSION = "2"  # bump when an answer changes (2: strict sender priority, exact, in place of 1e-6 weights)
 
 __all__ = ["FlowModel", "FLOW_VERSION"]
 

@@ -15,8 +15,8 @@ fluid instead of packets:
   connection still flows waits for it to drain;
 - a job's flows leaving a GPU by the same first link (its NVSwitch port or its
   NIC) are served in the order they started, work-conserving: weighted
-  max-min with weights 1, 1e-6, 1e-12, ... by start order, so the first takes
-  what it can use and the next ones what it leaves. Why not equal shares: the
+  max-min with strict priority by start order (maxmin.py's levels), so the
+  first takes what it can use and the next ones what it leaves. Why not equal shares: the
   ns-3 engine round-robins a GPU's connections frame by frame, yet the
   channels of a ring desynchronise there (a frame of skew grows through the
   ring's dependencies), so one channel sends while another waits out its
@@ -82,27 +82,25 @@ class _Transfer:
         self.owner = owner  # (graph, node)
 
 
-SENDER_PRIORITY = 1e-6  # weight ratio between successive flows of one job at one sender link
-
-
-def _sender_weights(transfers: list, active: list[int]) -> np.ndarray:
-    """Weight of each active flow: SENDER_PRIORITY ** (flows of its job that started earlier from its
-    sending GPU on its first link); `active` is in start order. GPUs sharing a NIC share it equally."""
+def _sender_priority(transfers: list, active: list[int]) -> list[int]:
+    """Strict-priority level of each active flow (maxmin.py): how many flows of its job that started
+    earlier leave its sending GPU on its first link; `active` is in start order. GPUs sharing a NIC
+    share it equally (each GPU's first flow is at level 0)."""
     seen: dict[tuple, int] = {}
-    out = np.empty(len(active))
-    for k, i in enumerate(active):
+    out = []
+    for i in active:
         tr = transfers[i]
-        key = (tr.owner[0], tr.connection[1], int(tr.links[0]))  # job, sending GPU (GPUs may share a NIC), link
+        key = (tr.owner[0], tr.connection[1], tr.links[0])  # job, sending GPU (GPUs may share a NIC), link
         position = seen.get(key, 0)
         seen[key] = position + 1
-        out[k] = SENDER_PRIORITY ** position
+        out.append(position)
     return out
 
 
 @dataclass(frozen=True)
 class Sharing:
     """How flows share links. "maxmin" (default): every link max-min fair (maxmin.py), the
-    ideal congestion control, with a job's flows at one sender in start order (_sender_weights).
+    ideal congestion control, with a job's flows at one sender in start order (_sender_priority).
     "window": every flow keeps window_bytes in flight and every link is a FIFO queue
     (window.py's fluid fixed point of window flow control), as in the ns-3 engine's window
     transport, whose defaults these mirror (network/ns3/__init__.py TransportOptions: 1 MiB
@@ -151,7 +149,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                     capacity.append(link_bandwidth_bps(topology, link) / 8.0)
                 ids.append(link_index[link])
             rtt = sharing.base_rtt(p, [capacity[i] for i in ids])
-            found = route_memo[key] = (np.asarray(ids, dtype=np.int64), latency.per_step(p.kind), p.latency_s, rtt)
+            found = route_memo[key] = (tuple(ids), latency.per_step(p.kind), p.latency_s, rtt)
         return found
 
     transfers: list[_Transfer] = []
@@ -219,7 +217,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
     queued: dict[tuple, list[int]] = {}  # busy connection -> transfers waiting for it, in order
     active: list[int] = []  # transfer ids in start order
     active_arr = np.zeros(0, dtype=np.int64)
-    on_link: dict[int, list[int]] = {}  # link -> its flowing transfers, in start order
+    on_link: dict[int, dict[int, None]] = {}  # link -> its flowing transfers, in start order (a dict: O(1) removal)
     dirty: set[int] = set()  # links whose flows changed since the rates were computed
     capacity_arr = np.asarray(capacity, dtype=np.float64)
     queue_delay: dict[int, float] = {}  # window sharing: port -> its last queueing delay (warm start)
@@ -233,8 +231,8 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
         started_as[tid] = starts
         starts += 1
         active.append(tid)
-        for link in transfers[tid].links.tolist():
-            on_link.setdefault(link, []).append(tid)
+        for link in transfers[tid].links:
+            on_link.setdefault(link, {})[tid] = None
             dirty.add(link)
 
     while heap or active:
@@ -243,7 +241,7 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
         if active:
             rates = rate_of[active_arr]
             rem = remaining[active_arr]
-            times = rem / rates
+            times = np.divide(rem, rates, out=np.full(len(rem), np.inf), where=rates > 0)  # 0: waits its turn
             first = int(np.argmin(times))
             t_done = now + float(times[first])
             t_next = min(t_event, t_done)
@@ -256,8 +254,8 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
                 drained = active_arr[done].tolist()
                 active = active_arr[~done].tolist()
                 for i in drained:
-                    for link in transfers[i].links.tolist():
-                        on_link[link].remove(i)
+                    for link in transfers[i].links:
+                        del on_link[link][i]
                         dirty.add(link)
             now = t_next
         else:
@@ -316,14 +314,15 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
         missing = [n.id for n in graph.nodes if math.isnan(node_end[gi][n.id])]
         if missing:
             raise RuntimeError(f"flow model: graph {gi} nodes {missing[:5]} never ended (a dependency cycle?)")
-    carried = np.zeros(len(capacity))
+    carried = [0.0] * len(capacity)
     for tr in transfers:  # every transfer drains completely: a link carries all bytes routed over it
-        carried[tr.links] += tr.nbytes
-    by_id = {link: float(carried[i]) for link, i in link_index.items()}
+        for link in tr.links:
+            carried[link] += tr.nbytes
+    by_id = {link: carried[i] for link, i in link_index.items()}
     return FlowRunResult(node_start, node_end, len(transfers), updates, by_id)
 
 
-def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: list) -> list[int]:
+def _connected_flows(links: set[int], on_link: dict[int, dict[int, None]], transfers: list) -> list[int]:
     """Flowing transfers connected to these links through shared links. Max-min rates of flows
     that share no link, directly or through others, do not depend on each other, so only these
     need new rates when the flows on `links` changed."""
@@ -336,7 +335,7 @@ def _connected_flows(links: set[int], on_link: dict[int, list[int]], transfers: 
             if tid in flows:
                 continue
             flows.add(tid)
-            for other in transfers[tid].links.tolist():
+            for other in transfers[tid].links:
                 if other not in seen_links:
                     seen_links.add(other)
                     frontier.append(other)
@@ -350,7 +349,7 @@ def _window_rates(flows: list[int], transfers: list, capacity: np.ndarray, windo
     fewer bytes left: rates proportional to the bytes left, recomputed at every event, starve a
     draining transfer geometrically (tried: it never finished beside fresh flows); a transfer's
     own size as its window made the benchmark's errors larger (median 6.0 %, max 75 %)."""
-    flow_links = [transfers[i].links.tolist() for i in flows]
+    flow_links = [list(transfers[i].links) for i in flows]
     caps = {link: float(capacity[link]) for links in flow_links for link in links}
     window = [float(window_bytes)] * len(flows)
     rtt = [transfers[i].rtt for i in flows]
@@ -361,14 +360,15 @@ SMALL_COMPONENT = 24  # flows: below this, plain Python beats numpy's per-call o
 
 
 def _component_rates(flows: list[int], transfers: list, capacity: np.ndarray) -> np.ndarray:
-    """Weighted max-min rates of these flows (in start order) on their links."""
-    weights = _sender_weights(transfers, flows)
+    """Max-min rates of these flows (in start order) on their links, a job's flows at one sender in
+    strict priority by start order."""
+    priority = _sender_priority(transfers, flows)
     if len(flows) < SMALL_COMPONENT:
-        flow_links = [transfers[i].links.tolist() for i in flows]
+        flow_links = [transfers[i].links for i in flows]
         caps = {link: float(capacity[link]) for links in flow_links for link in links}
-        return np.asarray(max_min_rates_small(flow_links, caps, weights.tolist()))
+        return np.asarray(max_min_rates_small(flow_links, caps, [1.0] * len(flows), priority))
     lengths = [len(transfers[i].links) for i in flows]
-    link_of = np.concatenate([transfers[i].links for i in flows])
+    link_of = np.fromiter((link for i in flows for link in transfers[i].links), dtype=np.int64, count=sum(lengths))
     used, local = np.unique(link_of, return_inverse=True)
     flow_of = np.repeat(np.arange(len(flows)), lengths)
-    return max_min_rates(flow_of, local, len(flows), capacity[used], weights)
+    return max_min_rates(flow_of, local, len(flows), capacity[used], None, np.asarray(priority, dtype=np.int64))

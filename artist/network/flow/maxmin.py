@@ -9,9 +9,16 @@ rate can grow without lowering that of a flow with an equal or smaller rate.
 
 Weighted form (weights w > 0): the filling raises flow i's rate as w_i x level,
 so a link's bottleneck level is its remaining capacity / the sum of its
-unfrozen flows' weights. With weights far apart it approximates strict
-priority that is still work-conserving: a heavy flow takes what it can use,
-lighter ones the capacity it leaves (flow/engine.py uses this at senders).
+unfrozen flows' weights.
+
+Strict priority (integer levels, 0 first), work-conserving: the filling runs
+level by level on the capacity the earlier levels left; while level k fills,
+a link that runs out freezes its level-k flows at their share and every
+later-level flow on it at 0 (nothing is left for them); the next level fills
+what remains. This is the limit of weights eps^level as eps -> 0, computed
+exactly: such weights (1e-6 ** k before) underflow to 0 beyond ~50 levels
+(an all-to-all's 120 flows per sender) and are off by eps where they do not
+(flow/engine.py uses levels for a job's flows at one sender).
 
 Deterministic: numpy operations in array order, no set iteration; links tied
 at the bottleneck share (within 1e-12 relative) are frozen together.
@@ -25,44 +32,51 @@ _TIE = 1e-12  # relative tolerance for links at the same bottleneck share
 
 
 def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity: np.ndarray,
-                  weights: np.ndarray | None = None) -> np.ndarray:
+                  weights: np.ndarray | None = None, priority: np.ndarray | None = None) -> np.ndarray:
     """Rates of `flows` flows. (flow_of[i], link_of[i]) lists every (flow, link) crossing, link
     indices into `capacity` (bytes/s, > 0); every flow must cross at least one link.
-    weights: per flow, > 0 (default: all 1, plain max-min)."""
+    weights: per flow, > 0 (default: all 1, plain max-min).
+    priority: per flow, an integer level (default: all 0), strict priority (module docstring)."""
     rate = np.zeros(flows)
     if flows == 0:
         return rate
     weight = np.ones(flows) if weights is None else np.asarray(weights, dtype=np.float64)
+    level_of = np.zeros(flows, dtype=np.int64) if priority is None else np.asarray(priority, dtype=np.int64)
     crossing_weight = weight[flow_of]
     links = len(capacity)
     remaining = capacity.astype(np.float64).copy()
     frozen = np.zeros(flows, dtype=bool)
     active = np.ones(len(flow_of), dtype=bool)  # crossings of unfrozen flows
-    while True:
-        count = np.bincount(link_of[active], weights=crossing_weight[active], minlength=links)
-        used = count > 0
-        if not used.any():
-            break
-        share = np.full(links, np.inf)
-        share[used] = remaining[used] / count[used]
-        level = share.min()
-        bottleneck = share <= level * (1.0 + _TIE)
-        hit = active & bottleneck[link_of]
-        newly = np.zeros(flows, dtype=bool)
-        newly[flow_of[hit]] = True
-        newly &= ~frozen
-        rate[newly] = weight[newly] * level
-        frozen |= newly
-        crossing = active & newly[flow_of]
-        remaining -= np.bincount(link_of[crossing], weights=rate[flow_of[crossing]], minlength=links)
-        np.maximum(remaining, 0.0, out=remaining)
-        active &= ~crossing
+    for priority_level in np.unique(level_of):  # ascending: level 0 first
+        filling = (level_of == priority_level) & ~frozen
+        while True:
+            fill = active & filling[flow_of]
+            count = np.bincount(link_of[fill], weights=crossing_weight[fill], minlength=links)
+            used = count > 0
+            if not used.any():
+                break
+            share = np.full(links, np.inf)
+            share[used] = remaining[used] / count[used]
+            level = share.min()
+            bottleneck = share <= level * (1.0 + _TIE)
+            hit = active & bottleneck[link_of]  # every unfrozen flow on a full link: later levels at 0
+            newly = np.zeros(flows, dtype=bool)
+            newly[flow_of[hit]] = True
+            newly &= ~frozen
+            rate[newly & filling] = weight[newly & filling] * level
+            frozen |= newly
+            filling &= ~newly
+            crossing = active & newly[flow_of]
+            remaining -= np.bincount(link_of[crossing], weights=rate[flow_of[crossing]], minlength=links)
+            np.maximum(remaining, 0.0, out=remaining)
+            active &= ~crossing
     if not frozen.all():
         raise ValueError("a flow crosses no link")
     return rate
 
 
-def max_min_rates_small(flow_links: list[list[int]], capacity: dict[int, float], weights: list[float]) -> list[float]:
+def max_min_rates_small(flow_links: list[list[int]], capacity: dict[int, float], weights: list[float],
+                        priority: list[int] | None = None) -> list[float]:
     """The same progressive filling in plain Python, for the few flows of one component (numpy's
     per-call overhead dominates there): flow_links[i] lists flow i's links, capacity maps link ->
     bytes/s. Same ties (relative 1e-12) and the same order of operations per link as max_min_rates."""
@@ -73,27 +87,34 @@ def max_min_rates_small(flow_links: list[list[int]], capacity: dict[int, float],
     for f, links in enumerate(flow_links):
         for link in links:
             members.setdefault(link, []).append(f)
+    levels = [0] * flows if priority is None else list(priority)
     frozen = [False] * flows
-    left = flows
-    while left:
-        share = {}
-        for link, fs in members.items():
-            w = 0.0
-            for f in fs:
-                if not frozen[f]:
-                    w += weights[f]
-            if w > 0:
-                share[link] = remaining[link] / w
-        if not share:
-            raise ValueError("a flow crosses no link")
-        level = min(share.values())
-        newly = sorted({f for link, x in share.items() if x <= level * (1.0 + _TIE)
-                        for f in members[link] if not frozen[f]})
-        for f in newly:
-            rate[f] = weights[f] * level
-            frozen[f] = True
-        left -= len(newly)
-        for f in newly:
-            for link in flow_links[f]:
-                remaining[link] = max(0.0, remaining[link] - rate[f])
+    for priority_level in sorted(set(levels)):
+        filling = [levels[f] == priority_level and not frozen[f] for f in range(flows)]
+        left = sum(filling)
+        while left:
+            share = {}
+            for link, fs in members.items():
+                w = 0.0
+                for f in fs:
+                    if filling[f]:
+                        w += weights[f]
+                if w > 0:
+                    share[link] = remaining[link] / w
+            if not share:
+                raise ValueError("a flow crosses no link")
+            level = min(share.values())
+            newly = sorted({f for link, x in share.items() if x <= level * (1.0 + _TIE)
+                            for f in members[link] if not frozen[f]})
+            for f in newly:
+                if filling[f]:
+                    rate[f] = weights[f] * level
+                    filling[f] = False
+                    left -= 1
+                frozen[f] = True
+            for f in newly:
+                for link in flow_links[f]:
+                    remaining[link] = max(0.0, remaining[link] - rate[f])
+    if not all(frozen):
+        raise ValueError("a flow crosses no link")
     return rate
