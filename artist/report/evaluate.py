@@ -107,13 +107,14 @@ def network_configs(table: pd.DataFrame) -> list[NetworkConfig]:
     return out
 
 
-def primary_config(configs: list[NetworkConfig], wanted: dict[str, Any]) -> NetworkConfig:
-    """The first configuration matching the spec's `primary` filter (default: the first one)."""
+def primary_config(configs: list[NetworkConfig], wanted: dict[str, Any]) -> tuple[NetworkConfig, bool]:
+    """The first configuration matching the spec's `primary` filter, and True; else (a reduced sweep run
+    on a cheaper backend, say) the first configuration and False, which the report says."""
     for config in configs:
         values = dict(config.key)
         if all(str(values.get(k)) == str(v) for k, v in wanted.items()):
-            return config
-    raise InputError("report", "field 'report.primary'", f"no results match {wanted}")
+            return config, True
+    return configs[0], False
 
 
 def _filtered(table: pd.DataFrame, *filters: dict[str, Any]) -> pd.DataFrame:

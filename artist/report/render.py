@@ -67,11 +67,12 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     spec = sweeps[0].spec
     table = pd.concat([s.table for s in sweeps], ignore_index=True)
     configs = network_configs(table)
-    primary = primary_config(configs, spec.primary)
+    primary, matched = primary_config(configs, spec.primary)
     judged = verdicts(table, spec, configs)
     blocks: list = [Heading(2, spec.paper),
                     Text(f"Results: {', '.join(str(s.directory) for s in sweeps)} ({len(table)} runs). "
-                         f"The paper's figures: {spec.source}. Primary network: {primary.label}.")]
+                         f"The paper's figures: {spec.source}. Primary network: {primary.label}"
+                         + ("." if matched else f" (the spec's primary {spec.primary} is not among these results)."))]
     blocks.append(Heading(3, "Claims, per network configuration"))
     blocks.append(Table(("claim",) + tuple(c.label for c in configs),
                         tuple((f"{c.text} [{c.id}]",) + tuple(v.status for v in judged if v.claim is c)
@@ -114,9 +115,9 @@ def _means_tables(table: pd.DataFrame, title: str) -> list:
     for metric in GENERIC_METRICS:
         if metric not in table.columns:
             continue
-        means = generic_means(table, metric)
+        means = generic_means(table, metric).T  # a row per policy (@ racks, workload), a column per network
         blocks.append(Heading(3, f"{title}: `{metric}`"))
-        blocks.append(Table(("network",) + tuple(means.columns),
+        blocks.append(Table(("policy",) + tuple(means.columns),
                             tuple((label,) + tuple(number(v) for v in row) for label, row in means.iterrows())))
     return blocks
 
