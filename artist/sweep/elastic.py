@@ -68,6 +68,11 @@ class ElasticRunConfig:
     round_seconds: float
     cluster: object = None  # the ElasticCluster of a cluster file (artist/elastic/cluster.py), else None
 
+    @property
+    def gpus(self) -> int | None:
+        """All the cluster's GPUs (None for a one-type topology: the run's topology says)."""
+        return self.cluster.gpus if self.cluster is not None else None
+
 
 def _sha256_dir(directory: Path) -> str:
     import hashlib

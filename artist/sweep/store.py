@@ -158,8 +158,9 @@ class ResultStore:
 
 
 def details_of(run: Run) -> dict:
-    cluster = getattr(run.elastic, "cluster", None)  # an elastic run on a cluster file: all its pools' GPUs
-    return {"gpus": cluster.gpus if cluster is not None else run.topology.gpus, "policy_name": run.policy.name, "policy_params": run.policy.params_json,
+    gpus = getattr(run.elastic, "gpus", None)  # an elastic or Crius run on several pools: all their GPUs
+    return {"gpus": gpus if gpus is not None else run.topology.gpus, "policy_name": run.policy.name,
+            "policy_params": run.policy.params_json,
             "workload_spec": run.workload.spec,
             "calibration_file": run.calibration.path}
 
