@@ -125,6 +125,7 @@ def test_cluster_sweep_gives_the_jobs_of_a_direct_hetero_run(tmp_path):
     from artist.elastic.hetero_runs import POLICIES as HETERO, read_jobs, run
 
     spec = load_sweep_spec(_cluster_spec(tmp_path))
+    assert spec.name == "s"
     report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=False)
     assert not report.failed, report.failed
     table = pd.read_csv(tmp_path / "out" / "results.csv")

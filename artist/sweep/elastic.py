@@ -129,10 +129,10 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
                                                f"{t.path}, found {gpu_types} (a cluster file names each pool's type)")
             configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds)
             continue
-        for name, (app, _) in sorted(apps.items()):
+        for app_name, (app, _) in sorted(apps.items()):
             absent = [g for g in cluster.gpu_types if g not in app.compute]
             if absent:
-                raise ef.error("applications", f"application {name} has no compute table for GPU type(s) "
+                raise ef.error("applications", f"application {app_name} has no compute table for GPU type(s) "
                                                f"{', '.join(absent)} of the cluster {t.path}")
         configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster)
     from artist.workload.traces.pollux import APPLICATIONS
