@@ -69,3 +69,19 @@ def test_bad_crius_specs_name_the_field(tmp_path, old, new, field):
     with pytest.raises(InputError) as exc:
         load_sweep_spec(path)
     assert field in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_shipped_paper_specs_load_through_artist_sweep():
+    """sweeps/crius.yaml (loop: crius) and sweeps/sia.yaml (a cluster file) expand as their headers say, and
+    Crius' own runner still reads the Crius spec."""
+    from pathlib import Path
+
+    from artist.policies.crius.sweep import read_spec
+
+    sweeps = Path(__file__).resolve().parents[1] / "sweeps"
+    crius = load_sweep_spec(sweeps / "crius.yaml")
+    assert len(crius.runs) == 5 * 2 and {r.axes["seed"] for r in crius.runs} == {1, 2}
+    assert read_spec(str(sweeps / "crius.yaml"))["policies"] == [r.axes["policy"] for r in crius.runs][::2]
+    sia = load_sweep_spec(sweeps / "sia.yaml")
+    assert [r.axes["policy"] for r in sia.runs][::2] == ["Sia", "Pollux", "Gavel+TunedJobs"]
+    assert {r.elastic.gpus for r in sia.runs} == {64}

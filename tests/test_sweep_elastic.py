@@ -128,6 +128,9 @@ def test_cluster_sweep_gives_the_jobs_of_a_direct_hetero_run(tmp_path):
     assert spec.name == "s"
     report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=False)
     assert not report.failed, report.failed
+    again = run_sweep(spec, tmp_path / "again", n_jobs=1, use_cache=False, progress=False, plots=False)
+    assert not again.failed and filecmp.cmp(tmp_path / "out" / "results.csv", tmp_path / "again" / "results.csv",
+                                            shallow=False)
     table = pd.read_csv(tmp_path / "out" / "results.csv")
     assert list(table["policy"]) == ["sia", "Gavel+TunedJobs"] and (table["gpus"] == 64).all()
     assert (table["finished"] == 3).all() and table["ftf_rho_mean"].notna().all()
@@ -155,3 +158,26 @@ def test_one_type_tables_are_refused_on_a_cluster(tmp_path):
     path.write_text(path.read_text().replace(str(ROOT / "workloads/sia"), str(ROOT / "workloads/pollux")))
     with pytest.raises(InputError, match="no compute table"):
         load_sweep_spec(path)
+
+
+def test_heterogeneous_rho_on_one_pool_is_the_one_type_rho():
+    """Sia's rho = sum_g (N_g / N) rho_g: with a single pool the weight is 1 and the isolated time is the
+    one-type loop's (artist/elastic/metrics.py IsolatedRates)."""
+    from artist.elastic.applications import pollux_applications
+    from artist.elastic.cluster import load_cluster
+    from artist.elastic.metrics import IsolatedRates
+    from artist.elastic.steptime import NetworkStepTimer
+    from artist.network.analytical import AnalyticalModel
+    from artist.sweep.elastic import HeterogeneousIsolated
+    from artist.workload import load_models
+    from artist.workload.traces.pollux import APPLICATIONS
+
+    cluster = load_cluster(ROOT / "topologies/pollux-t4.yaml", "t4")
+    topology = cluster.pools[0].topology
+    apps, models = pollux_applications(), load_models()
+    timer = NetworkStepTimer(topology, AnalyticalModel(topology), {k: a for k, (a, _) in apps.items()},
+                             {k: models[APPLICATIONS[k][0]] for k in apps})
+    one = IsolatedRates(apps, timer, "t4", topology.gpus_per_machine)
+    pooled = HeterogeneousIsolated(apps, timer, cluster)
+    for share in (0.5, 3.0, 12.5):
+        assert pooled.seconds("cifar10", share) == pytest.approx(one.seconds("cifar10", share), rel=1e-12)
