@@ -1,12 +1,13 @@
 """A whole Pollux run: the artifact's 160-job workload on the 64-GPU T4 cluster, with its wall time.
 
-    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|optimus-oracle|tiresias] [--realistic]
+    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|optimus-oracle|tiresias|gavel|sia] [--realistic]
         [--workload 6] [--jobs 160] [--pop 100] [--gen 100] [--seed 0]
 
 Jobs: workloads/pollux/workloads/workload-<i>.csv (name, arrival, application; the file's GPU count and
 batch are the TunedJobs settings, which Tiresias+TunedJobs runs, Optimus+Oracle+TunedJobs takes the batch
 of, and Pollux ignores); --realistic: workloads-realistic/ (the trace's GPU count, batch M0 x GPUs).
-Policies by name as a sweep names them (artist/policies/pollux/registry.py). Cluster: topologies/pollux-t4.yaml.
+Policies by name as a sweep names them (the one elastic registry, artist/policies/pollux/registry.py; gavel
+runs its TunedJobs settings only). Cluster: topologies/pollux-t4.yaml.
 Ground truth: measured compute + ArtISt's analytical network (artist/elastic/steptime.py). Prints the
 summary (average and p99 JCT, makespan, restarts per job, median policy seconds per round), the wall time
 and the CPU seconds of the process (on a shared machine wall time alone says little); the issue's target is
@@ -29,10 +30,11 @@ import resource  # noqa: E402
 import time  # noqa: E402
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications  # noqa: E402
+from artist.elastic.cluster import ElasticCluster, Pool  # noqa: E402
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation  # noqa: E402
 from artist.elastic.steptime import NetworkStepTimer  # noqa: E402
 from artist.network.analytical import AnalyticalModel  # noqa: E402
-from artist.policies.pollux.registry import ELASTIC_POLICIES, make_elastic_policy  # noqa: E402
+from artist.policies.pollux.registry import ELASTIC_POLICIES, PolicyContext, make_elastic_policy  # noqa: E402
 from artist.shipped import TOPOLOGIES_DIR  # noqa: E402
 from artist.topology import load_topology  # noqa: E402
 from artist.workload import load_models  # noqa: E402
@@ -68,11 +70,13 @@ def main(argv=None):
                            gpus=int(r["num_replicas"]) if config == "both" else 0,
                            batch=int(r["batch_size"]) if config != "none" else 0)
             for r in rows]
-    capacity = [topology.gpus_per_machine] * topology.machines
+    cluster = ElasticCluster.of(topology.name, [Pool("t4", topology)])
     params = {"pop_size": args.pop, "generations": args.gen} if args.policy == "pollux" else \
-        {"tuned_jobs": not args.realistic}
-    policy = make_elastic_policy(args.policy, params, capacity, seed=args.seed)
-    sim = ElasticSimulation(capacity, "t4", jobs, apps, timer, policy)
+        {} if args.policy == "sia" else {"tuned_jobs": not args.realistic}
+    policy, seen = make_elastic_policy(args.policy, params, cluster, seed=args.seed,
+                                       context=PolicyContext(apps, jobs, lambda _cluster: timer))
+    sim = ElasticSimulation(seen.capacity, "t4", jobs, apps, timer, policy,
+                            round_seconds=float(getattr(policy, "round_seconds", 60.0)))
     start = time.perf_counter()
     cpu0 = _cpu_seconds()
     result = sim.run()

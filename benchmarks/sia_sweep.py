@@ -63,7 +63,7 @@ def main(argv=None):
             if policy["name"] == "pollux":
                 params.update({k: v for k, v in (("pop_size", args.pop), ("generations", args.gen)) if v})
             for seed in spec.get("seeds", [0]):
-                jobs = read_jobs(base / workload["spec"], POLICIES[policy["name"]].job_columns, args.jobs)
+                jobs = read_jobs(base / workload["spec"], POLICIES[policy["name"]].job_config, args.jobs)
                 wall, cpu = time.perf_counter(), _cpu()
                 result, _ = run(cluster, policy["name"], jobs, seed=seed, round_seconds=round_seconds, **params)
                 summary = result.summary()

@@ -102,3 +102,82 @@ def test_realistic_file_must_hold_the_same_jobs(tmp_path):
     (tmp_path / "real.csv").write_text(REALISTIC.replace("cifar10-1,154", "cifar10-1,155"))
     with pytest.raises(InputError, match="same jobs"):
         load_sweep_spec(path)
+
+
+CLUSTER = ROOT / "topologies/clusters/sia-hetero-64.yaml"
+SIA_JOBS = "name,time,application,num_replicas,batch_size\ncifar10-0,53,cifar10,2,256\ncifar10-1,154,cifar10,4,512\n" \
+           "ncf-2,600,ncf,1,256\n"
+
+
+def _cluster_spec(tmp_path, policies="[sia, {name: gavel, label: Gavel+TunedJobs}]", extra=""):
+    (tmp_path / "jobs.csv").write_text(SIA_JOBS)
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\nloop: elastic\ntopology: {CLUSTER}\n"
+                    f"elastic: {{applications: {ROOT / 'workloads/sia'}}}\n"
+                    f"policies: {policies}\nworkloads: [{{spec: jobs.csv, label: w}}]\n{extra}")
+    return path
+
+
+def test_cluster_sweep_gives_the_jobs_of_a_direct_hetero_run(tmp_path):
+    """`loop: elastic` on a multi-type cluster file runs the policies of the one registry and gives each job
+    the completion time the direct run of artist/elastic/hetero_runs.py (benchmarks/sia_sweep.py) gives."""
+    from artist.elastic.cluster import load_cluster
+    from artist.elastic.hetero_runs import POLICIES as HETERO, read_jobs, run
+
+    spec = load_sweep_spec(_cluster_spec(tmp_path))
+    assert spec.name == "s"
+    report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=False)
+    assert not report.failed, report.failed
+    again = run_sweep(spec, tmp_path / "again", n_jobs=1, use_cache=False, progress=False, plots=False)
+    assert not again.failed and filecmp.cmp(tmp_path / "out" / "results.csv", tmp_path / "again" / "results.csv",
+                                            shallow=False)
+    table = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert list(table["policy"]) == ["sia", "Gavel+TunedJobs"] and (table["gpus"] == 64).all()
+    assert (table["finished"] == 3).all() and table["ftf_rho_mean"].notna().all()
+    cluster = load_cluster(CLUSTER)
+    for r in spec.runs:
+        jobs = pd.read_parquet(tmp_path / "out" / "runs" / r.run_id / "jobs.parquet").set_index("job_id")
+        direct, _ = run(cluster, r.policy.name, read_jobs(tmp_path / "jobs.csv", HETERO[r.policy.name].job_config))
+        for j in direct.jobs:
+            assert jobs.loc[j.spec.job_id, "jct_s"] == j.finish - j.spec.arrival
+
+
+@pytest.mark.parametrize("policies, extra, field", [
+    ("[sia]", "racks: 2\n", "racks"),
+    ("[{name: gavel, params: {tuned_jobs: false}}]", "", "policies[0].params"),
+])
+def test_bad_cluster_specs_name_the_field(tmp_path, policies, extra, field):
+    path = _cluster_spec(tmp_path, policies, extra)
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(path)
+    assert field in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_one_type_tables_are_refused_on_a_cluster(tmp_path):
+    path = _cluster_spec(tmp_path)
+    path.write_text(path.read_text().replace(str(ROOT / "workloads/sia"), str(ROOT / "workloads/pollux")))
+    with pytest.raises(InputError, match="no compute table"):
+        load_sweep_spec(path)
+
+
+def test_heterogeneous_rho_on_one_pool_is_the_one_type_rho():
+    """Sia's rho = sum_g (N_g / N) rho_g: with a single pool the weight is 1 and the isolated time is the
+    one-type loop's (artist/elastic/metrics.py IsolatedRates)."""
+    from artist.elastic.applications import pollux_applications
+    from artist.elastic.cluster import load_cluster
+    from artist.elastic.metrics import IsolatedRates
+    from artist.elastic.steptime import NetworkStepTimer
+    from artist.network.analytical import AnalyticalModel
+    from artist.sweep.elastic import HeterogeneousIsolated
+    from artist.workload import load_models
+    from artist.workload.traces.pollux import APPLICATIONS
+
+    cluster = load_cluster(ROOT / "topologies/pollux-t4.yaml", "t4")
+    topology = cluster.pools[0].topology
+    apps, models = pollux_applications(), load_models()
+    timer = NetworkStepTimer(topology, AnalyticalModel(topology), {k: a for k, (a, _) in apps.items()},
+                             {k: models[APPLICATIONS[k][0]] for k in apps})
+    one = IsolatedRates(apps, timer, "t4", topology.gpus_per_machine)
+    pooled = HeterogeneousIsolated(apps, timer, cluster)
+    for share in (0.5, 3.0, 12.5):
+        assert pooled.seconds("cifar10", share) == pytest.approx(one.seconds("cifar10", share), rel=1e-12)

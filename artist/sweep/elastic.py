@@ -2,9 +2,11 @@
 
     name: pollux
     loop: elastic                                   # the 60 s-round loop of elastic jobs
-    topology: ../topologies/pollux-t4.yaml          # one or a list (axis); GPUs per node = its machines
+    topology: ../topologies/pollux-t4.yaml          # one or a list (axis); GPUs per node = its machines; or a
+                                                    # cluster file of several GPU types (topologies/clusters/)
     elastic: {applications: ../workloads/pollux, round_seconds: 60}   # optional; these are the defaults
     policies:                                       # axis; names of artist/policies/pollux/registry.py
+                                                    # (sia, pollux, gavel, optimus-oracle, tiresias)
       - pollux
       - {name: optimus-oracle, params: {tuned_jobs: true}, label: Optimus+Oracle+TunedJobs}
     workloads:                                      # axis; Pollux-artifact workload CSVs
@@ -17,6 +19,14 @@ A workload's `spec` file gives each job's arrival and application and the TunedJ
 `realistic` (optional) the same jobs with the trace's GPU count and batch M0 x GPUs, for baselines with
 `tuned_jobs: false`. Which columns a run uses is fixed when the runs are expanded (the policy's
 job_config), so a worker gets its jobs ready-made. Rigid-loop fields (calibration, simulator) are refused.
+
+A cluster file (artist/elastic/cluster.py: pools of one GPU type each, e.g. Sia's sia-hetero-64.yaml) needs
+tables of every pool's type: `applications` a folder with gpu_types.yaml (Sia's, workloads/sia: the Pollux
+applications plus Sia's per-type tables, artist/elastic/applications.py heterogeneous_applications). Each
+pool's synchronisation is timed by the spec's network backend on that pool's topology (PooledStepTimer);
+`racks` is refused for a cluster (each pool keeps its file's racks). Finish-time fairness on a cluster is
+Sia's heterogeneous rho (sum over types of N_g / N x rho_g, each rho_g against the job alone on its share
+N_g / N_avg of that type; artist/elastic/metrics.py heterogeneous_rho).
 
 A run writes the usual per-run files (summary.json, jobs, utilisation) and the elastic time series
 (timeseries: per job and round; cluster: per round), all byte-identical for a seed; policy wall time per
@@ -41,7 +51,7 @@ from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.network.stack import CommSpec
 from artist.simulator import SimulatorConfig
-from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, WorkloadChoice
+from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, TopologyChoice, WorkloadChoice
 from artist.sweep.identity import run_id_of, run_identity, sha256_file
 from artist.sweep.runs import Run
 from artist.yamlio import Fields
@@ -54,8 +64,14 @@ ELASTIC_TOP_LEVEL = {"name", "loop", "topology", "racks", "policies", "workloads
 class ElasticRunConfig:
     """What an elastic run needs besides the topology and jobs, loaded by the driver (workers read no file)."""
     apps: Mapping  # application -> (MeasuredApplication, ElasticSpec)
-    gpu_type: str
+    gpu_type: str  # of a one-type topology ("" for a cluster)
     round_seconds: float
+    cluster: object = None  # the ElasticCluster of a cluster file (artist/elastic/cluster.py), else None
+
+    @property
+    def gpus(self) -> int | None:
+        """All the cluster's GPUs (None for a one-type topology: the run's topology says)."""
+        return self.cluster.gpus if self.cluster is not None else None
 
 
 def _sha256_dir(directory: Path) -> str:
@@ -77,8 +93,10 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     base = path.resolve().parent
     name = f.string("name", path.stem)
     models, models_sha = rigid._models(f, base)
-    topologies = rigid._topologies(f, base)
+    topologies, clusters = _topologies(f, base)
     racks = rigid._racks(f)
+    if racks is not None and any(clusters.values()):
+        raise f.error("racks", "a cluster file keeps its pools' racks (racks applies to one-type topologies)")
     seeds = [rigid._integer(f, "seeds", i, v, minimum=0, maximum=2**32 - 1)
              for i, v in enumerate(rigid._listed(f, "seeds", [0]))]
     if len(set(seeds)) != len(seeds):
@@ -89,15 +107,34 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     ef = f.sub("elastic") if f.has("elastic") else Fields({}, f.source, "elastic.")
     ef.unknown_keys({"applications", "round_seconds"})
     apps_dir = rigid._resolve(base, ef.string("applications")) if ef.has("applications") else POLLUX_DIR
-    if not (apps_dir / "applications.yaml").is_file():
-        raise ef.error("applications", f"no applications.yaml in {apps_dir}")
-    apps = pollux_applications(str(apps_dir))
+    identity_extra = {"loop": "elastic", "applications_sha256": _sha256_dir(apps_dir)}
+    if (apps_dir / "gpu_types.yaml").is_file():  # Sia's per-type tables on top of the Pollux applications
+        from artist.elastic.applications import heterogeneous_applications
+
+        apps = heterogeneous_applications(sia_dir=str(apps_dir))
+        identity_extra["pollux_applications_sha256"] = _sha256_dir(POLLUX_DIR)
+    elif (apps_dir / "applications.yaml").is_file():
+        apps = pollux_applications(str(apps_dir))
+    else:
+        raise ef.error("applications", f"no applications.yaml (or Sia's gpu_types.yaml) in {apps_dir}")
     gpu_types = sorted({t for app, _ in apps.values() for t in app.compute})
-    if len(gpu_types) != 1:
-        raise ef.error("applications", f"one GPU type expected in the tables, found {gpu_types}")
     round_seconds = ef.number("round_seconds", 60.0, minimum=1.0, maximum=3600.0)
-    config = ElasticRunConfig(apps, gpu_types[0], round_seconds)
-    identity_extra = {"loop": "elastic", "applications_sha256": _sha256_dir(apps_dir), "round_seconds": round_seconds}
+    identity_extra["round_seconds"] = round_seconds
+    configs = {}
+    for t in topologies:
+        cluster = clusters[t.path]
+        if cluster is None:
+            if len(gpu_types) != 1:
+                raise ef.error("applications", f"one GPU type expected in the tables for the one-type topology "
+                                               f"{t.path}, found {gpu_types} (a cluster file names each pool's type)")
+            configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds)
+            continue
+        for app_name, (app, _) in sorted(apps.items()):
+            absent = [g for g in cluster.gpu_types if g not in app.compute]
+            if absent:
+                raise ef.error("applications", f"application {app_name} has no compute table for GPU type(s) "
+                                               f"{', '.join(absent)} of the cluster {t.path}")
+        configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster)
     from artist.workload.traces.pollux import APPLICATIONS
 
     missing = sorted(set(apps) - set(APPLICATIONS)) + sorted(APPLICATIONS[a][0] for a in apps
@@ -105,16 +142,54 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     if missing:
         raise f.error("models", f"no model profile for {', '.join(missing)} (the gradients of the synchronisation)")
 
-    policies = _policies(f)
+    policies = _policies(f, configs[topologies[0].path], topologies[0].topology, apps)
     workloads, job_rows = _workloads(f, base, apps)
     for p in policies:
         if not _tuned(p) and any(rows[1] is None for rows in job_rows):
             raise f.error("policies", f"{p.label}: tuned_jobs: false needs a `realistic` file for every workload")
     spec = rigid.SweepSpec(name, f.source, topologies, racks, policies, workloads, seeds, backends, algorithms,
                            channels, [NO_CALIBRATION], SimulatorConfig(), models, models_sha, comm_options)
-    spec.runs = _expand(spec, job_rows, config, identity_extra)
+    spec.runs = _expand(spec, job_rows, configs, identity_extra)
     spec.notes = []
     return spec
+
+
+def _topologies(f: Fields, base: Path) -> tuple[list[TopologyChoice], dict]:
+    """The topology axis: one-type topology files and cluster files (a mapping with `pools`); for a cluster
+    the TopologyChoice holds its first pool's topology (the comm options are checked on it) and `clusters`
+    maps its path to the ElasticCluster (None for a topology file)."""
+    from artist.elastic.cluster import load_cluster
+    from artist.sweep import spec as rigid
+    from artist.topology import Topology
+    from artist.yamlio import load_yaml_mapping
+
+    out, clusters = [], {}
+    for i, text in enumerate(rigid._listed(f, "topology")):
+        key = f"topology[{i}]" if isinstance(f.raw("topology"), list) else "topology"
+        if not isinstance(text, str) or not text:
+            raise InputError(f.source, f"field '{key}'", f"expected a topology or cluster file path, got {text!r}")
+        p = rigid._resolve(base, text)
+        if not p.is_file():
+            raise InputError(f.source, f"field '{key}'", f"no such topology file: {p}")
+        if "pools" in load_yaml_mapping(p):
+            cluster = load_cluster(p)
+            out.append(TopologyChoice(text, dataclasses.replace(cluster.pools[0].topology, name=cluster.name),
+                                      sha256_file(p)))
+            clusters[text] = cluster
+        else:
+            out.append(TopologyChoice(text, Topology.from_yaml(p), sha256_file(p)))
+            clusters[text] = None
+    rigid._unique(f, "topology", [t.topology.name for t in out], "topology name")
+    return out, clusters
+
+
+def _cluster_view(config: ElasticRunConfig, topology):
+    """The ElasticCluster a policy is built on: the cluster file's, or the one-type topology as one pool."""
+    from artist.elastic.cluster import ElasticCluster, Pool
+
+    if config.cluster is not None:
+        return config.cluster
+    return ElasticCluster.of(topology.name, [Pool(config.gpu_type, topology)])
 
 
 def _tuned(policy: PolicyChoice) -> bool:
@@ -123,8 +198,10 @@ def _tuned(policy: PolicyChoice) -> bool:
     return uses_tuned_jobs(policy.name, policy.params)
 
 
-def _policies(f: Fields) -> list[PolicyChoice]:
-    from artist.policies.pollux.registry import ELASTIC_POLICIES, elastic_policy_names, make_elastic_policy
+def _policies(f: Fields, config: ElasticRunConfig, topology, apps: Mapping) -> list[PolicyChoice]:
+    """The policy axis, each built once on the first topology (no jobs) so that a bad value fails here."""
+    from artist.policies.pollux.registry import (ELASTIC_POLICIES, PolicyContext, elastic_policy_names,
+                                                 make_elastic_policy)
     from artist.sweep import spec as rigid
 
     out = []
@@ -138,7 +215,8 @@ def _policies(f: Fields) -> list[PolicyChoice]:
             raise pf.error("params", f"expected a mapping of parameter names to values, got {params!r}")
         try:
             params_json = canonical_json(params)
-            make_elastic_policy(name, params, [1])
+            view = _cluster_view(config, topology)
+            make_elastic_policy(name, params, view, 0, PolicyContext(dict(apps), [], lambda c: None))
         except KeyError as exc:
             raise pf.error("params", exc.args[0]) from None
         except (TypeError, ValueError) as exc:
@@ -203,22 +281,28 @@ def _jobs_for(policy: PolicyChoice, rows) -> tuple:
     return tuple(dataclasses.replace(j, gpus=0, batch=j.batch if config == "batch" else 0) for j in jobs)
 
 
-def _expand(spec, job_rows, config: ElasticRunConfig, identity_extra: dict) -> list[Run]:
+def _expand(spec, job_rows, configs: dict, identity_extra: dict) -> list[Run]:
     runs: list[Run] = []
     sim = spec.simulator
     for t in spec.topologies:
-        for racks in (spec.racks or [t.topology.racks]):
-            try:
-                topology = t.topology.with_racks(racks)
-            except ValueError as exc:
-                raise InputError(spec.source, "field 'racks'", f"{t.topology.name}: {exc}") from None
+        config: ElasticRunConfig = configs[t.path]
+        for racks in ([None] if config.cluster is not None else (spec.racks or [t.topology.racks])):
+            if config.cluster is not None:  # a cluster keeps its pools' racks; the column counts them all
+                topology, racks = t.topology, sum(p.topology.racks for p in config.cluster.pools)
+                gpus = config.cluster.gpus
+            else:
+                try:
+                    topology = t.topology.with_racks(racks)
+                except ValueError as exc:
+                    raise InputError(spec.source, "field 'racks'", f"{t.topology.name}: {exc}") from None
+                gpus = topology.gpus
             for policy in spec.policies:
                 for wi, workload in enumerate(spec.workloads):
                     jobs = _jobs_for(policy, job_rows[wi])
-                    too_big = next((j for j in jobs if j.gpus > topology.gpus), None)
+                    too_big = next((j for j in jobs if j.gpus > gpus), None)
                     if too_big is not None:
                         raise InputError(spec.source, f"field 'workloads[{wi}]'",
-                                         f"job {too_big.job_id} asks for {too_big.gpus} GPUs, {topology.gpus} exist")
+                                         f"job {too_big.job_id} asks for {too_big.gpus} GPUs, {gpus} exist")
                     for seed in spec.seeds:
                         for backend, algorithm, channels in itertools.product(spec.backends, spec.algorithms,
                                                                               spec.channels):
@@ -235,35 +319,77 @@ def _expand(spec, job_rows, config: ElasticRunConfig, identity_extra: dict) -> l
     return runs
 
 
-def simulate_elastic(run: Run, models: Mapping, fabric):
-    """The run's ElasticSimulation on `fabric` (the network model of the synchronisation), and its timer."""
+def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
+    """(result, timer, round seconds) of the run's ElasticSimulation; `fabrics`: the network model of the
+    synchronisation per GPU type (one entry on a one-type topology)."""
+    from artist.elastic.cluster import PooledStepTimer
     from artist.elastic.simulation import ElasticSimulation
     from artist.elastic.steptime import NetworkStepTimer
-    from artist.policies.pollux.registry import make_elastic_policy
+    from artist.policies.pollux.registry import PolicyContext, make_elastic_policy
     from artist.workload.traces.pollux import APPLICATIONS
 
     config: ElasticRunConfig = run.elastic
     topology = run.topology
-    capacity = [topology.gpus_per_machine] * topology.machines
-    timer = NetworkStepTimer(topology, fabric, {k: a for k, (a, _) in config.apps.items()},
-                             {k: models[APPLICATIONS[k][0]] for k in config.apps})
-    policy = make_elastic_policy(run.policy.name, run.policy.params, capacity, seed=int(run.axes["seed"]))
-    sim = ElasticSimulation(capacity, config.gpu_type, run.jobs, config.apps, timer, policy,
-                            round_seconds=config.round_seconds)
-    return sim.run(), timer
+    measured = {k: a for k, (a, _) in config.apps.items()}
+    profiles = {k: models[APPLICATIONS[k][0]] for k in config.apps}
+    if config.cluster is None:
+        timer = NetworkStepTimer(topology, fabrics[config.gpu_type], measured, profiles)
+
+        def timer_for(_cluster):
+            return timer
+    else:
+        def timer_for(cluster):
+            return PooledStepTimer(cluster, measured, profiles, fabrics)
+    view = _cluster_view(config, topology)
+    context = PolicyContext(dict(config.apps), list(run.jobs), timer_for)
+    policy, seen = make_elastic_policy(run.policy.name, run.policy.params, view, seed=int(run.axes["seed"]),
+                                       context=context)
+    round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases
+    if config.cluster is None:
+        sim = ElasticSimulation(seen.capacity, config.gpu_type, run.jobs, config.apps, timer, policy,
+                                round_seconds=round_seconds)
+    else:
+        timer = timer_for(seen)
+        sim = ElasticSimulation(seen.capacity, seen.node_types, run.jobs, config.apps, timer, policy,
+                                round_seconds=round_seconds, node_machines=[(n.pool, n.machine) for n in seen.nodes])
+    return sim.run(), timer, round_seconds
 
 
-def tables_of(run: Run, result, timer) -> tuple[pd.DataFrame, dict, pd.DataFrame, dict[str, pd.DataFrame]]:
+class HeterogeneousIsolated:
+    """IsolatedRates over a cluster of several types, shaped so that metrics.job_table's jct / seconds(share)
+    is Sia's heterogeneous rho: sum_g (N_g / N) x jct / iso_g(share x N_g / N) (artist/elastic/metrics.py)."""
+
+    def __init__(self, apps, timer, cluster):
+        from artist.elastic.metrics import IsolatedRates
+
+        self.weights = {}
+        for pool in cluster.pools:
+            gpus = pool.topology.gpus
+            self.weights[pool.gpu_type] = (gpus / cluster.gpus,
+                                           IsolatedRates(apps, timer, pool.gpu_type, pool.topology.gpus_per_machine))
+
+    def seconds(self, app_name: str, share: float) -> float:
+        inverse = sum(w / rates.seconds(app_name, share * w) for w, rates in self.weights.values())
+        return 1.0 / inverse
+
+
+def tables_of(run: Run, result, timer, round_seconds: float
+              ) -> tuple[pd.DataFrame, dict, pd.DataFrame, dict[str, pd.DataFrame]]:
     """(jobs, summary, utilisation, extra tables) of a finished elastic run (artist/elastic/metrics.py)."""
     from artist.elastic import metrics
 
     config: ElasticRunConfig = run.elastic
-    topology = run.topology
-    isolated = metrics.IsolatedRates(config.apps, timer, config.gpu_type, topology.gpus_per_machine)
-    jobs = metrics.job_table(result, isolated, topology.gpus, config.round_seconds)
-    series = metrics.job_timeseries(result, config.round_seconds)
-    cluster = metrics.cluster_timeseries(result, series, topology.gpus, config.round_seconds)
-    row = metrics.summary(result, jobs, cluster, topology.gpus, config.round_seconds)
+    if config.cluster is None:
+        topology = run.topology
+        isolated = metrics.IsolatedRates(config.apps, timer, config.gpu_type, topology.gpus_per_machine)
+        total = topology.gpus
+    else:
+        isolated = HeterogeneousIsolated(config.apps, timer, config.cluster)
+        total = config.cluster.gpus
+    jobs = metrics.job_table(result, isolated, total, round_seconds)
+    series = metrics.job_timeseries(result, round_seconds)
+    cluster = metrics.cluster_timeseries(result, series, total, round_seconds)
+    row = metrics.summary(result, jobs, cluster, total, round_seconds)
     utilisation = cluster[["time_s", "allocated_gpus", "utilisation_fraction"]].copy()
     policy = pd.DataFrame({"round": np.arange(1, len(result.policy_seconds) + 1),
                            "policy_seconds": result.policy_seconds})
@@ -280,17 +406,23 @@ def execute_elastic(run: Run, models: Mapping, cache_path: str | None, use_cache
     started = time.perf_counter()
     hits = misses = 0
     try:
-        fabric = comm_for(run, cache_path, use_cache)
-        cached = cached_layer(fabric)
-        before = (cached.session.hits, cached.session.misses) if cached is not None else (0, 0)
+        config: ElasticRunConfig = run.elastic
+        if config.cluster is None:
+            fabrics = {config.gpu_type: comm_for(run, cache_path, use_cache)}
+        else:  # each pool's synchronisation on its own topology, by the run's network backend
+            fabrics = {p.gpu_type: comm_for(dataclasses.replace(run, topology=p.topology), cache_path, use_cache)
+                       for p in config.cluster.pools}
+        layers = (cached_layer(fabric) for fabric in fabrics.values())
+        cached = list({id(c): c for c in layers if c is not None}.values())  # pools may share one cache
+        before = [(c.session.hits, c.session.misses) for c in cached]
         try:
-            result, timer = simulate_elastic(run, models, fabric)
-            jobs, row, utilisation, extra = tables_of(run, result, timer)
+            result, timer, round_seconds = simulate_elastic(run, models, fabrics)
+            jobs, row, utilisation, extra = tables_of(run, result, timer, round_seconds)
         finally:
-            if cached is not None:
-                hits = cached.session.hits - before[0]
-                misses = cached.session.misses - before[1]
-                cached.flush()
+            for c, (h, m) in zip(cached, before):
+                hits += c.session.hits - h
+                misses += c.session.misses - m
+                c.flush()
         seconds = np.array(result.policy_seconds)
         info = {"policy_seconds_median": float(np.median(seconds)) if seconds.size else 0.0,
                 "policy_seconds_p95": float(np.percentile(seconds, 95)) if seconds.size else 0.0,

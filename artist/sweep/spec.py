@@ -57,7 +57,8 @@ TOP_LEVEL_FIELDS = {"name", "topology", "racks", "policies", "workloads", "seeds
                     "simulator", "models", "notes", "report", "reduced", "loop"}
 # what a spec's `reduced:` version may replace (the report and the name stay the spec's own)
 REDUCIBLE_FIELDS = TOP_LEVEL_FIELDS - {"name", "notes", "report", "reduced", "loop"}
-LOOPS = ("rigid", "elastic")  # artist/simulator.py, or the elastic jobs' rounds (sweep/elastic.py)
+# artist/simulator.py, the elastic jobs' rounds (sweep/elastic.py), Crius' 5-minute rounds (sweep/crius.py)
+LOOPS = ("rigid", "elastic", "crius")
 
 
 @dataclass
@@ -147,6 +148,18 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
             f = _reduced_version(f, f.string("name", path.stem), ELASTIC_TOP_LEVEL - {"name", "notes", "report",
                                                                                       "reduced", "loop"})
         spec = load_elastic_spec(f, path, backend_override)
+        _attach_report(spec, f, base)
+        return spec
+    if loop == "crius":
+        from artist.sweep.crius import CRIUS_TOP_LEVEL, load_crius_spec
+
+        if calibration_override is not None or backend_override is not None:
+            raise InputError("command line", "--calibration" if calibration_override is not None else "--backend",
+                             "a Crius sweep (loop: crius) runs Crius' own network model (no backend or calibration)")
+        if reduced:  # (load_crius_spec checks the top-level keys)
+            f = _reduced_version(f, f.string("name", path.stem), CRIUS_TOP_LEVEL - {"name", "notes", "report",
+                                                                                  "reduced", "loop"})
+        spec = load_crius_spec(f, path)
         _attach_report(spec, f, base)
         return spec
     f.unknown_keys(TOP_LEVEL_FIELDS)

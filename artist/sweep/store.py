@@ -158,7 +158,9 @@ class ResultStore:
 
 
 def details_of(run: Run) -> dict:
-    return {"gpus": run.topology.gpus, "policy_name": run.policy.name, "policy_params": run.policy.params_json,
+    gpus = getattr(run.elastic, "gpus", None)  # an elastic or Crius run on several pools: all their GPUs
+    return {"gpus": gpus if gpus is not None else run.topology.gpus, "policy_name": run.policy.name,
+            "policy_params": run.policy.params_json,
             "workload_spec": run.workload.spec,
             "calibration_file": run.calibration.path}
 

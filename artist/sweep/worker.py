@@ -81,8 +81,11 @@ def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None
     # started it dies, as a kill -9 of the sweep would otherwise leave it simulating. Does
     # nothing in the user's own process (-j 1 runs here) nor in a Ray worker (artist/lifeline.py).
     lifeline.arm()
-    if run.elastic is not None:  # the elastic loop, not artist/simulator.py
+    if run.elastic is not None:  # the elastic loop or Crius' (its config's execute), not artist/simulator.py
         from artist.sweep.elastic import execute_elastic
+
+        if hasattr(run.elastic, "execute"):
+            return run.elastic.execute(run, models, cache_path, use_cache)
 
         return execute_elastic(run, models, cache_path, use_cache)
     started = time.perf_counter()

@@ -7,8 +7,9 @@ Spec fields: name, cluster (crius-1280 | crius-testbed), jobs, arrivals_per_hour
 (list of crius, gavel, fcfs, gandiva, elasticflow-ls), depth (Crius' search depth, default 3), philly_log
 (optional, relative to the spec: a Philly cluster_job_log whose first `jobs` jobs give the arrivals and
 durations; arrivals_per_hour is then unused). Every seed draws
-one workload (workload.py) that every policy runs; the table averages the seeds. Not the generic
-artist/sweep machinery: that runs artist/simulator.py's rigid jobs (see the README's Crius section).
+one workload (workload.py) that every policy runs; the table averages the seeds. The same spec with
+`loop: crius` runs through `artist sweep` (artist/sweep/crius.py: one results row per policy and seed);
+this command reads that field too and prints the seed-averaged table beside the paper's figures.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ PAPER = {"avg_jct_reduction": {"fcfs": 0.813, "elasticflow-ls": 0.758, "gandiva"
 def read_spec(path: str) -> dict:
     f = Fields(load_yaml_mapping(path), str(path))
     f.unknown_keys({"name", "cluster", "jobs", "arrivals_per_hour", "seeds", "policies", "depth", "notes",
-                    "philly_log"})
+                    "philly_log", "loop", "report", "reduced"})
+    if f.string("loop", "crius") != "crius":
+        raise f.error("loop", "this runner takes Crius specs only (loop: crius)")
     philly = None
     if f.has("philly_log"):
         philly = Path(path).parent / f.string("philly_log")

@@ -1,52 +1,97 @@
-"""The policies of the elastic loop (artist/elastic/simulation.py) by name, for sweep specs with
-`loop: elastic`. Separate from artist/policies/registry.py: those are policies of the rigid event
-simulator (artist/simulator.py); these allocate GPUs per node to elastic jobs every round.
+"""The policies of the elastic loop (artist/elastic/simulation.py) by name: the one registry of `loop: elastic`
+sweeps, benchmarks/pollux_run.py and artist/elastic/hetero_runs.py (Sia's multi-type cluster). Separate from
+artist/policies/registry.py: those are policies of the rigid event simulator (artist/simulator.py); these
+allocate GPUs per node to elastic jobs every round.
 
+Every policy is built on an ElasticCluster (artist/elastic/cluster.py): a one-type topology is a cluster of
+one pool, a cluster file (topologies/clusters/) one pool per GPU type.
+
+    sia             SiaScheduler: p, lam; heterogeneity-aware; jobs elastic (profiles each new job)
     pollux          PolluxScheduler: p, delta, pop_size, generations, interference_avoidance, max_nodes
-                    (the GA seed is the run's seed); jobs elastic (Pollux picks GPUs, batch and (m, s))
+                    (the GA seed is the run's seed); jobs elastic (Pollux picks GPUs, batch and (m, s)); on a
+                    cluster of several types it sees 4-GPU virtual nodes, as Sia's artifact runs it (a
+                    mixed-type allocation runs on its dominant type, artist/elastic/simulation.py)
+    gavel           GavelPolicy (artist/policies/gavel/) with its IsolatedProfiler: objective; only
+                    tuned_jobs: true (the workload's GPU count and batch); its own 360 s round leases
     optimus-oracle  OptimusOracle; tuned_jobs: true (default) = each job's batch from the workload's
                     TunedJobs columns, false = from its "realistic" file (M0 x the trace's GPU count)
     tiresias        TiresiasRigid: threshold_gpu_hours (16); tuned_jobs as above, GPU count and batch both
                     from the chosen columns
 
 What each policy takes of a workload row is `job_config`: "none" (elastic), "batch" (the batch only, GPU
-count by the policy) or "both" (rigid).
+count by the policy) or "both" (rigid). Optimus+Oracle and Tiresias are heterogeneity-unaware: on a cluster
+of several types they see every node and a mixed allocation runs on its dominant type (as Pollux's).
+
+A builder takes (cluster, seed, context, **params) and returns (allocator, the cluster as the policy sees
+it). The context (PolicyContext) gives the applications, the jobs and a step timer for a cluster; only
+Gavel's profiler reads it.
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable
 
 from artist.policies.pollux.baselines import TIRESIAS_THRESHOLD_GPU_SECONDS, OptimusOracle, TiresiasRigid
 from artist.policies.pollux.scheduler import PolluxScheduler
 
+SIA_POLLUX_NODE_GPUS = 4  # Sia's artifact presents 8-GPU machines to Pollux as two 4-GPU nodes (digest 2.3)
+
+
+@dataclass
+class PolicyContext:
+    """What a builder may read besides the cluster: the applications (name -> (MeasuredApplication,
+    ElasticSpec)), the jobs, and timer_for(cluster) -> the StepTimer of the run on that cluster."""
+    apps: dict
+    jobs: list = field(default_factory=list)
+    timer_for: Callable | None = None
+
 
 @dataclass(frozen=True)
 class ElasticPolicyEntry:
-    build: Callable[..., object]   # (capacity, seed, **params) -> allocator
+    build: Callable[..., tuple]    # (cluster, seed, context, **params) -> (allocator, cluster as seen)
     job_config: str                # "none" | "batch" | "both"
     params: tuple[str, ...]        # accepted parameter names
 
 
-def _pollux(capacity, seed, p=-1.0, delta=30.0, pop_size=100, generations=100, interference_avoidance=True,
+def _sia(cluster, seed, ctx, p=-0.5, lam=1.1):
+    from artist.policies.sia.scheduler import SiaScheduler
+
+    return SiaScheduler(cluster.capacity, cluster.node_types, p=p, lam=lam), cluster
+
+
+def _pollux(cluster, seed, ctx, p=-1.0, delta=30.0, pop_size=100, generations=100, interference_avoidance=True,
             max_nodes=16):
-    return PolluxScheduler(capacity, p=p, delta=delta, pop_size=pop_size, generations=generations, seed=seed,
-                           interference_avoidance=interference_avoidance, max_nodes=max_nodes)
+    seen = cluster.virtual(SIA_POLLUX_NODE_GPUS) if len(cluster.pools) > 1 else cluster
+    return PolluxScheduler(seen.capacity, p=p, delta=delta, pop_size=pop_size, generations=generations, seed=seed,
+                           interference_avoidance=interference_avoidance, max_nodes=max_nodes), seen
 
 
-def _optimus(capacity, seed, tuned_jobs=True):
+def _gavel(cluster, seed, ctx, objective="max_sum_throughput", tuned_jobs=True):
+    from artist.elastic.profiling import IsolatedProfiler
+    from artist.policies.gavel.policy import GavelPolicy
+
+    if tuned_jobs is not True:
+        raise ValueError("only tuned_jobs: true (the workload's GPU count and batch) is wired for gavel")
+    if ctx is None or ctx.timer_for is None:
+        raise ValueError("gavel profiles jobs: it needs the run's applications, jobs and step timer")
+    profiler = IsolatedProfiler(ctx.timer_for(cluster), ctx.apps, ctx.jobs,
+                                {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools})
+    return GavelPolicy(cluster.capacity, cluster.node_types, profiler, objective=objective), cluster
+
+
+def _optimus(cluster, seed, ctx, tuned_jobs=True):
     _check_bool("tuned_jobs", tuned_jobs)
-    return OptimusOracle(capacity)
+    return OptimusOracle(cluster.capacity), cluster
 
 
-def _tiresias(capacity, seed, tuned_jobs=True, threshold_gpu_hours=TIRESIAS_THRESHOLD_GPU_SECONDS / 3600):
+def _tiresias(cluster, seed, ctx, tuned_jobs=True, threshold_gpu_hours=TIRESIAS_THRESHOLD_GPU_SECONDS / 3600):
     _check_bool("tuned_jobs", tuned_jobs)
     if isinstance(threshold_gpu_hours, bool) or not isinstance(threshold_gpu_hours, (int, float)) \
             or not threshold_gpu_hours > 0:
         raise ValueError(f"threshold_gpu_hours must be a positive number, got {threshold_gpu_hours!r}")
-    return TiresiasRigid(capacity, threshold_gpu_seconds=float(threshold_gpu_hours) * 3600)
+    return TiresiasRigid(cluster.capacity, threshold_gpu_seconds=float(threshold_gpu_hours) * 3600), cluster
 
 
 def _check_bool(name: str, value) -> None:
@@ -55,11 +100,13 @@ def _check_bool(name: str, value) -> None:
 
 
 def _params(fn) -> tuple[str, ...]:
-    return tuple(n for n in inspect.signature(fn).parameters if n not in ("capacity", "seed"))
+    return tuple(n for n in inspect.signature(fn).parameters if n not in ("cluster", "seed", "ctx"))
 
 
 ELASTIC_POLICIES = {
+    "sia": ElasticPolicyEntry(_sia, "none", _params(_sia)),
     "pollux": ElasticPolicyEntry(_pollux, "none", _params(_pollux)),
+    "gavel": ElasticPolicyEntry(_gavel, "both", _params(_gavel)),
     "optimus-oracle": ElasticPolicyEntry(_optimus, "batch", _params(_optimus)),
     "tiresias": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias)),
 }
@@ -69,8 +116,8 @@ def elastic_policy_names() -> list[str]:
     return sorted(ELASTIC_POLICIES)
 
 
-def make_elastic_policy(name: str, params: dict, capacity: Sequence[int], seed: int = 0):
-    """The allocator; KeyError for an unknown name or parameter, ValueError/TypeError for a bad value."""
+def check_elastic_params(name: str, params: dict) -> None:
+    """KeyError for an unknown name or parameter (the message names the known ones)."""
     if name not in ELASTIC_POLICIES:
         raise KeyError(f"unknown elastic policy {name!r}; known: {', '.join(elastic_policy_names())}")
     entry = ELASTIC_POLICIES[name]
@@ -78,7 +125,13 @@ def make_elastic_policy(name: str, params: dict, capacity: Sequence[int], seed: 
     if unknown:
         raise KeyError(f"elastic policy {name!r} has no parameter {unknown[0]!r}; "
                        f"parameters: {', '.join(entry.params)}")
-    return entry.build(capacity, seed, **params)
+
+
+def make_elastic_policy(name: str, params: dict, cluster, seed: int = 0, context: PolicyContext | None = None):
+    """(allocator, the cluster as the policy sees it); KeyError for an unknown name or parameter,
+    ValueError/TypeError for a bad value."""
+    check_elastic_params(name, params)
+    return ELASTIC_POLICIES[name].build(cluster, seed, context, **params)
 
 
 def uses_tuned_jobs(name: str, params: dict) -> bool:

@@ -1,0 +1,197 @@
+"""Sweeps of Crius' round loop (artist/policies/crius/simulation.py): specs with `loop: crius`.
+
+    name: crius-fig16
+    loop: crius
+    cluster: crius-1280             # artist/policies/crius/cluster.py CLUSTERS (pools: topologies/crius-*.yaml)
+    jobs: 1000                      # jobs per workload
+    arrivals_per_hour: 150          # the synthetic Philly-shaped workload (artist/policies/crius/workload.py)
+    philly_log: ../traces/x.csv     # optional: arrivals and durations of a Philly cluster_job_log instead
+    seeds: [1, 2]                   # axis; each seed draws one workload that every policy runs
+    policies: [crius, gavel, fcfs, gandiva, elasticflow-ls]   # axis
+    depth: 3                        # Crius' search depth
+
+One run per (policy, seed): the usual results row (jobs, finished, makespan_s, jct_mean_s, jct_median_s,
+jct_p95_s, jct_p99_s, queueing_mean_s, restarts_per_job) plus Crius' own columns (throughput_mean,
+throughput_peak, estimation_accuracy_avg/min, ..._packed_avg/min, packed_starts_fraction,
+tuning_accuracy_avg, profile_gpu_h, tuning_h), per-run jobs and throughput tables. The scheduler's
+seconds per decision are wall-clock: run.json only, not the results table (byte-identical for a seed).
+The network is Crius' Catalogue's (artist/network stack, analytical, ring, uncalibrated): `comm` is not
+a field of these specs. Unfinished jobs leave NaN JCT statistics over the finished ones only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from artist.errors import InputError
+from artist.jsonkey import canonical_json
+from artist.network.stack import CommSpec
+from artist.simulator import SimulatorConfig
+from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, TopologyChoice, WorkloadChoice
+from artist.sweep.identity import run_id_of, sha256_file
+from artist.sweep.runs import Run
+from artist.yamlio import Fields
+
+CRIUS_TOP_LEVEL = {"name", "loop", "cluster", "jobs", "arrivals_per_hour", "philly_log", "seeds", "policies", "depth",
+                   "notes", "report", "reduced"}
+MAX_JOBS = 100_000  # a spec asking for more is refused (the run would not end in reasonable time)
+IDENTITY_FORMAT = "crius-1"
+
+
+@dataclass(frozen=True)
+class CriusRunConfig:
+    """What a Crius run needs (workers read no spec file): the workload is drawn in the worker from the seed."""
+    cluster: str
+    jobs: int
+    arrivals_per_hour: float
+    philly_log: str | None
+    depth: int
+
+    @property
+    def gpus(self) -> int:
+        from artist.policies.crius.cluster import crius_cluster
+
+        return sum(p.topology.gpus for p in crius_cluster(self.cluster).values())
+
+    def execute(self, run: Run, models: Mapping, cache_path: str | None, use_cache: bool):
+        return execute_crius(run)
+
+
+def load_crius_spec(f: Fields, path: Path):
+    """The SweepSpec of a `loop: crius` spec (checked and expanded; InputError on anything wrong)."""
+    from artist.policies.crius.cluster import CLUSTERS, TOPOLOGY_DIR, crius_cluster
+    from artist.policies.crius.simulation import POLICIES
+    from artist.sweep import spec as rigid
+
+    f.unknown_keys(CRIUS_TOP_LEVEL)
+    base = path.resolve().parent
+    name = f.string("name", path.stem)
+    cluster = f.string("cluster")
+    if cluster not in CLUSTERS:
+        raise f.error("cluster", f"unknown Crius cluster {cluster!r}; known: {', '.join(CLUSTERS)}")
+    jobs = f.integer("jobs", minimum=1, maximum=MAX_JOBS)
+    philly = None
+    if f.has("philly_log"):
+        philly = rigid._resolve(base, f.string("philly_log"))
+        if not philly.is_file():
+            raise f.error("philly_log", f"no such file: {philly}")
+    rate = f.number("arrivals_per_hour", 150.0, positive=True, maximum=1e6)
+    depth = f.integer("depth", 3, minimum=0, maximum=10)
+    seeds = [rigid._integer(f, "seeds", i, v, minimum=0, maximum=2**32 - 1)
+             for i, v in enumerate(rigid._listed(f, "seeds", [0]))]
+    if len(set(seeds)) != len(seeds):
+        raise f.error("seeds", f"a seed is listed twice: {seeds}")
+    raw = rigid._listed(f, "policies")
+    for i, p in enumerate(raw):
+        if p not in POLICIES:
+            raise InputError(f.source, f"field 'policies[{i}]'", f"unknown Crius policy {p!r}; known: "
+                                                                 f"{', '.join(POLICIES)}")
+    rigid._unique(f, "policies", raw, "policy")
+    config = CriusRunConfig(cluster, jobs, rate, str(philly) if philly else None, depth)
+    pools = crius_cluster(cluster)
+    first = next(iter(pools.values())).topology
+    topology = TopologyChoice(cluster, dataclasses.replace(first, name=cluster), "")
+    pool_files = {gpu_type: sha256_file(TOPOLOGY_DIR / file) for gpu_type, file, _ in CLUSTERS[cluster]}
+    if philly:
+        workload = WorkloadChoice(f"philly-{philly.stem}-{jobs}", f.string("philly_log"), str(philly),
+                                  {"philly_sha256": sha256_file(philly), "jobs": jobs})
+    else:
+        workload = WorkloadChoice(f"synthetic-{jobs}@{rate:g}/h", f"crius_jobs({jobs}, {rate:g}/h)",
+                                  f"crius_jobs({jobs}, {rate:g}/h)", {"jobs": jobs, "arrivals_per_hour": rate})
+    racks = sum(p.topology.racks for p in pools.values())
+    runs = []
+    for policy_name in raw:
+        policy = PolicyChoice(policy_name, policy_name, {}, canonical_json({}))
+        for seed in seeds:
+            identity = {"format": IDENTITY_FORMAT, "cluster": cluster, "pools_sha256": pool_files,
+                        "policy": policy_name, "depth": depth, "workload": {**workload.identity, "seed": seed}}
+            axes = {"topology": cluster, "racks": racks, "policy": policy_name, "workload": workload.label,
+                    "seed": seed, "backend": "analytical", "algorithm": "ring", "channels": 1, "calibration": ""}
+            runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology.topology, (), policy, workload,
+                            CommSpec(), NO_CALIBRATION, SimulatorConfig(), elastic=config))
+    spec = rigid.SweepSpec(name, f.source, [topology], None, [PolicyChoice(p, p, {}, "{}") for p in raw], [workload],
+                           seeds, ["analytical"], ["ring"], [1], [NO_CALIBRATION], SimulatorConfig(), {}, "",
+                           {"analytical": {}})
+    spec.runs = runs
+    spec.notes = []
+    return spec
+
+
+def simulate_crius(config: CriusRunConfig, policy: str, seed: int):
+    """(Result, jobs drawn) of one Crius run: the seed's workload on the cluster under the policy."""
+    from artist.policies.crius.catalogue import Catalogue
+    from artist.policies.crius.cluster import crius_cluster
+    from artist.policies.crius.simulation import simulate
+    from artist.policies.crius.workload import crius_jobs, philly_jobs
+
+    pools = crius_cluster(config.cluster)
+    catalogue = Catalogue(pools)
+    if config.philly_log:
+        jobs = philly_jobs(config.philly_log, pools, catalogue, config.jobs, seed)
+    else:
+        jobs = crius_jobs(pools, catalogue, config.jobs, seed, config.arrivals_per_hour)
+    return simulate(pools, jobs, policy, config.depth, catalogue), jobs
+
+
+def tables_of(result) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """(jobs, results row, throughput per round) of a finished Crius run."""
+    rows = []
+    for j in result.jobs:
+        s = j.spec
+        rows.append({"job_id": s.job_id, "model": s.model, "gpu_type_requested": s.gpu_type, "gpus_requested": s.n_g,
+                     "global_batch": s.global_batch, "iterations": s.iterations, "arrival_s": s.arrival,
+                     "start_s": math.nan if j.start is None else j.start,
+                     "finish_s": math.nan if j.finish is None else j.finish,
+                     "jct_s": math.nan if j.finish is None else j.finish - s.arrival,
+                     "queueing_delay_s": math.nan if j.start is None else j.start - s.arrival,
+                     "restarts": j.restarts})
+    jobs = pd.DataFrame(rows)
+    jct = jobs["jct_s"].dropna().to_numpy()
+    queue = jobs["queueing_delay_s"].dropna().to_numpy()
+
+    def pct(values, q):
+        return float(np.percentile(values, q)) if len(values) else math.nan
+
+    s = result.summary()
+    row = {"jobs": int(len(jobs)), "finished": int(len(jct)), "makespan_s": float(result.makespan),
+           "jct_mean_s": float(jct.mean()) if len(jct) else math.nan, "jct_median_s": pct(jct, 50),
+           "jct_p95_s": pct(jct, 95), "jct_p99_s": pct(jct, 99),
+           "queueing_mean_s": float(queue.mean()) if len(queue) else math.nan,
+           "restarts_per_job": float(s["restarts_per_job"]),
+           "throughput_mean": float(s["avg_throughput"]), "throughput_peak": float(s["peak_throughput"]),
+           "estimation_accuracy_avg": s["estimation_accuracy_avg"],
+           "estimation_accuracy_min": s["estimation_accuracy_min"],
+           "estimation_accuracy_packed_avg": s["estimation_accuracy_packed_avg"],
+           "estimation_accuracy_packed_min": s["estimation_accuracy_packed_min"],
+           "packed_starts_fraction": s["packed_starts"], "tuning_accuracy_avg": s["tuning_accuracy_avg"],
+           "profile_gpu_h": s["profile_gpu_h"], "tuning_h": s["tuning_h"]}
+    throughput = pd.DataFrame(result.throughput, columns=["time_s", "throughput"])
+    return jobs, row, throughput
+
+
+def execute_crius(run: Run):
+    """sweep/worker.py's execute for a Crius run."""
+    import traceback
+
+    from artist.sweep.worker import RunOutcome
+
+    started = time.perf_counter()
+    try:
+        result, _ = simulate_crius(run.elastic, run.policy.name, int(run.axes["seed"]))
+        jobs, row, throughput = tables_of(result)
+        info = {"decision_s_per_job": float(result.summary()["decision_s_per_job"])}  # wall-clock
+        return RunOutcome(run.run_id, jobs, row, throughput, 0, 0, time.perf_counter() - started,
+                          socket.gethostname(), os.getpid(), info=info)
+    except Exception:  # noqa: BLE001 - reported by the driver with the run's parameters, never dropped
+        return RunOutcome(run.run_id, None, None, None, 0, 0, time.perf_counter() - started,
+                          socket.gethostname(), os.getpid(), error=traceback.format_exc())
