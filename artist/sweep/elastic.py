@@ -249,8 +249,8 @@ def _workloads(f: Fields, base: Path, apps: Mapping):
     from artist.sweep import spec as rigid
 
     out, rows = [], []
-    for wf in rigid._entries(f, "workloads", "spec", {"spec", "realistic", "label"},
-                             "Pollux workload CSVs or {spec, realistic, label} mappings"):
+    for wf in rigid._entries(f, "workloads", "spec", {"spec", "realistic", "label", "first"},
+                             "Pollux workload CSVs or {spec, realistic, label, first} mappings"):
         tuned_path = rigid._resolve(base, wf.string("spec"))
         if not tuned_path.is_file():
             raise wf.error("spec", f"no such workload file {tuned_path}")
@@ -264,6 +264,10 @@ def _workloads(f: Fields, base: Path, apps: Mapping):
             if [(j.job_id, j.arrival, j.app) for j in realistic] != [(j.job_id, j.arrival, j.app) for j in tuned]:
                 raise wf.error("realistic", f"{real_path}: not the same jobs (name, time, application) as {tuned_path}")
             identity["realistic_sha256"] = sha256_file(real_path)
+        if wf.has("first"):  # the first N jobs of the file (a reduced sweep): part of the run id
+            first = wf.integer("first", minimum=1)
+            tuned, realistic = tuned[:first], (realistic[:first] if realistic is not None else None)
+            identity["first"] = first
         out.append(WorkloadChoice(wf.string("label", tuned_path.stem), wf.string("spec"), str(tuned_path), identity))
         rows.append((tuned, realistic))
     rigid._unique(f, "workloads", [w.label for w in out], "workload")
