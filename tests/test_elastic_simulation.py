@@ -1,45 +1,25 @@
 """Elastic jobs under Pollux in 60 s rounds: the ground-truth step time (measured compute + ArtISt's
 network), a lone job's completion time by hand, conservation, capacity, and determinism."""
 
-import csv
-import statistics
 
 import numpy as np
 import pytest
+from elastic_helpers import csv_rows, measured_compute, t4_step_timer
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
 from artist.elastic.spec import ElasticSpec
-from artist.elastic.steptime import NetworkStepTimer
-from artist.network.analytical import AnalyticalModel
 from artist.policies.pollux.scheduler import PolluxScheduler
-from artist.shipped import TOPOLOGIES_DIR
-from artist.topology import load_topology
-from artist.workload import load_models
-from artist.workload.traces.pollux import APPLICATIONS
 
-
-def _rows(path):
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _compute(app, batch):
-    rows = _rows(POLLUX_DIR / app / "placements.csv")
-    return statistics.median(float(r["step_time"]) - float(r["sync_time"])
-                             for r in rows if int(r["local_bsz"]) == batch)
 
 
 @pytest.fixture(scope="module")
 def timer():
-    topo = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
-    models = load_models()
-    apps = {k: a for k, (a, _) in pollux_applications().items()}
-    return NetworkStepTimer(topo, AnalyticalModel(topo), apps, {k: models[APPLICATIONS[k][0]] for k in apps})
+    return t4_step_timer()
 
 
 def test_step_time_is_measured_compute_plus_the_networks_exposed_sync(timer):
-    c = _compute("imagenet", 81)
+    c = measured_compute("imagenet", 81)
     assert timer.seconds("imagenet", "t4", (1,), 81, 0) == (pytest.approx(c), pytest.approx(c))
     assert timer.seconds("imagenet", "t4", (1,), 81, 3)[0] == pytest.approx(4 * c)  # s passes + the last
     one_node = timer.seconds("imagenet", "t4", (4,), 81, 0)[0]
@@ -50,7 +30,7 @@ def test_step_time_is_measured_compute_plus_the_networks_exposed_sync(timer):
 
 
 def _cifar_total_progress():
-    tables = [_rows(p) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv"))]
+    tables = [csv_rows(p) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv"))]
     return min(float(t[-1]["progress"]) for t in tables)
 
 
@@ -63,7 +43,7 @@ def test_a_lone_fixed_batch_job_takes_its_progress_times_its_step_time(timer):
                             PolluxScheduler([1], pop_size=4, generations=2, seed=0))
     job = sim.run().jobs[0]
     # 128 is not a measured local batch: linear between the medians at 91 and 129
-    c91, c129 = _compute("cifar10", 91), _compute("cifar10", 129)
+    c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
     c128 = c91 + (128 - 91) / (129 - 91) * (c129 - c91)
     assert job.finish == pytest.approx(_cifar_total_progress() * c128, rel=1e-9)
     assert job.progress.restarts == 0 and job.progress.progress == pytest.approx(_cifar_total_progress())
@@ -111,7 +91,7 @@ def test_a_lone_rigid_job_under_tiresias_runs_its_own_gpus_and_batch(timer):
     sim = ElasticSimulation([2], "t4", [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)],
                             {"cifar10": apps["cifar10"]}, timer, TiresiasRigid([2]))
     job = sim.run().jobs[0]
-    c91, c129 = _compute("cifar10", 91), _compute("cifar10", 129)
+    c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
     assert job.finish == pytest.approx(_cifar_total_progress() * (c91 + 37 / 38 * (c129 - c91)), rel=1e-9)
     assert {g for _, g, _, _ in job.gpu_rounds} == {1} and job.progress.restarts == 0
     with pytest.raises(ValueError, match="both gpus and batch"):

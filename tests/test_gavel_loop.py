@@ -2,44 +2,24 @@
 profiled throughputs by hand, the loop's (m, s), a lone job by hand, a small run within capacity and
 repeatable, several GPU types, and refusals."""
 
-import csv
-import statistics
 from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from elastic_helpers import csv_rows, measured_compute, t4_step_timer
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications
 from artist.elastic.profiling import IsolatedProfiler, rigid_split
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
-from artist.elastic.steptime import NetworkStepTimer
-from artist.network.analytical import AnalyticalModel
 from artist.policies.gavel.policy import GavelPolicy
 from artist.policies.gavel.rounds import GAVEL_ROUND_SECONDS
-from artist.shipped import TOPOLOGIES_DIR
-from artist.topology import load_topology
-from artist.workload import load_models
-from artist.workload.traces.pollux import APPLICATIONS
 
-
-def _rows(path):
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _compute(app, batch):
-    rows = _rows(POLLUX_DIR / app / "placements.csv")
-    return statistics.median(float(r["step_time"]) - float(r["sync_time"])
-                             for r in rows if int(r["local_bsz"]) == batch)
 
 
 @pytest.fixture(scope="module")
 def timer():
-    topo = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
-    models = load_models()
-    apps = {k: a for k, (a, _) in pollux_applications().items()}
-    return NetworkStepTimer(topo, AnalyticalModel(topo), apps, {k: models[APPLICATIONS[k][0]] for k in apps})
+    return t4_step_timer()
 
 
 def _gavel(capacity, jobs, timer, **kw):
@@ -51,7 +31,8 @@ def test_profiled_throughput_is_the_batch_over_the_measured_step_by_hand(timer):
     """cifar10 on 1 T4 at batch 128 = M0: m = 128, s = 0, one GPU so no sync: 128 / compute(128)."""
     jobs = [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)]
     profiler = IsolatedProfiler(timer, pollux_applications(), jobs, {"t4": 4})
-    c128 = _compute("cifar10", 91) + 37 / 38 * (_compute("cifar10", 129) - _compute("cifar10", 91))
+    c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
+    c128 = c91 + 37 / 38 * (c129 - c91)
     assert profiler.throughput("j", "t4", 1) == pytest.approx(128 / c128, rel=1e-9)
     # the Pollux applications carry T4 tables only: no compute measured on rtx, so the job cannot run there
     assert IsolatedProfiler(timer, pollux_applications(), jobs, {"rtx": 8}).throughput("j", "rtx", 1) == 0.0
@@ -66,14 +47,15 @@ def test_a_lone_job_under_gavel_takes_its_hand_time(timer):
     sim = ElasticSimulation([2], "t4", jobs, {"cifar10": pollux_applications()["cifar10"]}, timer,
                             _gavel([2], jobs, timer), round_seconds=GAVEL_ROUND_SECONDS)
     job = sim.run().jobs[0]
-    total = min(float(_rows(p)[-1]["progress"]) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv")))
-    c128 = _compute("cifar10", 91) + 37 / 38 * (_compute("cifar10", 129) - _compute("cifar10", 91))
+    total = min(float(csv_rows(p)[-1]["progress"]) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv")))
+    c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
+    c128 = c91 + 37 / 38 * (c129 - c91)
     assert job.finish == pytest.approx(total * c128, rel=1e-9)
     assert job.progress.restarts == 0 and {g for _, g, _, _ in job.gpu_rounds} == {1}
 
 
 def _workload(n):
-    rows = _rows(POLLUX_DIR / "workloads" / "workload-6.csv")[:n]
+    rows = csv_rows(POLLUX_DIR / "workloads" / "workload-6.csv")[:n]
     return [ElasticJobSpec(r["name"], float(r["time"]), r["application"], gpus=int(r["num_replicas"]),
                            batch=int(r["batch_size"])) for r in rows]
 
