@@ -49,9 +49,10 @@ def time_by_waves(arrays: dict, payload: int) -> dict | None:
     cannot be shown to be the event loop's (see the module docstring)."""
     i64 = lambda k: arrays[k].astype(np.int64)  # noqa: E731
     route_off, route_link, route_dir = i64("route_off"), i64("route_link"), i64("route_dir")
-    m_route, m_bytes, m_coll = i64("m_route"), i64("m_bytes"), i64("m_coll")
-    m_alpha = arrays["m_alpha_s"].astype(np.float64)
-    dep_off, dep_idx = i64("dep_off"), i64("dep_idx")
+    # the per-message columns as sent (uint32: no copies of millions of messages); index arithmetic in int64
+    m_route, m_bytes, m_coll = arrays["m_route"], arrays["m_bytes"], arrays["m_coll"]
+    m_alpha = arrays["m_alpha_s"]
+    dep_off, dep_idx = arrays["dep_off"], arrays["dep_idx"]
     c_ready, c_base = arrays["c_ready_s"].tolist(), arrays["c_base_s"].tolist()
     c_first = arrays["c_first"].tolist()
     c_pred_off, c_pred_idx = arrays["c_pred_off"].tolist(), arrays["c_pred_idx"].tolist()
@@ -72,7 +73,7 @@ def time_by_waves(arrays: dict, payload: int) -> dict | None:
         hops[r, :len(ks)] = [2 * int(route_link[k]) + int(route_dir[k]) for k in ks]
         last_delay[r] = delay[int(route_link[ks[-1]])]
     # W per distinct (route, bytes), computed by timing.path_weights itself; -inf where j > h or beyond the route
-    key = m_route * (int(m_bytes.max(initial=0)) + 1) + m_bytes
+    key = m_route.astype(np.int64) * (int(m_bytes.max(initial=0)) + 1) + m_bytes.astype(np.int64)
     uniq, first, w_of = np.unique(key, return_index=True, return_inverse=True)
     w_of = w_of.reshape(-1)
     weights = np.full((len(uniq), MAX_HOPS, MAX_HOPS), -math.inf)
@@ -85,7 +86,7 @@ def time_by_waves(arrays: dict, payload: int) -> dict | None:
             weights[u, j, j:len(ks)] = w[j][j:]
 
     # who depends on whom (dependents of m in increasing index order, as the event loop appends them)
-    dep_count = np.diff(dep_off)
+    dep_count = np.diff(dep_off.astype(np.int64))
     dependents = np.repeat(np.arange(n_msgs, dtype=np.int64), dep_count)[np.argsort(dep_idx, kind="stable")]
     dependents_off = np.zeros(n_msgs + 1, dtype=np.int64)
     np.cumsum(np.bincount(dep_idx, minlength=n_msgs), out=dependents_off[1:])

@@ -191,16 +191,16 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
     # per collective, numpy columns of its messages (concatenated below); routes and connections are
     # numbered in order of first appearance, as a message-by-message pass numbers them
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "dst", "route", "coll", "conn", "bytes", "alpha",
-                                                         "dep_count", "dep_idx")}
+                                                         "dep_end", "dep_idx")}
     c_first, c_pred_off, c_pred_idx = [0], [0], []
     conns: dict[tuple[int, int, int, int], int] = {}
     collective_messages = []
-    messages = 0
+    messages = deps = 0
     for c, coll in enumerate(collectives):
         first = messages
         if coll.schedule is not None and len(coll.schedule.transfers):
             tab = coll.schedule.table
-            node = np.asarray([nb.rank_of[g] for g in coll.schedule.ranks], dtype=np.int64)
+            node = np.asarray([nb.rank_of[g] for g in coll.schedule.ranks], dtype=np.uint32)  # columns as sent
             src, dst, channel = node[tab.src], node[tab.dst], tab.channel
             route_channel = channel if nb.per_channel else np.zeros_like(channel)
             width = len(nb.rank_gpus)
@@ -216,15 +216,16 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
                         alphas[u] = latency.per_step(kind)
                     else:
                         ids[u] = conns.setdefault((coll.job, s_i, d_i, ch_i), len(conns))
-                cols[name].append(ids[inverse.reshape(-1)])
+                cols[name].append(ids.astype(np.uint32)[inverse.reshape(-1)])
                 if name == "route":
                     cols["alpha"].append(alphas[inverse.reshape(-1)])
             cols["src"].append(src)
             cols["dst"].append(dst)
-            cols["coll"].append(np.full(len(src), c, dtype=np.int64))
+            cols["coll"].append(np.full(len(src), c, dtype=np.uint32))
             cols["bytes"].append(tab.nbytes)
-            cols["dep_count"].append(np.diff(tab.dep_off))
-            cols["dep_idx"].append(tab.dep_idx + first)
+            cols["dep_end"].append((tab.dep_off[1:] + deps).astype(np.uint32))
+            cols["dep_idx"].append((tab.dep_idx + first).astype(np.uint32))
+            deps += len(tab.dep_idx)
             messages += len(src)
         c_first.append(messages)
         c_pred_idx.extend(coll.preds)
@@ -232,8 +233,7 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
         collective_messages.append((first, messages))
     cat = {k: np.concatenate(cols.pop(k)) if cols[k] else np.zeros(0, dtype=np.float64 if k == "alpha" else np.int64)
            for k in list(cols)}  # each list dropped as it is joined: the peak is one column, not all
-    dep_off = np.zeros(messages + 1, dtype=np.int64)
-    np.cumsum(cat["dep_count"], out=dep_off[1:])
+    dep_off = np.concatenate((np.zeros(1, dtype=np.uint32), cat.pop("dep_end").astype(np.uint32)))
     rx = _bytes_per_node(cat["dst"], cat["bytes"], len(nb.rank_gpus))
     tx = _bytes_per_node(cat["src"], cat["bytes"], len(nb.rank_gpus))
     route_off, route_link, route_dir = [0], [], []
