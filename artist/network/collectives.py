@@ -196,8 +196,13 @@ def _with_dependencies(raw, dependencies: bool = True) -> TransferTable:
     src, dst, nbytes, step, channel = (rows[:, i] for i in range(5))
     ranks = int(max(src.max(initial=0), dst.max(initial=0))) + 1
     chans, steps = int(channel.max(initial=0)) + 1, int(step.max(initial=0)) + 1
-    order = np.argsort(((step * chans + channel) * ranks + src) * ranks + dst, kind="stable")
-    src, dst, nbytes, step, channel = src[order], dst[order], nbytes[order], step[order], channel[order]
+    key = ((step * chans + channel) * ranks + src) * ranks + dst
+    if (key[1:] < key[:-1]).any():  # a ring on channel 0 comes in order already
+        order = np.argsort(key, kind="stable")
+        src, dst, nbytes, step, channel = src[order], dst[order], nbytes[order], step[order], channel[order]
+    else:
+        src, dst, nbytes, step, channel = src.copy(), dst.copy(), nbytes.copy(), step.copy(), channel.copy()
+    del key
     count = len(src)
     if not dependencies or count == 0:
         return TransferTable(src, dst, nbytes, step, channel, np.zeros(count + 1, dtype=np.int64),

@@ -202,11 +202,13 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
             tab = coll.schedule.table
             node = np.asarray([nb.rank_of[g] for g in coll.schedule.ranks], dtype=np.uint32)  # columns as sent
             src, dst, channel = node[tab.src], node[tab.dst], tab.channel
-            route_channel = channel if nb.per_channel else np.zeros_like(channel)
+            one_channel = not channel.any()
+            route_channel = channel if nb.per_channel or one_channel else np.zeros_like(channel)
             width = len(nb.rank_gpus)
             for key_channel, name in ((route_channel, "route"), (channel, "conn")):
-                keys = (key_channel * width + src) * width + dst
-                uniq, at, inverse = np.unique(keys, return_index=True, return_inverse=True)
+                if name == "route" or not (nb.per_channel or one_channel):  # else: the route's keys again
+                    keys = (key_channel * width + src) * width + dst
+                    uniq, at, inverse = np.unique(keys, return_index=True, return_inverse=True)
                 ids, alphas = np.empty(len(uniq), dtype=np.int64), np.empty(len(uniq), dtype=np.float64)
                 for u in np.argsort(at, kind="stable").tolist():  # in order of first appearance
                     i = int(at[u])
