@@ -1,6 +1,6 @@
 """Speed of one uncached packet-level ResNet-50 step, step by step and as a whole process; prints, asserts nothing.
 
-    PYTHONPATH=. python benchmarks/ns3_step_speed.py [--skip-1024] [--racks-1024 16]
+    PYTHONPATH=. python benchmarks/ns3_step_speed.py [--skip-1024] [--racks-1024 16] [--before DIR]
 
 1. Side by side in one run, the ResNet-50 DDP step (4 buckets) on 64 GPUs, 2 racks of
    topologies/dally-3tier.yaml, each configuration in fresh ns-3 workers:
@@ -14,7 +14,9 @@
    from the baseline (exact paths must print 0).
 2. Whole process, uncached, the defaults: `artist comm --model resnet50` on 64 GPUs / 2 racks
    (goal <= 3 s) and on 1 024 GPUs / 16 racks (goal <= 60 s), each a fresh Python process,
-   wall and CPU seconds including children; the 1 024-GPU step also with --accelerate.
+   wall and CPU seconds and peak memory (max RSS) of the process; the 1 024-GPU step also with --accelerate.
+   --before DIR: first the same exact steps with the code of another checkout (e.g. the commit before
+   issue 15's columnar schedules and message-level waves), for before/after figures from one run.
 On a shared machine wall time is noisy: read the CPU seconds next to it.
 """
 
@@ -64,46 +66,59 @@ def one_step(label: str, reference, workers: int, **options):
     return answer
 
 
-def whole_process(racks: int, *extra: str) -> None:
+def whole_process(racks: int, *extra: str, code: Path = REPO, label: str = "") -> None:
+    """`artist comm` in a fresh process with the code of checkout `code` (run from there: `-m` puts it first)."""
     shape = str([[8] * 8] * racks) if racks > 2 else str([[8] * 4] * 2)
     args = [sys.executable, "-m", "artist.cli", "comm", "--model", "resnet50", "--shape", shape.replace(" ", ""),
             "--topology", str(TOPOLOGY), "--racks", str(racks), "--backend", "ns3", "--no-cache", *extra]
-    with tempfile.TemporaryDirectory(prefix="artist-bench-cache-") as cache:
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryDirectory(prefix="artist-bench-cache-") as cache, \
+            tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        env = {**os.environ, "ARTIST_CACHE_DIR": cache, "PYTHONPATH": str(code)}
         started = time.perf_counter()
-        done = subprocess.run(args, cwd=REPO, env={**os.environ, "ARTIST_CACHE_DIR": cache}, capture_output=True,
-                              text=True)
+        proc = subprocess.Popen(args, cwd=code, env=env, stdout=out_file, stderr=err_file, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU and peak memory (its workers' CPU too)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - kids.ru_utime - kids.ru_stime
-    out = done.stdout
-    if done.returncode != 0:  # e.g. the 600 s watchdog on a loaded machine: say so, keep the other figures
-        last = (done.stderr.strip().splitlines() or ["?"])[-1]
-        print(f"whole process, {racks} racks {' '.join(extra)}: FAILED after {wall:.1f} s wall, {cpu:.1f} CPU-s: "
-              f"{last}", flush=True)
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
+    cpu, rss_gb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2 ** 20  # ru_maxrss: KiB on Linux
+    label = f" [{label}]" if label else ""
+    if proc.returncode != 0:  # e.g. the 600 s watchdog on a loaded machine: say so, keep the other figures
+        last = (err.strip().splitlines() or ["?"])[-1]
+        print(f"whole process{label}, {racks} racks {' '.join(extra)}: FAILED after {wall:.1f} s wall, "
+              f"{cpu:.1f} CPU-s: {last}", flush=True)
         return
     values = {line.split("  ")[0].strip(): line.split()[-1] for line in out.splitlines() if "seconds" in line}
     gpus = 64 * racks if racks > 2 else 64
     goal = 3 if gpus == 64 else 60
-    print(f"whole process, resnet50 on {gpus} GPUs / {racks} racks {' '.join(extra)}: wall {wall:.2f} s "
-          f"(goal <= {goal} s), CPU {cpu:.2f} s incl. children; raw {values.get('raw seconds')} s, "
-          f"exposed {values.get('exposed seconds')} s", flush=True)
+    print(f"whole process{label}, resnet50 on {gpus} GPUs / {racks} racks {' '.join(extra)}: wall {wall:.2f} s "
+          f"(goal <= {goal} s), CPU {cpu:.2f} s incl. children, max RSS {rss_gb:.2f} GB; raw "
+          f"{values.get('raw seconds')} s, exposed {values.get('exposed seconds')} s, answered by "
+          f"{out.split('answered by')[-1].split()[0] if 'answered by' in out else '?'}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-1024", action="store_true", help="leave out the 1 024-GPU whole-process figures")
     parser.add_argument("--racks-1024", type=int, default=16, help="racks of the big figure (16 = 1 024 GPUs)")
+    parser.add_argument("--before", type=Path, help="a checkout whose code to time first (whole process, exact)")
+    parser.add_argument("--whole-only", action="store_true", help="only section 2 (the whole-process figures)")
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     print(f"ResNet-50 step on 64 GPUs / 2 racks of dally-3tier, uncached; {cores} cores; load average "
           f"{os.getloadavg()[0]:.1f}")
-    base = one_step("baseline", None, 1, exact_reuse=False, scheduler="map")
-    one_step("+reuse", base, 1, scheduler="map")
-    one_step("+steady skipping", base, 1, exact_reuse=False, scheduler="map", accelerate=True)
-    one_step("+scheduler", base, 1, scheduler="priority")
-    one_step("+pool", base, cores, scheduler="priority")
-    print()
+    if not args.whole_only:
+        base = one_step("baseline", None, 1, exact_reuse=False, scheduler="map")
+        one_step("+reuse", base, 1, scheduler="map")
+        one_step("+steady skipping", base, 1, exact_reuse=False, scheduler="map", accelerate=True)
+        one_step("+scheduler", base, 1, scheduler="priority")
+        one_step("+pool", base, cores, scheduler="priority")
+        print()
+    if args.before is not None:
+        whole_process(2, code=args.before.resolve(), label="before")
+        if not args.skip_1024:
+            whole_process(args.racks_1024, code=args.before.resolve(), label="before")
     whole_process(2)
     if not args.skip_1024:
         whole_process(args.racks_1024, "--accelerate")

@@ -30,7 +30,10 @@ Each channel carries an equal share of the payload.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from functools import cached_property
+from collections.abc import Sequence
+
+import numpy as np
 
 from artist.parallel.graph import COMMUNICATION
 from artist.placement import Placement
@@ -49,18 +52,71 @@ class Transfer:
     deps: tuple[int, ...] = ()  # indices into Schedule.transfers
 
 
+class TransferTable(Sequence):
+    """A schedule's transfers as numpy columns (deps as offsets into one index array), read as a
+    sequence of Transfer: a 1 024-GPU ring all-reduce has millions of transfers, and the ns-3 builder
+    and fast path read the columns without ever making a Transfer object of them. Transfer objects
+    are made (once, then kept) only for code that iterates."""
+
+    def __init__(self, src, dst, nbytes, step, channel, dep_off, dep_idx):
+        self.src, self.dst, self.nbytes, self.step, self.channel = src, dst, nbytes, step, channel
+        self.dep_off, self.dep_idx = dep_off, dep_idx  # deps of transfer i: dep_idx[dep_off[i]:dep_off[i + 1]]
+
+    @classmethod
+    def of(cls, transfers: Sequence[Transfer]) -> "TransferTable":
+        col = lambda f: np.fromiter((f(t) for t in transfers), dtype=np.int64, count=len(transfers))  # noqa: E731
+        dep_idx = np.fromiter((d for t in transfers for d in t.deps), dtype=np.int64)
+        dep_off = np.zeros(len(transfers) + 1, dtype=np.int64)
+        dep_off[1:] = np.cumsum(col(lambda t: len(t.deps)))
+        return cls(col(lambda t: t.src), col(lambda t: t.dst), col(lambda t: t.nbytes), col(lambda t: t.step),
+                   col(lambda t: t.channel), dep_off, dep_idx)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @cached_property
+    def _objects(self) -> tuple[Transfer, ...]:
+        off, idx = self.dep_off.tolist(), self.dep_idx.tolist()
+        return tuple(Transfer(s, d, b, k, c, tuple(idx[off[i]:off[i + 1]])) for i, (s, d, b, k, c) in
+                     enumerate(zip(self.src.tolist(), self.dst.tolist(), self.nbytes.tolist(), self.step.tolist(),
+                                   self.channel.tolist())))
+
+    def __getitem__(self, i):
+        return self._objects[i]
+
+    def __iter__(self):
+        return iter(self._objects)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._objects)
+
+    def __repr__(self) -> str:
+        return f"TransferTable({len(self)} transfers)"
+
+
 @dataclass(frozen=True)
 class Schedule:
     algorithm: str
     ranks: tuple[int, ...]  # global GPU id of each rank
     nbytes: int  # payload per rank (nccl-tests' "size")
     channels: int
-    transfers: tuple[Transfer, ...]
+    transfers: Sequence[Transfer]  # a tuple of Transfer, or a TransferTable (the same, as columns)
     total_steps: int = 0  # > steps when this is only the first steps of the collective (a prefix)
+
+    @property
+    def table(self) -> TransferTable:
+        """The transfers as numpy columns."""
+        t = self.transfers
+        return t if isinstance(t, TransferTable) else TransferTable.of(t)
 
     @property
     def steps(self) -> int:
         """Steps built (of a prefix: only those)."""
+        if isinstance(self.transfers, TransferTable):
+            return 1 + int(self.transfers.step.max(initial=-1))
         return 1 + max((t.step for t in self.transfers), default=-1)
 
     @property
@@ -93,59 +149,79 @@ def split_bytes(nbytes: int, parts: int) -> list[int]:
 
 
 def _ring_transfers(ring: Sequence[int], chunk_sizes: Sequence[int], first_step: int, channel: int,
-                    phases: str = "rs+ag", max_steps: int | None = None) -> list[tuple[int, int, int, int, int]]:
-    """(src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather, only the
+                    phases: str = "rs+ag", max_steps: int | None = None) -> np.ndarray:
+    """Rows (src, dst, nbytes, step, channel) of a ring reduce-scatter and/or all-gather, only the
     steps before max_steps when given.
 
     At reduce-scatter step k, ring position p sends chunk (p - k) mod n; at
     all-gather step k it sends chunk (p + 1 - k) mod n (the chunk it finished)."""
     n = len(ring)
-    out = []
     if n < 2:
-        return out
-    step = first_step
-    stop = float("inf") if max_steps is None else max_steps
-    if "rs" in phases:
-        for k in range(n - 1):
-            if step >= stop:
-                return out
-            for p in range(n):
-                out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p - k) % n], step, channel))
-            step += 1
-    if "ag" in phases:
-        for k in range(n - 1):
-            if step >= stop:
-                return out
-            for p in range(n):
-                out.append((ring[p], ring[(p + 1) % n], chunk_sizes[(p + 1 - k) % n], step, channel))
-            step += 1
-    return out
+        return np.zeros((0, 5), dtype=np.int64)
+    stop = first_step + 2 * n if max_steps is None else max_steps
+    ring_a, chunks, p = np.asarray(ring, dtype=np.int64), np.asarray(chunk_sizes, dtype=np.int64), np.arange(n)
+    blocks, step = [], first_step
+    for phase, shift in (("rs", 0), ("ag", 1)):
+        if phase not in phases:
+            continue
+        k = np.arange(max(0, min(n - 1, stop - step)))
+        block = np.empty((len(k), n, 5), dtype=np.int64)
+        block[:, :, 0] = ring_a
+        block[:, :, 1] = np.roll(ring_a, -1)
+        block[:, :, 2] = chunks[(p[None, :] + shift - k[:, None]) % n]
+        block[:, :, 3] = (step + k)[:, None]
+        block[:, :, 4] = channel
+        blocks.append(block.reshape(-1, 5))
+        if len(k) < n - 1:
+            break  # stopped at max_steps
+        step += n - 1
+    return np.concatenate(blocks) if blocks else np.zeros((0, 5), dtype=np.int64)
 
 
-def _with_dependencies(raw: list[tuple[int, int, int, int, int]], dependencies: bool = True) -> tuple[Transfer, ...]:
-    """Each transfer depends on what its sender received in the latest earlier step
-    in which it received anything, within the same channel."""
-    raw = sorted(raw, key=lambda t: (t[3], t[4], t[0], t[1]))
-    if not dependencies:
-        return tuple(Transfer(*t) for t in raw)
-    received: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (rank, channel) -> (step, indices)
-    out: list[Transfer] = []
-    pending: list[tuple[int, int, int]] = []  # (rank, channel, index) for the current step
-    current_step = None
-    for idx, (src, dst, nbytes, step, channel) in enumerate(raw):
-        if step != current_step:
-            for rank, ch, i in pending:
-                prev = received.get((rank, ch))
-                if prev is not None and prev[0] == current_step:
-                    prev[1].append(i)
-                else:
-                    received[(rank, ch)] = (current_step, [i])
-            pending = []
-            current_step = step
-        deps = tuple(received[(src, channel)][1]) if (src, channel) in received else ()
-        out.append(Transfer(src, dst, nbytes, step, channel, deps))
-        pending.append((dst, channel, idx))
-    return tuple(out)
+def _rows(raw) -> np.ndarray:
+    """Rows (src, dst, nbytes, step, channel) from a list of tuples and/or arrays of rows."""
+    parts = [np.asarray(r, dtype=np.int64).reshape(-1, 5) for r in raw if not isinstance(r, tuple)]
+    tuples = [r for r in raw if isinstance(r, tuple)]
+    if tuples:
+        parts.append(np.asarray(tuples, dtype=np.int64).reshape(-1, 5))
+    return np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
+
+
+def _with_dependencies(raw, dependencies: bool = True) -> TransferTable:
+    """The transfers sorted by (step, channel, src, dst) (stable); each depends on what its sender
+    received in the latest earlier step in which it received anything, within the same channel.
+
+    raw: rows (src, dst, nbytes, step, channel), as tuples or arrays of rows (one kind per call)."""
+    rows = _rows(raw)
+    src, dst, nbytes, step, channel = (rows[:, i] for i in range(5))
+    ranks = int(max(src.max(initial=0), dst.max(initial=0))) + 1
+    chans, steps = int(channel.max(initial=0)) + 1, int(step.max(initial=0)) + 1
+    key = ((step * chans + channel) * ranks + src) * ranks + dst
+    if (key[1:] < key[:-1]).any():  # a ring on channel 0 comes in order already
+        order = np.argsort(key, kind="stable")
+        src, dst, nbytes, step, channel = src[order], dst[order], nbytes[order], step[order], channel[order]
+    else:
+        src, dst, nbytes, step, channel = src.copy(), dst.copy(), nbytes.copy(), step.copy(), channel.copy()
+    del key
+    count = len(src)
+    if not dependencies or count == 0:
+        return TransferTable(src, dst, nbytes, step, channel, np.zeros(count + 1, dtype=np.int64),
+                             np.zeros(0, dtype=np.int64))
+    # receives keyed (rank, channel, step), sorted (stable: a key's transfers in index order)
+    received = (dst * chans + channel) * steps + step
+    by_key = np.argsort(received, kind="stable")
+    keys = received[by_key]
+    sender = src * chans + channel
+    last = np.searchsorted(keys, sender * steps + step, side="left") - 1  # latest receive at an earlier step
+    found = last >= 0
+    found[found] = keys[last[found]] // steps == sender[found]
+    first = np.searchsorted(keys, keys[np.where(found, last, 0)], side="left")
+    counts = np.where(found, last + 1 - first, 0)
+    dep_off = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(counts, out=dep_off[1:])
+    within = np.arange(dep_off[-1], dtype=np.int64) - np.repeat(dep_off[:-1], counts)
+    dep_idx = by_key[np.repeat(first, counts) + within]
+    return TransferTable(src, dst, nbytes, step, channel, dep_off, dep_idx.astype(np.int64))
 
 
 def nic_interleaved(topology: Topology, local: Sequence[int]) -> list[int]:
@@ -210,7 +286,7 @@ def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, depende
         per_channel = split_bytes(nbytes, channels)
         for c in range(channels):
             ring = channel_ring(placement, rank_of, c)
-            raw.extend(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c, max_steps=max_steps))
+            raw.append(_ring_transfers(ring, split_bytes(per_channel[c], n), 0, c, max_steps=max_steps))
     total = 2 * (n - 1) if n > 1 else 0
     return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies), total)
 
@@ -223,7 +299,7 @@ def ring_pass(kind: str, placement: Placement, nbytes: int, channels: int = 1, d
     if len(order) > 1:
         for c, channel_bytes in enumerate(split_bytes(nbytes, channels)):
             ring = channel_ring(placement, rank_of, c)
-            raw.extend(_ring_transfers(ring, split_bytes(channel_bytes, len(order)), 0, c, "rs"))
+            raw.append(_ring_transfers(ring, split_bytes(channel_bytes, len(order)), 0, c, "rs"))
     return Schedule(kind, tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
 
 
@@ -266,16 +342,16 @@ def hierarchical_allreduce(placement: Placement, nbytes: int, channels: int = 1,
             intra_steps = g - 1
             for gs in machines:
                 ring = [rank_of[x] for x in gs]
-                raw.extend(_ring_transfers(ring, shards, 0, c, "rs"))
+                raw.append(_ring_transfers(ring, shards, 0, c, "rs"))
             for local in range(g):
                 ring = [rank_of[gs[local]] for gs in machines]
                 # After the intra-machine reduce-scatter, local rank `local` owns shard (local + 1) mod g.
                 owned = shards[(local + 1) % g]
-                raw.extend(_ring_transfers(ring, split_bytes(owned, m_count), intra_steps, c))
+                raw.append(_ring_transfers(ring, split_bytes(owned, m_count), intra_steps, c))
             inter_steps = 2 * (m_count - 1)
             for gs in machines:
                 ring = [rank_of[x] for x in gs]
-                raw.extend(_ring_transfers(ring, shards, intra_steps + inter_steps, c, "ag"))
+                raw.append(_ring_transfers(ring, shards, intra_steps + inter_steps, c, "ag"))
     return Schedule("hierarchical", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
 
 

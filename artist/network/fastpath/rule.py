@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from artist.network.fastpath.timing import (ACK_PAYLOAD_BYTES, PPP_HEADER_BYTES, TRANSPORT_HEADER_BYTES,
                                             payload_per_frame)
 
@@ -56,6 +58,15 @@ def _ancestors(arrays: dict) -> list[int]:
     return anc
 
 
+def _distinct_uses(arrays: dict) -> list[tuple[int, int, int]]:
+    """The distinct (route, connection, collective) of the messages, in order of first appearance."""
+    route, conn, coll = (arrays[k].astype(np.int64) for k in ("m_route", "m_conn", "m_coll"))
+    conns, colls = int(conn.max(initial=0)) + 1, int(coll.max(initial=0)) + 1
+    _, first = np.unique((route * conns + conn) * colls + coll, return_index=True)
+    first.sort()
+    return list(zip(route[first].tolist(), conn[first].tolist(), coll[first].tolist()))
+
+
 def shared_links(arrays: dict) -> list[tuple[int, str]]:
     """Directed links (2 x link + direction) used by two transfers that can be in flight at once,
     each with a short description. Empty: no link is shared."""
@@ -65,11 +76,7 @@ def shared_links(arrays: dict) -> list[tuple[int, str]]:
     users: dict[int, dict[int, int]] = {}
     found: list[tuple[int, str]] = []
     flagged: set[int] = set()
-    seen: set[tuple[int, int, int]] = set()
-    for r, conn, c in zip(arrays["m_route"].tolist(), arrays["m_conn"].tolist(), arrays["m_coll"].tolist()):
-        if (r, conn, c) in seen:
-            continue  # this route on this connection in this collective: already recorded
-        seen.add((r, conn, c))
+    for r, conn, c in _distinct_uses(arrays):
         for dl in route_links[r]:
             by_coll = users.setdefault(dl, {})
             other = by_coll.setdefault(c, conn)
@@ -105,7 +112,7 @@ def window_limits(arrays: dict, mtu: int, window_bytes: int, ack_every: int) -> 
     """Why the window could limit some connection (None: it cannot)."""
     off, link = arrays["route_off"].tolist(), arrays["route_link"].tolist()
     bps_of, delay_of = arrays["link_bps"].tolist(), arrays["link_delay_s"].tolist()
-    for r in sorted(set(arrays["m_route"].tolist())):
+    for r in np.unique(arrays["m_route"]).tolist():
         links = link[off[r]:off[r + 1]]
         bps = [bps_of[k] for k in links]
         delay = [delay_of[k] for k in links]

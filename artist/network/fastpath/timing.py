@@ -39,6 +39,8 @@ import heapq
 import math
 import time
 
+import numpy as np
+
 # Bytes a frame carries on the wire beyond its payload: engine.cc's 16-byte MsgHeader and the
 # 2-byte PPP header ns-3's PointToPointNetDevice adds to every packet it sends.
 TRANSPORT_HEADER_BYTES = 16
@@ -92,10 +94,24 @@ def path_weights(bps: tuple[float, ...], delay: tuple[float, ...], nbytes: int, 
     return tuple(tuple(row) for row in w)
 
 
-def time_engine_input(arrays: dict, mtu: int, ack_every: int) -> dict:
+def time_engine_input(arrays: dict, mtu: int, ack_every: int, method: str = "auto") -> dict:
     """The engine's Result fields (c_start_s, c_end_s, m_done_s, node bytes, frame counts) for these
-    arrays on a network where no link is shared (the caller checks that: rule.py)."""
+    arrays on a network where no link is shared (the caller checks that: rule.py).
+
+    method "events": the event loop below, message by message in time order; "waves": the same
+    arithmetic on numpy arrays, a wave of messages at a time (waves.py), which refuses (returns None)
+    any input where its order could differ from the event loop's; "auto": waves, else events."""
     started = time.perf_counter()
+    if method not in ("auto", "events", "waves"):
+        raise ValueError(f"unknown method {method!r}")
+    if method != "events":
+        from artist.network.fastpath.waves import time_by_waves  # here: waves.py imports this module
+        res = time_by_waves(arrays, payload_per_frame(mtu))
+        if res is not None or method == "waves":
+            if res is not None:
+                res.update(frame_counts(arrays, payload_per_frame(mtu), ack_every),
+                           model_wall_seconds=time.perf_counter() - started)
+            return res
     payload = payload_per_frame(mtu)
     routes = _Routes(arrays)
     m_route = arrays["m_route"].tolist()
@@ -183,9 +199,17 @@ def time_engine_input(arrays: dict, mtu: int, ack_every: int) -> dict:
             end_collective(c, c_end[c], follow)
             start_collectives(follow)
 
-    frames = [frames_of(b, payload) for b in m_bytes]
-    hops = [len(routes.hops[r]) for r in m_route]
-    acks = [-(-f // ack_every) for f in frames]  # one per ack_every frames, and one at the end
-    return {"c_start_s": c_start, "c_end_s": c_end, "m_done_s": m_done, "data_packets": sum(frames),
-            "ack_packets": sum(acks), "device_transmissions": sum((f + a) * h for f, a, h in zip(frames, acks, hops)),
-            "model_wall_seconds": time.perf_counter() - started}
+    return {"c_start_s": c_start, "c_end_s": c_end, "m_done_s": m_done,
+            **frame_counts(arrays, payload, ack_every), "model_wall_seconds": time.perf_counter() - started}
+
+
+def frame_counts(arrays: dict, payload: int, ack_every: int) -> dict:
+    """Data frames, acks (one per ack_every frames, and one at the end) and frames on wires (each frame
+    and ack once per hop) of the messages, as the engine counts them; exact integer sums."""
+    nbytes = arrays["m_bytes"].astype(np.int64)
+    frames = np.where(nbytes == 0, 1, -(-nbytes // payload))  # frames_of, per message
+    acks = -(-frames // ack_every)
+    hops_of_route = np.diff(arrays["route_off"].astype(np.int64))
+    hops = hops_of_route[arrays["m_route"].astype(np.int64)]
+    return {"data_packets": int(frames.sum()), "ack_packets": int(acks.sum()),
+            "device_transmissions": int(((frames + acks) * hops).sum())}

@@ -170,6 +170,15 @@ def _gpu_nodes(collectives: Sequence[EngineCollective]) -> list[int]:
     return list(seen)
 
 
+def _bytes_per_node(node: np.ndarray, nbytes: np.ndarray, nodes: int) -> list[int]:
+    """Sum of nbytes per node index, exactly (Python ints): float sums of integers are exact below 2**53."""
+    if int(nbytes.sum()) < 2 ** 53:
+        return np.bincount(node, weights=nbytes.astype(np.float64), minlength=nodes).astype(np.int64).tolist()
+    total = np.zeros(nodes, dtype=np.int64)
+    np.add.at(total, node, nbytes)
+    return total.tolist()
+
+
 def build_engine_input(topology: Topology, collectives: Sequence[EngineCollective],
                        latency: StartupLatency) -> EngineInput:
     """The engine's arrays for these collectives and timers, on the links their transfers cross."""
@@ -179,35 +188,56 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
         if any(not 0 <= p < i for p in c.preds):
             raise ValueError(f"collective {i}: predecessors {c.preds} must be earlier collectives")
     nb = _NetworkBuilder(topology, _gpu_nodes(collectives))
-    m_src, m_dst, m_route, m_coll, m_conn, m_bytes, m_alpha = [], [], [], [], [], [], []
-    dep_off, dep_idx = [0], []
+    # per collective, numpy columns of its messages (concatenated below); routes and connections are
+    # numbered in order of first appearance, as a message-by-message pass numbers them
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "dst", "route", "coll", "conn", "bytes", "alpha",
+                                                         "dep_end", "dep_idx")}
     c_first, c_pred_off, c_pred_idx = [0], [0], []
     conns: dict[tuple[int, int, int, int], int] = {}
     collective_messages = []
-    rx = [0] * len(nb.rank_gpus)
-    tx = [0] * len(nb.rank_gpus)
+    messages = deps = 0
     for c, coll in enumerate(collectives):
-        first = len(m_src)
-        transfers = coll.schedule.transfers if coll.schedule is not None else ()
-        node = [nb.rank_of[g] for g in coll.schedule.ranks] if coll.schedule is not None else []
-        for t in transfers:
-            src, dst = node[t.src], node[t.dst]
-            route, kind = nb.route(src, dst, t.channel)
-            m_src.append(src)
-            m_dst.append(dst)
-            m_route.append(route)
-            m_coll.append(c)
-            m_conn.append(conns.setdefault((coll.job, src, dst, t.channel), len(conns)))
-            m_bytes.append(t.nbytes)
-            m_alpha.append(latency.per_step(kind))
-            dep_idx.extend(first + d for d in t.deps)
-            dep_off.append(len(dep_idx))
-            tx[src] += t.nbytes
-            rx[dst] += t.nbytes
-        c_first.append(len(m_src))
+        first = messages
+        if coll.schedule is not None and len(coll.schedule.transfers):
+            tab = coll.schedule.table
+            node = np.asarray([nb.rank_of[g] for g in coll.schedule.ranks], dtype=np.uint32)  # columns as sent
+            src, dst, channel = node[tab.src], node[tab.dst], tab.channel
+            one_channel = not channel.any()
+            route_channel = channel if nb.per_channel or one_channel else np.zeros_like(channel)
+            width = len(nb.rank_gpus)
+            for key_channel, name in ((route_channel, "route"), (channel, "conn")):
+                if name == "route" or not (nb.per_channel or one_channel):  # else: the route's keys again
+                    keys = (key_channel * width + src) * width + dst
+                    uniq, at, inverse = np.unique(keys, return_index=True, return_inverse=True)
+                ids, alphas = np.empty(len(uniq), dtype=np.int64), np.empty(len(uniq), dtype=np.float64)
+                for u in np.argsort(at, kind="stable").tolist():  # in order of first appearance
+                    i = int(at[u])
+                    s_i, d_i, ch_i = int(src[i]), int(dst[i]), int(key_channel[i])
+                    if name == "route":
+                        ids[u], kind = nb.route(s_i, d_i, ch_i)
+                        alphas[u] = latency.per_step(kind)
+                    else:
+                        ids[u] = conns.setdefault((coll.job, s_i, d_i, ch_i), len(conns))
+                cols[name].append(ids.astype(np.uint32)[inverse.reshape(-1)])
+                if name == "route":
+                    cols["alpha"].append(alphas[inverse.reshape(-1)])
+            cols["src"].append(src)
+            cols["dst"].append(dst)
+            cols["coll"].append(np.full(len(src), c, dtype=np.uint32))
+            cols["bytes"].append(tab.nbytes)
+            cols["dep_end"].append((tab.dep_off[1:] + deps).astype(np.uint32))
+            cols["dep_idx"].append((tab.dep_idx + first).astype(np.uint32))
+            deps += len(tab.dep_idx)
+            messages += len(src)
+        c_first.append(messages)
         c_pred_idx.extend(coll.preds)
         c_pred_off.append(len(c_pred_idx))
-        collective_messages.append((first, len(m_src)))
+        collective_messages.append((first, messages))
+    cat = {k: np.concatenate(cols.pop(k)) if cols[k] else np.zeros(0, dtype=np.float64 if k == "alpha" else np.int64)
+           for k in list(cols)}  # each list dropped as it is joined: the peak is one column, not all
+    dep_off = np.concatenate((np.zeros(1, dtype=np.uint32), cat.pop("dep_end").astype(np.uint32)))
+    rx = _bytes_per_node(cat["dst"], cat["bytes"], len(nb.rank_gpus))
+    tx = _bytes_per_node(cat["src"], cat["bytes"], len(nb.rank_gpus))
     route_off, route_link, route_dir = [0], [], []
     for steps in nb.route_steps:
         for link, direction in steps:
@@ -220,10 +250,9 @@ def build_engine_input(topology: Topology, collectives: Sequence[EngineCollectiv
         "link_bps": np.asarray(nb.link_bps, dtype=np.float64),
         "link_delay_s": np.asarray(nb.link_delay, dtype=np.float64),
         "route_off": u32(route_off), "route_link": u32(route_link), "route_dir": u32(route_dir),
-        "m_src": u32(m_src), "m_dst": u32(m_dst), "m_route": u32(m_route), "m_coll": u32(m_coll),
-        "m_conn": u32(m_conn), "m_bytes": np.asarray(m_bytes, dtype=np.uint64),
-        "m_alpha_s": np.asarray(m_alpha, dtype=np.float64),
-        "dep_off": u32(dep_off), "dep_idx": u32(dep_idx),
+        "m_src": u32(cat["src"]), "m_dst": u32(cat["dst"]), "m_route": u32(cat["route"]),
+        "m_coll": u32(cat["coll"]), "m_conn": u32(cat["conn"]), "m_bytes": cat["bytes"].astype(np.uint64),
+        "m_alpha_s": cat["alpha"].astype(np.float64), "dep_off": u32(dep_off), "dep_idx": u32(cat["dep_idx"]),
         "c_ready_s": np.asarray([c.ready_s for c in collectives], dtype=np.float64),
         "c_base_s": np.asarray([c.timer_s if c.schedule is None else latency.base_s if c.schedule.transfers else 0.0
                                 for c in collectives], dtype=np.float64),
