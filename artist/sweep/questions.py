@@ -107,7 +107,7 @@ class QuestionRecorder:
         if self.paths is not None:  # the rule the ns-3 backend applies, on the graphs the cache would ask about
             choice = self.paths.path_choice(relabelled)
             if choice.path != "ns3":
-                self.questions.fast.append((self.setting, _transfers(self.paths, relabelled)))
+                self.questions.fast.append((self.setting, choice.messages))
                 return timings
         if likely_overlap(graphs, timings):
             self.questions.whole.append((self.setting, self.topology, found))
@@ -117,12 +117,6 @@ class QuestionRecorder:
             topology, count = pieces.get(piece, (self.topology, 0))
             pieces[piece] = (topology, count + 1)
         return timings
-
-
-def _transfers(model, graphs: Mapping) -> int:
-    """Messages of the step's schedules (what the fast path's Python cost scales with)."""
-    return sum(len(model._node_schedule(n, accelerate=False).transfers)
-               for g in graphs.values() for n in g.nodes if n.is_communication)
 
 
 def likely_overlap(graphs: Mapping, timings: Mapping) -> bool:

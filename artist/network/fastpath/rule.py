@@ -44,6 +44,7 @@ PUMP_QUEUE_FRAMES = 8
 class PathChoice:
     path: str  # NS3 or MESSAGE_LEVEL
     reason: str  # one line: why
+    messages: int = 0  # messages of the question's schedules (Ns3Model.path_choice fills it; the cost model reads it)
 
 
 def _ancestors(arrays: dict) -> list[int]:

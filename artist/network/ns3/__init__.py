@@ -342,13 +342,15 @@ class Ns3Model:
         """Which path time() takes for these graphs run in full (artist/network/fastpath's rule), without running."""
         schedules = {(j, n.id): self._node_schedule(n, accelerate=False) for j, job in enumerate(graphs)
                      for n in graphs[job].nodes if n.is_communication}
-        if not any(s.transfers for s in schedules.values()):
+        messages = sum(len(s.transfers) for s in schedules.values())
+        if not messages:
             return fastpath.PathChoice("none", "nothing crosses a link")
         if not self.fast_path:
-            return fastpath.PathChoice(fastpath.NS3, "fast path off")
+            return fastpath.PathChoice(fastpath.NS3, "fast path off", messages)
         ei = build_engine_input(self.topology, self._engine_collectives(graphs, schedules)[0], self.latency)
         t = self.transport
-        return fastpath.choose_path(ei.arrays, t.transport, t.mtu, t.window_bytes, t.ack_every)
+        choice = fastpath.choose_path(ei.arrays, t.transport, t.mtu, t.window_bytes, t.ack_every)
+        return dataclasses.replace(choice, messages=messages)
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         """Every graph's communication in one ns-3 run (jobs at once), each node's duration
