@@ -182,14 +182,23 @@ class Ns3Model:
         Returns the worker's result plus per-collective seconds, after checking that every
         GPU received and sent exactly the bytes its schedules say (one pass over the transfers)."""
         ei = build_engine_input(self.topology, collectives, self.latency) if ei is None else ei
-        started = time.perf_counter()
-        res = self._run_fast_path(ei) if try_fast_path and self.fast_path and not self.debug_hang else None
+        res = self._timed_fast_path(ei) if try_fast_path else None
         if res is not None:
-            res["wall_seconds"] = time.perf_counter() - started
             return res
+        started = time.perf_counter()
         res = self.worker.run(self._request_of(ei), self.timeout_s, label)
         res["wall_seconds"] = time.perf_counter() - started
         return self.check_result(res, ei, label)
+
+    def _timed_fast_path(self, ei) -> dict | None:
+        """_run_fast_path with its wall seconds, or None where the fast path is off or the rule says ns-3."""
+        if not self.fast_path or self.debug_hang:
+            return None
+        started = time.perf_counter()
+        res = self._run_fast_path(ei)
+        if res is not None:
+            res["wall_seconds"] = time.perf_counter() - started
+        return res
 
     def _request_of(self, ei) -> dict:
         return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
@@ -380,12 +389,10 @@ class Ns3Model:
             # cheapest first: the message-level answer where no link is shared (whole graph), else the
             # collectives run alone and composed (exact reuse), else one ns-3 run of everything
             collectives, index = self._engine_collectives(graphs, schedules)
-            ei = build_engine_input(self.topology, collectives, self.latency)
-            fast_started = time.perf_counter()
-            res = self._run_fast_path(ei) if self.fast_path and not self.debug_hang else None
-            if res is not None:
-                res["wall_seconds"] = time.perf_counter() - fast_started
-            elif self.reuse is not None and self.reuse.applies(self):
+            # the whole graph's engine input only where the fast path may use it (reuse builds its pieces' own)
+            ei = build_engine_input(self.topology, collectives, self.latency) if self.fast_path else None
+            res = self._timed_fast_path(ei) if ei is not None else None
+            if res is None and self.reuse is not None and self.reuse.applies(self):
                 res = self.reuse.run(self, collectives, label)
             if res is None:
                 res = self.run(collectives, label, ei=ei, try_fast_path=False)
