@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/contention_accuracy.py [--count 24] [--seed 14] [--sharing maxmin|window]
                                                           [--first-step] [--ns3-results FILE]
+                                                          [--arbitration fifo|round-robin]
 
 Scenarios (artist/network/flow/scenarios.py): 2-8 jobs on a small fabric with
 ecmp spines at 1:1, 2:1, 4:1 and bundle spines, with and without ECMP
@@ -17,6 +18,9 @@ median and max over jobs, and the most steps ns-3 ran for one job (a '*' when
 some job of either backend did not settle within the cap). Summary: median and
 max |error| over every job of every scenario (goal: median <= 5 %, max <= 15 %),
 and the CPU and wall time of each backend (CPU includes the ns-3 worker process).
+
+--arbitration picks ns-3's switch output arbitration (artist/network/ns3/engine.cc:
+fifo, deep drop-tail queues, the default; round-robin, per-flow queues served in turn).
 
 --ns3-results FILE keeps ns-3's answers in FILE (JSON) and reuses them when
 the same scenarios are asked again (for trying flow settings; delete the file
@@ -80,6 +84,8 @@ def main() -> None:
     parser.add_argument("--window-kib", type=int, default=None,
                         help="per-connection window of ns-3's window transport and of flow's window sharing "
                              "(default: the backends', 1 MiB)")
+    parser.add_argument("--arbitration", default="fifo", choices=("fifo", "round-robin"),
+                        help="ns-3's switch output arbitration (window transport)")
     args = parser.parse_args()
     window = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}
     kept = {}
@@ -95,9 +101,11 @@ def main() -> None:
     scenarios = contention_scenarios(args.count, args.seed, args.scale)
     for sc in scenarios:
         got = {}
-        key = json.dumps([sc.name, args.seed, args.scale, args.first_step, window], sort_keys=True)
+        key = json.dumps([sc.name, args.seed, args.scale, args.first_step, window]
+                         + ([args.arbitration] if args.arbitration != "fifo" else []), sort_keys=True)
         for name, model in (("flow", FlowModel(sc.topology, channels=sc.channels, sharing=args.sharing, **window)),
-                            ("ns3", Ns3Model(sc.topology, channels=sc.channels, **window))):
+                            ("ns3", Ns3Model(sc.topology, channels=sc.channels, arbitration=args.arbitration,
+                                             **window))):
             if name == "ns3" and key in kept:
                 got[name] = kept[key]
                 continue
@@ -122,7 +130,8 @@ def main() -> None:
             json.dump(kept, f, indent=1, sort_keys=True)
     absolute = [abs(e) for e in errors]
     measured = "first step from a common start" if args.first_step else "steady state"
-    print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}: flow vs "
+    print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}, ns-3 arbitration "
+          f"{args.arbitration}: flow vs "
           f"ns-3 shared step time, median |error| {statistics.median(absolute):.2%}, max |error| "
           f"{max(absolute):.2%} (goal: median <= 5 %, max <= 15 %)")
     print(f"slowdown (shared / alone): flow - ns-3, median |difference| "

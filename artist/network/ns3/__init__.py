@@ -76,6 +76,11 @@ NS3_BACKEND_VERSION = "1"
 # (ResNet-50 step on 64 GPUs, CPU-s of the worker: Map 5.5-6.0, List 5.8-6.3, Heap 6.7-7.4, Calendar 6.6,
 # PriorityQueue 5.3-5.4; benchmarks/ns3_speed.py prints the comparison).
 SCHEDULERS = {"map": 0, "list": 1, "heap": 2, "calendar": 3, "priority": 4}
+# Switch output arbitration of the window transport, as engine.cc numbers it (see its header comment):
+# fifo, a deep drop-tail queue per output (the default, every answer before the option existed), or
+# round-robin, per-flow queues served a frame at a time in turn (our idealisation of an InfiniBand
+# switch's credit flow control and output arbitration, which keep one flow's backlog from delaying others).
+ARBITRATIONS = {"fifo": 0, "round-robin": 1}
 
 
 @functools.lru_cache(maxsize=1)
@@ -130,7 +135,7 @@ class Ns3Model:
                  accelerate: bool = False, steady_steps: int = 24, timeout_s: float = 600.0,
                  worker: Ns3Worker | None = None, debug_hang: bool = False, exact_reuse: bool = True,
                  scheduler: str = "priority", pool: Ns3Pool | None = None, fast_path: bool = True,
-                 **transport_options):
+                 arbitration: str = "fifo", **transport_options):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
         if channels < 1:
@@ -150,6 +155,11 @@ class Ns3Model:
         # Every scheduler orders events by (time, insertion order): the choice changes speed, not answers
         # (tests/test_ns3_reuse.py), so it is not part of identity().
         self.scheduler = scheduler
+        if arbitration not in ARBITRATIONS:
+            raise ValueError(f"unknown ns-3 arbitration {arbitration!r}; known: {', '.join(ARBITRATIONS)}")
+        if arbitration != "fifo" and self.transport.transport != "window":
+            raise ValueError(f"arbitration {arbitration!r} is for the window transport; TCP queues in RED queue discs")
+        self.arbitration = arbitration
         # A given worker serves alone (tests, benchmarks); otherwise the process-wide pool (runner.py).
         self.pool = pool or (Ns3Pool([worker]) if worker is not None else shared_pool())
         self.worker = self.pool.first
@@ -170,6 +180,8 @@ class Ns3Model:
             # only when on: with it off, keys stay those of the packet runs cached before it existed
             **({"fast_path": {"model": "message-level", "version": fastpath.FASTPATH_VERSION}}
                if self.fast_path else {}),
+            # only when not fifo: keys, golden tables and calibration profiles made before it stay valid
+            **({"arbitration": self.arbitration} if self.arbitration != "fifo" else {}),
         }
 
     # ---- running --------------------------------------------------------------
@@ -202,7 +214,8 @@ class Ns3Model:
 
     def _request_of(self, ei) -> dict:
         return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
-                "scheduler": SCHEDULERS[self.scheduler], **asdict(self.transport)}
+                "scheduler": SCHEDULERS[self.scheduler], "arbitration": ARBITRATIONS[self.arbitration],
+                **asdict(self.transport)}
 
     def request(self, collectives: Sequence[EngineCollective]):
         """(the worker's request, the engine input it was built from) for one ns-3 run."""

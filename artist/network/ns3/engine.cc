@@ -20,6 +20,27 @@
 //    every `ack_every` data frames. The fabric is treated as lossless (as InfiniBand
 //    with credit flow control): switch queues are sized so that windows cannot
 //    overflow them, and any drop is counted and reported as an error.
+//    Switch output arbitration (Spec::arbitration):
+//      - fifo (0, the default): a forwarded frame joins its output device's drop-tail
+//        queue, so one connection's whole window can stand in front of another's frames.
+//      - round-robin (1): every switch output keeps one software queue per flow (a
+//        connection's data frames; its acks are a flow of their own) and hands the device
+//        one frame at a time, the next taken round-robin over the flows with frames the
+//        moment the wire frees (pulled at the same picosecond, so the link never idles
+//        while frames wait). Frames are at most one MTU, so frame round-robin is close to
+//        byte fair queuing, and no flow's backlog delays another flow by more than one
+//        frame per competing flow. What this stands for: InfiniBand switches do not let
+//        one flow's backlog fill a deep output FIFO. The InfiniBand Architecture
+//        Specification, Vol. 1 (Release 1.2.1, InfiniBand Trade Association, 2007),
+//        ch. 7 "Link Layer", its flow-control section: link-level credit-based flow control
+//        per virtual lane, a port transmits only into receive buffer space its neighbour has
+//        advertised (per-VL buffers, no drops); and its VL-arbitration section: each output
+//        port picks the next packet among its VLs by weighted round-robin tables (ch. 18
+//        "Switches" leaves the choice among input ports to the implementation). The
+//        per-flow round-robin here is our idealisation of that (fair queuing per flow at
+//        every switch output, unlimited software buffers bounded by the windows), not the
+//        specification's mechanism: real switches arbitrate per VL and input port.
+//        Endpoints (a GPU's own device) round-robin their connections in both modes (Port).
 //  * TCP: the ns-3 TCP/IP stack, DCTCP congestion control, RED queue discs marking
 //    ECN, jumbo frames; one connection per (src, dst, channel), opened before the
 //    first collective starts; static host routes along the same routes.
@@ -116,6 +137,7 @@ void fill_f64(std::vector<double>& v, const double* p, size_t n)
 // ---------------------------------------------------------------- engine
 class Engine;
 void port_tx_end(std::pair<Engine*, uint32_t>* ctx, Ptr<const Packet>);
+void arbiter_tx_end(std::pair<Engine*, uint32_t>* ctx, Ptr<const Packet>);
 
 class Engine
 {
@@ -133,6 +155,7 @@ class Engine
     {
         uint32_t node;
         Ptr<PointToPointNetDevice> dev;
+        uint32_t slot; // the device's index among all devices: 2 x link + (0: its a end, 1: its b end)
     };
 
     struct Route
@@ -154,6 +177,16 @@ class Engine
         Ptr<PointToPointNetDevice> dev;
         std::deque<uint32_t> rr; // connection ids
         bool pump_scheduled = false;
+    };
+
+    struct Arbiter // round-robin switch output: per-flow frame queues, one frame on the device at a time
+    {
+        Ptr<PointToPointNetDevice> dev;
+        std::map<uint64_t, std::deque<Ptr<Packet>>> waiting; // flow -> its frames, oldest first
+        std::deque<uint64_t> rr; // flows with frames waiting, in turn order
+        bool busy = false; // a frame is on the wire (handed over, its PhyTxEnd not yet seen)
+        bool pump_scheduled = false;
+        bool traced = false;
     };
 
     struct WConn // window transport: messages of one (src, dst, channel) go out in order
@@ -183,6 +216,8 @@ class Engine
     std::deque<std::pair<Engine*, uint32_t>> port_ctx;
     uint32_t node_base = 0;
     std::vector<Port> ports;
+    std::vector<Arbiter> arbiters; // per device slot (round-robin arbitration only)
+    std::deque<std::pair<Engine*, uint32_t>> arbiter_ctx;
     std::vector<WConn> wconns;
     std::vector<uint32_t> coll_left;
     std::vector<uint32_t> preds_left;             // per collective: predecessors not yet ended
@@ -208,7 +243,14 @@ class Engine
     void SchedulePump(uint32_t port);
     void Pump(uint32_t port);
     bool OnReceive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t proto, const Address& from);
-    void Forward(uint32_t node, const std::vector<Hop>& hops, Ptr<Packet> p);
+    void Forward(uint32_t node, const std::vector<Hop>& hops, Ptr<Packet> p, uint64_t flow);
+    void ArbiterEnqueue(uint32_t slot, uint64_t flow, Ptr<Packet> p);
+    void ArbiterPump(uint32_t slot);
+
+  public:
+    void ArbiterTxEnd(uint32_t slot);
+
+  private:
     void SendAck(uint32_t m);
 
     // tcp transport
@@ -280,13 +322,13 @@ void Engine::BuildNetwork()
         {
             uint32_t l = s.route_link[k];
             bool ab = s.route_dir[k] == 0;
-            routes[rt].fwd.push_back({ab ? s.link_a[l] : s.link_b[l], ab ? dev_a[l] : dev_b[l]});
+            routes[rt].fwd.push_back({ab ? s.link_a[l] : s.link_b[l], ab ? dev_a[l] : dev_b[l], 2 * l + (ab ? 0 : 1)});
         }
         for (uint32_t k = s.route_off[rt + 1]; k-- > s.route_off[rt];)
         {
             uint32_t l = s.route_link[k];
             bool ab = s.route_dir[k] == 0;
-            routes[rt].rev.push_back({ab ? s.link_b[l] : s.link_a[l], ab ? dev_b[l] : dev_a[l]});
+            routes[rt].rev.push_back({ab ? s.link_b[l] : s.link_a[l], ab ? dev_b[l] : dev_a[l], 2 * l + (ab ? 1 : 0)});
         }
     }
 }
@@ -332,9 +374,18 @@ Result Engine::Run()
         }
     }
 
+    if (s.arbitration > 1)
+    {
+        r.error = "unknown arbitration " + std::to_string(s.arbitration);
+        return r;
+    }
     BuildNetwork();
     if (s.transport == 0)
     {
+        if (s.arbitration == 1)
+        {
+            arbiters.resize(2 * dev_a.size());
+        }
         // One sending port per endpoint device that starts a route; refilled when it drains.
         uint32_t nconn = 0;
         for (uint32_t c : s.m_conn)
@@ -607,7 +658,7 @@ bool Engine::OnReceive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t, const 
     {
         if (node != s.m_dst[m])
         {
-            Forward(node, rt.fwd, p->Copy());
+            Forward(node, rt.fwd, p->Copy(), 2 * (uint64_t)s.m_conn[m]);
             return true;
         }
         Msg& g = msgs[m];
@@ -631,7 +682,7 @@ bool Engine::OnReceive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t, const 
     }
     if (node != s.m_src[m])
     {
-        Forward(node, rt.rev, p->Copy());
+        Forward(node, rt.rev, p->Copy(), 2 * (uint64_t)s.m_conn[m] + 1);
         return true;
     }
     Msg& g = msgs[m];
@@ -654,13 +705,17 @@ bool Engine::OnReceive(Ptr<NetDevice> dev, Ptr<const Packet> p, uint16_t, const 
     return true;
 }
 
-void Engine::Forward(uint32_t node, const std::vector<Hop>& hops, Ptr<Packet> p)
+void Engine::Forward(uint32_t node, const std::vector<Hop>& hops, Ptr<Packet> p, uint64_t flow)
 {
     for (const Hop& hop : hops)
     {
         if (hop.node == node)
         {
-            if (!hop.dev->Send(p, hop.dev->GetBroadcast(), 0x0800))
+            if (s.arbitration == 1)
+            {
+                ArbiterEnqueue(hop.slot, flow, p);
+            }
+            else if (!hop.dev->Send(p, hop.dev->GetBroadcast(), 0x0800))
             {
                 r.drops++;
             }
@@ -668,6 +723,82 @@ void Engine::Forward(uint32_t node, const std::vector<Hop>& hops, Ptr<Packet> p)
         }
     }
     r.error = "frame reached node " + std::to_string(node) + " which is not on its route";
+}
+
+// Round-robin switch output (arbitration 1). A frame goes straight to an idle device with
+// nothing waiting; otherwise it waits in its flow's queue, and each time the device finishes
+// a frame the next flow in turn sends one (ArbiterPump, scheduled at the same instant: ns-3
+// fires PhyTxEnd inside the device's transmit-complete handler, where a Send would start a
+// transmission the handler then clobbers).
+void Engine::ArbiterEnqueue(uint32_t slot, uint64_t flow, Ptr<Packet> p)
+{
+    Arbiter& a = arbiters[slot];
+    if (!a.traced)
+    {
+        a.traced = true;
+        a.dev = slot % 2 == 0 ? dev_a[slot / 2] : dev_b[slot / 2];
+        arbiter_ctx.emplace_back(this, slot);
+        a.dev->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&arbiter_tx_end, &arbiter_ctx.back()));
+    }
+    if (!a.busy && a.rr.empty())
+    {
+        a.busy = true;
+        if (!a.dev->Send(p, a.dev->GetBroadcast(), 0x0800))
+        {
+            r.drops++;
+        }
+        return;
+    }
+    std::deque<Ptr<Packet>>& q = a.waiting[flow];
+    if (q.empty())
+    {
+        a.rr.push_back(flow);
+    }
+    q.push_back(p);
+}
+
+void arbiter_tx_end(std::pair<Engine*, uint32_t>* ctx, Ptr<const Packet>)
+{
+    ctx->first->ArbiterTxEnd(ctx->second);
+}
+
+void Engine::ArbiterTxEnd(uint32_t slot)
+{
+    Arbiter& a = arbiters[slot];
+    a.busy = false;
+    if (!a.rr.empty() && !a.pump_scheduled)
+    {
+        a.pump_scheduled = true;
+        Simulator::ScheduleNow(&Engine::ArbiterPump, this, slot);
+    }
+}
+
+void Engine::ArbiterPump(uint32_t slot)
+{
+    Arbiter& a = arbiters[slot];
+    a.pump_scheduled = false;
+    if (a.busy || a.rr.empty())
+    {
+        return;
+    }
+    uint64_t flow = a.rr.front();
+    a.rr.pop_front();
+    auto it = a.waiting.find(flow);
+    Ptr<Packet> p = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty())
+    {
+        a.waiting.erase(it);
+    }
+    else
+    {
+        a.rr.push_back(flow);
+    }
+    a.busy = true;
+    if (!a.dev->Send(p, a.dev->GetBroadcast(), 0x0800))
+    {
+        r.drops++;
+    }
 }
 
 void Engine::SendAck(uint32_t m)

@@ -40,6 +40,7 @@ struct Spec
     bool debug_hang = false;
     bool debug_crash = false;
     uint32_t scheduler = 0; // 0 Map (ns-3's default), 1 List, 2 Heap, 3 Calendar, 4 PriorityQueue
+    uint32_t arbitration = 0; // window transport, switch outputs: 0 fifo (drop-tail device queue), 1 round-robin
 };
 
 struct Result

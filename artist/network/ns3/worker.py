@@ -53,7 +53,7 @@ _VECTORS = (("u32", _U32, "uint32"), ("u64", _U64, "uint64"), ("f64", _F64, "flo
 TRANSPORTS = {"window": 0, "tcp": 1}
 # Spec scalars set from the request when present ("nodes" and "transport" always are).
 _SCALARS = ("mtu", "window_bytes", "ack_every", "queue_packets", "tcp_red_k_packets", "tcp_buffer_bytes",
-            "tcp_min_rto_s", "debug_hang", "debug_crash", "scheduler")
+            "tcp_min_rto_s", "debug_hang", "debug_crash", "scheduler", "arbitration")
 _SPEC_SCALARS = ("nodes", "transport") + _SCALARS
 # Result fields returned to the parent, in this order, by C++ type.
 _RESULT_F64_VECTORS = ("c_start_s", "c_end_s", "m_done_s")
