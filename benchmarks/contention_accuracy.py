@@ -130,9 +130,9 @@ def main() -> None:
             json.dump(kept, f, indent=1, sort_keys=True)
     absolute = [abs(e) for e in errors]
     measured = "first step from a common start" if args.first_step else "steady state"
-    print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}, ns-3 arbitration "
-          f"{args.arbitration}: flow vs "
-          f"ns-3 shared step time, median |error| {statistics.median(absolute):.2%}, max |error| "
+    print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}, "
+          f"ns-3 arbitration {args.arbitration}: flow vs ns-3 shared step time, "
+          f"median |error| {statistics.median(absolute):.2%}, max |error| "
           f"{max(absolute):.2%} (goal: median <= 5 %, max <= 15 %)")
     print(f"slowdown (shared / alone): flow - ns-3, median |difference| "
           f"{statistics.median(abs(d) for d in slow_errors):.3f}, max {max(abs(d) for d in slow_errors):.3f}")

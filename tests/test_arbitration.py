@@ -127,3 +127,24 @@ def test_bad_arbitration_is_refused_in_one_line(tmp_path):
     good = load_sweep_spec(tiny_spec(tmp_path, comm={"backend": "ns3",
                                                      "options": {"ns3": {"arbitration": "round-robin"}}})).runs
     assert good[0].comm.options == (("arbitration", "round-robin"),)
+
+
+def test_exact_reuse_composes_the_same_bits_under_round_robin():
+    """Buckets separated by compute (the network quiet between them) composed from each run alone
+    (reuse.py) give the bits of the one full run under round-robin too: its per-flow queues are empty
+    whenever the network is quiet. Two channels from one GPU per machine share its NIC and queue at
+    the 50 Gb/s uplink, so the packet engine answers (not the fast path) and arbitration matters."""
+    topo = bundle_8to1()
+    gpus = (0, 1, 4, 5)
+    nodes = [Node(0, "compute", seconds=1e-3)]
+    for b in range(3):
+        nodes.append(Node(2 * b + 1, "compute", seconds=(b + 1) * 2e-3))
+        nodes.append(Node(2 * b + 2, "all_reduce", deps=(2 * b + 1,) + ((2 * b,) if b else ()), group=gpus,
+                          nbytes=(b + 1) * MIB))
+    graph = {"j": StepGraph(tuple(nodes))}
+    full = Ns3Model(topo, channels=2, arbitration="round-robin", fast_path=False, exact_reuse=False).time(graph)["j"]
+    composed = Ns3Model(topo, channels=2, arbitration="round-robin", fast_path=False).time(graph)["j"]
+    assert composed.result.details.get("composed_from") == 3 and "composed_from" not in full.result.details
+    assert composed.node_seconds == full.node_seconds and composed.step_seconds == full.step_seconds
+    fifo = Ns3Model(topo, channels=2, fast_path=False, exact_reuse=False).time(graph)["j"]
+    assert fifo.step_seconds != full.step_seconds  # arbitration does change this step
