@@ -88,7 +88,8 @@ from artist.parallel.graph import Node, StepGraph
 from artist.placement import Placement
 from artist.topology import Topology
 
-FLOW_VERSION = "2"  # bump when an answer changes (2: strict sender priority, exact, in place of 1e-6 weights)
+FLOW_VERSION = "3"  # bump when an answer changes (2: strict sender priority, exact, in place of 1e-6 weights;
+# 3: sender priority among a sender's own flows only, per-flow fair at every other link)
 
 __all__ = ["FlowModel", "FLOW_VERSION"]
 

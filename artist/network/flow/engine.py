@@ -14,9 +14,11 @@ fluid instead of packets:
   engine's connections) do: a transfer ready while an earlier one of its
   connection still flows waits for it to drain;
 - a job's flows leaving a GPU by the same first link (its NVSwitch port or its
-  NIC) are served in the order they started, work-conserving: weighted
-  max-min with strict priority by start order (maxmin.py's levels), so the
-  first takes what it can use and the next ones what it leaves. Why not equal shares: the
+  NIC) are served in the order they started, work-conserving: after the
+  max-min rates, each such group takes its rates back flow by flow in start
+  order, each what its links have left (_sender_first), so the first takes
+  what it can use and the next ones what it leaves, while a flow held back at
+  another link keeps its fair share there against other jobs. Why not equal shares: the
   ns-3 engine round-robins a GPU's connections frame by frame, yet the
   channels of a ring desynchronise there (a frame of skew grows through the
   ring's dependencies), so one channel sends while another waits out its
@@ -83,7 +85,7 @@ class _Transfer:
 
 
 def _sender_priority(transfers: list, active: list[int]) -> list[int]:
-    """Strict-priority level of each active flow (maxmin.py): how many flows of its job that started
+    """Priority level of each active flow (_sender_first): how many flows of its job that started
     earlier leave its sending GPU on its first link; `active` is in start order. GPUs sharing a NIC
     share it equally (each GPU's first flow is at level 0)."""
     seen: dict[tuple, int] = {}
@@ -99,8 +101,9 @@ def _sender_priority(transfers: list, active: list[int]) -> list[int]:
 
 @dataclass(frozen=True)
 class Sharing:
-    """How flows share links. "maxmin" (default): every link max-min fair (maxmin.py), the
-    ideal congestion control, with a job's flows at one sender in start order (_sender_priority).
+    """How flows share links. "maxmin" (default): every link max-min fair per flow (maxmin.py), as
+    ns-3's round-robin switch arbitration shares a port, with a job's flows at one sender in start
+    order (_sender_first).
     "window": every flow keeps window_bytes in flight and every link is a FIFO queue
     (window.py's fluid fixed point of window flow control), as in the ns-3 engine's window
     transport, whose defaults these mirror (network/ns3/__init__.py TransportOptions: 1 MiB
@@ -360,15 +363,54 @@ SMALL_COMPONENT = 24  # flows: below this, plain Python beats numpy's per-call o
 
 
 def _component_rates(flows: list[int], transfers: list, capacity: np.ndarray) -> np.ndarray:
-    """Max-min rates of these flows (in start order) on their links, a job's flows at one sender in
-    strict priority by start order."""
-    priority = _sender_priority(transfers, flows)
+    """Rates of these flows (in start order) on their links: max-min fair per flow on every link, then
+    each job's flows at one sender re-ordered by start (_sender_first)."""
     if len(flows) < SMALL_COMPONENT:
         flow_links = [transfers[i].links for i in flows]
         caps = {link: float(capacity[link]) for links in flow_links for link in links}
-        return np.asarray(max_min_rates_small(flow_links, caps, [1.0] * len(flows), priority))
-    lengths = [len(transfers[i].links) for i in flows]
-    link_of = np.fromiter((link for i in flows for link in transfers[i].links), dtype=np.int64, count=sum(lengths))
-    used, local = np.unique(link_of, return_inverse=True)
-    flow_of = np.repeat(np.arange(len(flows)), lengths)
-    return max_min_rates(flow_of, local, len(flows), capacity[used], None, np.asarray(priority, dtype=np.int64))
+        rates = max_min_rates_small(flow_links, caps, [1.0] * len(flows))
+    else:
+        lengths = [len(transfers[i].links) for i in flows]
+        link_of = np.fromiter((link for i in flows for link in transfers[i].links), dtype=np.int64,
+                              count=sum(lengths))
+        used, local = np.unique(link_of, return_inverse=True)
+        flow_of = np.repeat(np.arange(len(flows)), lengths)
+        rates = max_min_rates(flow_of, local, len(flows), capacity[used]).tolist()
+    return np.asarray(_sender_first(flows, transfers, capacity, rates))
+
+
+def _sender_first(flows: list[int], transfers: list, capacity: np.ndarray, fair: list[float]) -> list[float]:
+    """Strict priority by start order among a job's flows at one sender, against the fair rates of
+    everyone else: per group of flows (job, sending GPU, first link) with two or more, in order of
+    their first flow, the group's rates are taken off its links and given back flow by flow, each
+    the least capacity left on its links. A flow that is bottlenecked elsewhere (a congested switch
+    port) so keeps its fair share there, as per-flow round-robin switches give it (ns-3's
+    arbitration round-robin); a sender whose NIC is the bottleneck sends its flows one after another
+    (why: _sender_priority; the levels of maxmin.py applied to every link instead made a job's later
+    flows yield to other jobs' first flows at every port: 32 % error against ns-3 on s17 of
+    benchmarks/contention_accuracy.py)."""
+    levels = _sender_priority(transfers, flows)
+    groups: dict[tuple, list[int]] = {}
+    for k, i in enumerate(flows):
+        tr = transfers[i]
+        groups.setdefault((tr.owner[0], tr.connection[1], tr.links[0]), []).append(k)
+    rates = list(fair)
+    left: dict[int, float] | None = None
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        if left is None:  # capacity left on each link by the current rates
+            left = {}
+            for k, i in enumerate(flows):
+                for link in transfers[i].links:
+                    left[link] = left.get(link, float(capacity[link])) - rates[k]
+        for k in members:
+            for link in transfers[flows[k]].links:
+                left[link] += rates[k]
+        for k in sorted(members, key=levels.__getitem__):
+            links = transfers[flows[k]].links
+            rate = max(0.0, min(left[link] for link in links))
+            rates[k] = rate
+            for link in links:
+                left[link] -= rate
+    return rates

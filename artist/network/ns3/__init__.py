@@ -35,6 +35,17 @@ remaining steps are extrapolated by repeating the last P increments. With one FI
 connection per (sender, channel) the truncation cannot change the simulated steps.
 benchmarks/ns3_speed.py checks it against full runs (goal < 1 %).
 
+Switch arbitration (arbitration="fifo" by default, or "round-robin"; window transport only): how a
+switch output serves frames of several flows (engine.cc's header comment). fifo is a deep drop-tail
+queue, where a long flow's window stands in front of other flows' frames; round-robin gives every
+flow (a connection's data, its acks) its own queue and serves them a frame at a time in turn: our
+idealisation of InfiniBand's credit flow control and output arbitration, and the behaviour the flow
+backend's max-min sharing stands for (flow/__init__.py's accuracy tables). In identity() only when
+not fifo, so every cache key, golden table and calibration profile made before it holds. The fast
+path and exact reuse hold under both: without a shared link an output carries one connection's data
+and at most another's acks (the fast path's ack budget, the same under both), and a quiet network has
+every queue empty (tests/test_arbitration.py: the same bits either way for a ring alone).
+
 Fast path (fast_path=True, the default): before every run, artist/network/fastpath's rule looks at
 the engine input; where no link is shared by two transfers in flight at once (and the window
 cannot limit), the message-level model times the same input in place of ns-3 (within 0.1 % of the
