@@ -58,6 +58,9 @@ def add_parser(sub) -> None:
     add_network_arguments(p)
     p.add_argument("--transport", default="window", choices=("window", "tcp"),
                    help="ns3 only: message-level window transport or TCP DCTCP baseline")
+    p.add_argument("--arbitration", default="fifo", choices=("fifo", "round-robin"),
+                   help="ns3 window transport only: switch output arbitration (fifo: deep drop-tail queues; "
+                        "round-robin: per-flow queues, the fabric the flow backend is validated against)")
     p.add_argument("--accelerate", action="store_true",
                    help="ns3 only: steady-state skipping for ring all-reduces (validated within 1%%, "
                         "see benchmarks/ns3_speed.py)")
@@ -134,6 +137,7 @@ def _spec(args) -> CommSpec:
     if args.backend == "ns3":
         options = (("accelerate", args.accelerate), ("transport", args.transport))
         options += (("fast_path", False),) if args.no_fast_path else ()
+        options += (("arbitration", args.arbitration),) if args.arbitration != "fifo" else ()
     return CommSpec(args.backend, args.algorithm, args.channels, options, calibration_path(args.calibration),
                     cache_path_from_args(args)).resolved()
 
