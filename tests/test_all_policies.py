@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from artist.elastic.cluster import load_cluster
+from artist.errors import InputError
 from artist.policies.pollux.registry import ELASTIC_POLICIES, make_elastic_policy
 from artist.sweep.spec import load_sweep_spec
 
@@ -40,3 +42,33 @@ def test_the_congested_cluster_has_three_types_on_an_oversubscribed_ecmp_spine()
         assert topo.spine_ports * topo.spine.bandwidth_bps == topo.nics_per_rack * topo.rack.bandwidth_bps / 4
     for name in ("fifo", "gandiva", "dally"):  # every pool of one machine shape: the rigid policies accept it
         make_elastic_policy(name, {}, cluster, 0, None)
+
+
+def _spec_with(tmp_path, policy: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    cluster = ROOT / "topologies" / "clusters" / "dally-hetero-congested.yaml"
+    path.write_text(f"name: t\nloop: elastic\ntopology: {cluster}\n"
+                    f"elastic: {{applications: {ROOT / 'workloads' / 'sia'}}}\npolicies: [{policy}]\n"
+                    f"workloads: [{{spec: {ROOT / 'workloads' / 'sia' / 'workloads' / 'philly' / 'workload-1.csv'}, "
+                    f"first: 2}}]\n")
+    return path
+
+
+@pytest.mark.parametrize("policy, message", [
+    ("{name: gandiva, params: {migrate_often: true}}", "no parameter 'migrate_often'"),
+    ("{name: dally-manual, params: {rack_timer_s: -1}}", "timers must be >= 0"),
+    ("{name: fifo, params: {tuned_jobs: maybe}}", "tuned_jobs must be true or false"),
+])
+def test_bad_rigid_policy_params_in_an_elastic_spec_name_the_field(tmp_path, policy, message):
+    path = _spec_with(tmp_path, policy)
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(path)
+    assert "policies[0].params" in str(exc.value) and message in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_a_rigid_policy_on_a_cluster_of_several_machine_shapes_is_refused_when_the_spec_loads(tmp_path):
+    path = _spec_with(tmp_path, "dally")
+    path.write_text(path.read_text().replace("dally-hetero-congested.yaml", "sia-hetero-64.yaml"))
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(path)
+    assert "policies[0].params" in str(exc.value) and "same machines per rack" in str(exc.value)
