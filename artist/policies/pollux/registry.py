@@ -17,6 +17,19 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     TunedJobs columns, false = from its "realistic" file (M0 x the trace's GPU count)
     tiresias        TiresiasRigid: threshold_gpu_hours (16); tuned_jobs as above, GPU count and batch both
                     from the chosen columns
+    fifo, gandiva, dally, dally-manual, dally-nowait, dally-fullyconsolidated
+                    the rigid event simulator's policies (artist/policies/), their own schedule() run every
+                    round through RigidPolicyAllocator (artist/policies/rigid_in_elastic.py), rigid jobs
+                    (tuned_jobs as tiresias); their parameters as in the rigid loop (gandiva: migrate; dally:
+                    history_s; dally-manual: machine_timer_s, rack_timer_s). They see the cluster's pools as
+                    one fabric of racks (every pool of one machine shape) and decide only at round
+                    boundaries: a finished job's GPUs are free from the next round, a Dally timer is acted on
+                    at the first round at or after its expiry (its wake-up request is not needed), and a
+                    preemption or migration costs the application's restart delay, not restore_seconds.
+                    Gandiva: as in the rigid loop (first-fit starts, locality migrations when the saving beats
+                    the restore; no time slicing or GPU packing in either loop); its restore figure is the
+                    workload's largest restart delay. Heterogeneity-unaware: a placement spanning pools
+                    runs on its dominant type
 
 What each policy takes of a workload row is `job_config`: "none" (elastic), "batch" (the batch only, GPU
 count by the policy) or "both" (rigid). Optimus+Oracle and Tiresias are heterogeneity-unaware: on a cluster
@@ -94,6 +107,29 @@ def _tiresias(cluster, seed, ctx, tuned_jobs=True, threshold_gpu_hours=TIRESIAS_
     return TiresiasRigid(cluster.capacity, threshold_gpu_seconds=float(threshold_gpu_hours) * 3600), cluster
 
 
+def _rigid(policy: str):
+    """The builder of a rigid-simulator policy in the elastic loop (artist/policies/rigid_in_elastic.py)."""
+    def build(cluster, seed, ctx, tuned_jobs=True, **params):
+        from artist.policies.registry import make_policy
+        from artist.policies.rigid_in_elastic import RigidPolicyAllocator
+
+        _check_bool("tuned_jobs", tuned_jobs)
+        return RigidPolicyAllocator(make_policy(policy, **params), cluster, ctx), cluster
+    return build
+
+
+def _rigid_params(policy: str) -> tuple[str, ...]:
+    """tuned_jobs and the rigid policy's own parameters (its class's __init__, as make_policy checks them)."""
+    from artist.policies import registry as rigid
+
+    rigid._load_all()
+    init = inspect.signature(rigid._REGISTRY[policy].__init__).parameters
+    return ("tuned_jobs",) + tuple(n for n in init if n not in ("self", "args", "kwargs"))
+
+
+RIGID_IN_ELASTIC = ("fifo", "gandiva", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated")
+
+
 def _check_bool(name: str, value) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, got {value!r}")
@@ -109,6 +145,7 @@ ELASTIC_POLICIES = {
     "gavel": ElasticPolicyEntry(_gavel, "both", _params(_gavel)),
     "optimus-oracle": ElasticPolicyEntry(_optimus, "batch", _params(_optimus)),
     "tiresias": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias)),
+    **{name: ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name)) for name in RIGID_IN_ELASTIC},
 }
 
 

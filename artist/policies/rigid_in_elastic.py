@@ -1,0 +1,301 @@
+"""The rigid event simulator's policies (FIFO, Gandiva, Dally and its variants) in the elastic loop.
+
+The elastic loop (artist/elastic/simulation.py) asks an allocator every 60 s round for GPUs per node of
+every job; the rigid policies (artist/policies/{fifo,gandiva,dally}.py) answer a SchedulerView with
+placements of GPU ids on one Topology. RigidPolicyAllocator runs the rigid policy's own schedule() each
+round, unchanged, on a view built from the round's JobViews, and turns its placements back into GPUs per
+node. Nothing of the policies' decision logic is re-written here.
+
+What the policy sees:
+- topology: the cluster's pools as one fabric of racks (pool by pool, in the cluster file's order), with
+  each pool's racks and machines as they are, so machine / rack / network tiers (Dally's consolidation,
+  its timers' size rules, Gandiva's locality) come from the pools' topologies. Every pool must have the
+  same machines per rack and GPUs per machine (one Topology has one shape); other clusters are refused.
+  Node i of the elastic cluster is machine i of that topology (both enumerate pools, then machines).
+- jobs: one RigidJobState per JobView (a rigid job: the workload's TunedJobs GPU count and batch). What a
+  JobState answers is read from the loop: iterations done and remaining from the oracle at the job's batch
+  (artist/elastic/oracle.py, exact, as a rigid JobState knows its iterations), time holding GPUs =
+  attained GPU-seconds / GPUs (restarts included, as JobState.running_seconds), ideal seconds = total
+  iterations x (s + 1) x the measured compute of one pass at its local batch on the type it runs on (or
+  would run on: the type holding most of the GPUs, ties to the faster, the loop's rule), waiting since its
+  arrival or its last preemption (simulated time).
+- estimate(job, placement): the loop's ground-truth step time of the job alone on that placement (the
+  StepTimer: measured compute + the network backend's synchronisation), at the (m, s) the loop would run
+  it with; the network model stays behind it, as behind PerfModel.estimate in the rigid simulator.
+- restore_seconds: the largest restart delay of the workload's applications (the rigid view has one
+  number; the loop charges each job its own, 15-250 s in Sia's tables). Gandiva then migrates only
+  when the saving beats the worst restart.
+
+What differs from the rigid simulator (stated, not hidden):
+- Decisions happen at round boundaries only (every 60 s): a job that finishes mid-round frees its GPUs
+  at the next round, and a Dally timer that expires at time t is acted on at the first round at or after
+  t (its wake-up request is not needed: the next round is at most 60 s away).
+- A preempted or migrated job pays the loop's restart delay (its application's), not restore_seconds.
+- A placement spanning pools (only the network-agnostic ones make one: Gandiva's first fit, a job larger
+  than a pool) runs on its dominant type, timed as the loop times mixed allocations (cluster.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from artist.cluster import FreeMap
+from artist.elastic.oracle import remaining_iterations
+from artist.elastic.spec import split_batch
+from artist.perf.model import StepEstimate
+from artist.placement import Placement
+from artist.policies.base import Policy, SchedulerView
+from artist.policies.pollux.scheduler import JobView
+
+FASTER_TYPES = ("a100", "quad", "rtx", "t4")  # the loop's tie rule for mixed allocations (simulation.py)
+
+
+@dataclass(frozen=True)
+class RigidJob:
+    """What JobState.job gives a policy: id, GPU count, arrival, total iterations at the job's batch."""
+    job_id: str
+    gpus: int
+    arrival: float
+    iterations: float
+
+
+@dataclass(eq=False)
+class RigidJobState:
+    """The JobState interface the rigid policies read (artist/jobstate.py), for one round of the loop."""
+    job: RigidJob
+    placement: Placement | None
+    waiting_since: float | None
+    remaining: float             # iterations left at the job's batch (oracle)
+    held_seconds: float          # time holding GPUs so far (restarts included)
+    iteration_compute_s: float   # (s + 1) x one pass's measured compute on the job's type
+    model: object = None         # rigid policies pass it to PerfModel only; estimate() here ignores it
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def gpus(self) -> int:
+        return self.job.gpus
+
+    @property
+    def arrival(self) -> float:
+        return self.job.arrival
+
+    @property
+    def status(self) -> str:
+        return "running" if self.placement is not None else "waiting"
+
+    @property
+    def has_run(self) -> bool:
+        return self.held_seconds > 0
+
+    def iterations_done(self, now: float) -> float:
+        return self.job.iterations - self.remaining
+
+    def remaining_iterations(self, now: float) -> float:
+        return self.remaining
+
+    def running_seconds(self, now: float) -> float:
+        return self.held_seconds
+
+    def attained_service(self, now: float) -> float:
+        return self.job.gpus * self.held_seconds
+
+    def waiting_seconds(self, now: float) -> float:
+        return now - self.waiting_since if self.placement is None and self.waiting_since is not None else 0.0
+
+    def ideal_seconds(self) -> float:
+        return self.job.iterations * self.iteration_compute_s
+
+
+def fabric_topology(cluster):
+    """The cluster's pools as one Topology of racks (pool by pool), for placement decisions only: its
+    tiers are the first pool's and nothing times traffic on it. ValueError if the pools' shapes differ."""
+    first = cluster.pools[0].topology
+    shapes = {(p.topology.machines_per_rack, p.topology.gpus_per_machine) for p in cluster.pools}
+    if len(shapes) > 1:
+        listed = ", ".join(f"{p.gpu_type}: {p.topology.machines_per_rack} machines x {p.topology.gpus_per_machine}"
+                           f" GPUs per rack" for p in cluster.pools)
+        raise ValueError(f"rigid policies see the cluster as one fabric of racks: every pool needs the same "
+                         f"machines per rack and GPUs per machine ({listed})")
+    rack_types = tuple(p.gpu_type for p in cluster.pools for _ in range(p.topology.racks))
+    return dataclasses.replace(first, name=f"{cluster.name} (one fabric)", racks=len(rack_types),
+                               rack_gpu_types=rack_types, gpu_types={}, spine_model="bundle",
+                               rack_wiring="switch", nics_per_machine=0, nic_of_gpu=())
+
+
+class _ElasticView(SchedulerView):
+    """SchedulerView whose estimate() is the loop's step time of the job alone (see the module docstring)."""
+
+    def __init__(self, estimator, **fields):
+        super().__init__(**fields)
+        self._estimator = estimator
+
+    def estimate(self, state, placement: Placement) -> StepEstimate:
+        return self._estimator(state, placement)
+
+
+class RigidPolicyAllocator:
+    """The elastic loop's Allocator for a rigid-simulator policy (module docstring). Rigid jobs only: every
+    JobView must carry gpus_wanted and batch_wanted (job_config "both")."""
+    wants_oracle = True  # the loop then fills JobView.remaining_iterations (exact iterations left)
+
+    def __init__(self, policy: Policy, cluster, context=None):
+        self.policy = policy
+        self.cluster = cluster
+        self.topology = fabric_topology(cluster)
+        self.capacity = np.array(cluster.capacity, dtype=int)
+        self.node_types = list(cluster.node_types)
+        self.context = context
+        self._specs = {j.job_id: j for j in (context.jobs if context is not None else [])}
+        self._timer = None
+        self._held: dict[str, tuple[int, ...]] = {}       # job -> GPU ids of the fabric topology
+        self._started: dict[str, int] = {}                # job -> start order (view.running's order)
+        self._waiting_since: dict[str, float] = {}        # job -> when it last entered the wait queue
+        self._starts = 0
+        self._total: dict[str, float] = {}               # job -> iterations at its batch from the start
+        self._restore = None
+
+    # ---- the loop's side ---------------------------------------------------
+    def _app(self, job_id: str):
+        spec = self._specs.get(job_id)
+        if spec is None:
+            raise ValueError(f"job {job_id}: not among the run's jobs (the policy context lists them)")
+        return spec, self.context.apps[spec.app][0], self.context.apps[spec.app][1]
+
+    def _timer_of(self):
+        if self._timer is None:
+            self._timer = self.context.timer_for(self.cluster)
+        return self._timer
+
+    def _type_of(self, per_node: np.ndarray) -> str:
+        types = list(dict.fromkeys(self.node_types))
+        per_type = {t: 0 for t in types}
+        for t, n in zip(self.node_types, per_node):
+            per_type[t] += int(n)
+        rank = {t: FASTER_TYPES.index(t) if t in FASTER_TYPES else len(FASTER_TYPES) + i for i, t in enumerate(types)}
+        return max(types, key=lambda t: (per_type[t], -rank[t]))
+
+    def _config(self, job_id: str, gpus: int, gpu_type: str) -> tuple[int, int] | None:
+        """(m, s) the loop runs a fixed-batch job with on `gpus` GPUs of the type (simulation.py _tune)."""
+        spec, _, elastic = self._app(job_id)
+        limit = elastic.limit(gpu_type)
+        split = split_batch(spec.batch, gpus, limit, elastic.initial_batch)
+        if split is None:
+            return None
+        m, s = split
+        # the loop's clamp, exactly (never above the application's maximum batch through rounding up)
+        m = max(limit.min_local, min(m, elastic.max_batch // (gpus * (s + 1)) or limit.min_local))
+        return m, s
+
+    def _per_node(self, gpus: Sequence[int]) -> np.ndarray:
+        gpm = self.topology.gpus_per_machine
+        return np.bincount(np.asarray(gpus, dtype=int) // gpm, minlength=len(self.capacity))
+
+    def _estimate(self, state: RigidJobState, placement: Placement) -> StepEstimate:
+        per_node = self._per_node(placement.gpus)
+        gpu_type = self._type_of(per_node)
+        config = self._config(state.job_id, state.gpus, gpu_type)
+        if config is None:  # the batch cannot be split over these GPUs: a placement never to choose
+            return StepEstimate(float("inf"), float("inf"), 0.0, 0.0, 0.0, None)
+        m, s = config
+        iteration, compute = self._timer_of().seconds(self._specs[state.job_id].app, gpu_type, per_node, m, s)
+        return StepEstimate(iteration, (s + 1) * compute, iteration - (s + 1) * compute, 0.0, 0.0, None)
+
+    def _restore_seconds(self) -> float:
+        if self._restore is None:
+            apps = {j.app for j in self._specs.values()}
+            self._restore = max((self.context.apps[a][1].restart_seconds for a in apps), default=0.0)
+        return self._restore
+
+    # ---- one round ---------------------------------------------------------
+    def _state(self, job: JobView, now: float) -> RigidJobState:
+        spec, app, _ = self._app(job.job_id)
+        if job.gpus_wanted < 1 or job.batch_wanted < 1:
+            raise ValueError(f"job {job.job_id}: a rigid policy needs the job's GPU count and batch "
+                             f"(job_config 'both')")
+        total = self._total.get(job.job_id)
+        if total is None:
+            total = self._total[job.job_id] = remaining_iterations(app.replay, 0.0, spec.batch)
+        held = self._held.get(job.job_id)
+        gpu_type = self._type_of(self._per_node(held)) if held else job.gpu_type or self.node_types[0]
+        config = self._config(job.job_id, job.gpus_wanted, gpu_type)
+        compute = 0.0 if config is None else (config[1] + 1) * float(app.compute[gpu_type](config[0]))
+        return RigidJobState(RigidJob(job.job_id, job.gpus_wanted, job.submitted, total),
+                             Placement(self.topology, held) if held else None,
+                             None if held else self._waiting_since.setdefault(job.job_id, job.submitted),
+                             min(job.remaining_iterations, total), job.attained / job.gpus_wanted, compute)
+
+    def _sync(self, jobs: Sequence[JobView]) -> FreeMap:
+        """Forget finished jobs, adopt allocations made elsewhere, check the rest; the free map."""
+        ids = {j.job_id for j in jobs}
+        for gone in [j for j in self._held if j not in ids]:
+            del self._held[gone]
+        free = FreeMap(self.topology)
+        free.take(g for gpus in self._held.values() for g in gpus)
+        for job in jobs:
+            current = np.asarray(job.current, dtype=int)
+            held = self._held.get(job.job_id)
+            if held is not None and np.array_equal(self._per_node(held), current):
+                continue
+            if held is not None:
+                free.give(held)
+                del self._held[job.job_id]
+            if current.sum() > 0:  # placed by someone else (or changed): the lowest free GPUs of its nodes
+                gpus = []
+                for node in np.flatnonzero(current):
+                    mine = list(free.free_by_machine[node][: int(current[node])])  # node i = machine i
+                    if len(mine) < current[node]:
+                        raise ValueError(f"job {job.job_id}: its allocation exceeds node {node}'s free GPUs")
+                    gpus.extend(mine)
+                free.take(gpus)
+                self._held[job.job_id] = tuple(sorted(gpus))
+                self._started.setdefault(job.job_id, self._next_start())
+        return free
+
+    def _next_start(self) -> int:
+        self._starts += 1
+        return self._starts
+
+    def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]:
+        if not jobs:
+            return {}
+        now = jobs[0].submitted + jobs[0].age
+        free = self._sync(jobs)
+        states = {j.job_id: self._state(j, now) for j in jobs}
+        waiting = sorted((s for s in states.values() if s.placement is None), key=lambda s: (s.arrival, s.job_id))
+        running = sorted((s for s in states.values() if s.placement is not None),
+                         key=lambda s: self._started[s.job_id])
+        view = _ElasticView(self._estimate, now=now, topology=self.topology, waiting=waiting, running=running,
+                            free=free, perf=None, restore_seconds=self._restore_seconds())
+        decision = self.policy.schedule(view)
+        self._apply(decision.allocations, states, now)
+        return {j.job_id: self._per_node(self._held[j.job_id]) if j.job_id in self._held
+                else np.zeros(len(self.capacity), dtype=int) for j in jobs}
+
+    def _apply(self, allocations: dict[str, Placement], states: dict[str, RigidJobState], now: float) -> None:
+        used: set[int] = set()
+        for job_id, placement in allocations.items():
+            if job_id not in states:
+                raise ValueError(f"policy {self.policy.name!r} placed job {job_id}, which is not in the round")
+            if placement.size != states[job_id].gpus:
+                raise ValueError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; "
+                                 f"it runs on {states[job_id].gpus}")
+            if used.intersection(placement.gpus):
+                raise ValueError(f"policy {self.policy.name!r} gave a GPU to two jobs")
+            used.update(placement.gpus)
+        for job_id in list(self._held):
+            if job_id not in allocations:  # preempted: back to the wait queue now
+                del self._held[job_id]
+                self._started.pop(job_id, None)
+                self._waiting_since[job_id] = now
+        for job_id, placement in allocations.items():
+            if self._held.get(job_id) != placement.gpus:
+                if job_id not in self._held:
+                    self._started[job_id] = self._next_start()
+                self._held[job_id] = placement.gpus
