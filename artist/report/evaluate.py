@@ -7,6 +7,7 @@ spec's paper figures; render.py only formats what this module returns.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ from artist.sweep.store import read_results
 
 # The columns that say which network answered a run: the ablation's dimensions.
 NETWORK_COLUMNS = ("topology", "backend", "algorithm", "channels", "calibration", "contention")
+# Which sweep a row came from: a paper's sweep and its ablation sweeps may run one network configuration each
+# with other settings (a smaller GA, fewer jobs), so a configuration is also keyed by its sweep (never averaged
+# across sweeps); labels name the sweep only where two sweeps ran the same network configuration.
+SWEEP_COLUMN = "sweep"
 REPORT_SPEC_NAME = "report-spec.json"
 GENERIC_METRICS = ("jct_mean_s", "makespan_s")
 HELD, NOT_HELD, NA = "held", "not held", "n/a"
@@ -57,6 +62,7 @@ def load_sweep(directory: str | Path) -> Sweep:
     if "contention" not in table.columns:
         table["contention"] = [_contention(directory, r) for r in table["run_id"]]
     table["calibration"] = table["calibration"].fillna("none").replace("", "none")
+    table[SWEEP_COLUMN] = directory.name
     spec_path = directory / REPORT_SPEC_NAME
     spec = None
     if spec_path.is_file():
@@ -84,8 +90,14 @@ def find_sweeps(directory: str | Path) -> list[Sweep]:
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    key: tuple[tuple[str, Any], ...]  # (column, value) over NETWORK_COLUMNS present
+    key: tuple[tuple[str, Any], ...]  # (column, value) over NETWORK_COLUMNS present, and the sweep
     label: str  # only the columns that vary between the configurations
+    stand_ins: tuple[tuple[str, str], ...] = ()  # its sweep's workload label -> the claims' (ReportSpec.stand_ins)
+
+    def judged_as(self, where: dict[str, Any]) -> dict[str, Any]:
+        """A claim's filter as this configuration's sweep answers it (its stand-in workloads)."""
+        mine = {theirs: own for own, theirs in self.stand_ins}
+        return {c: (mine.get(str(v), v) if c == "workload" else v) for c, v in where.items()}
 
     def rows(self, table: pd.DataFrame) -> pd.DataFrame:
         mask = pd.Series(True, index=table.index)
@@ -94,16 +106,25 @@ class NetworkConfig:
         return table[mask]
 
 
-def network_configs(table: pd.DataFrame) -> list[NetworkConfig]:
-    """The distinct network configurations in the table's order (the spec's axis order)."""
+def network_configs(table: pd.DataFrame, stand_ins: dict[str, dict[str, str]] | None = None) -> list[NetworkConfig]:
+    """The distinct network configurations in the table's order (the spec's axis order), per sweep: one
+    run by two sweeps is two configurations, labelled `... [sweep NAME]`. stand_ins: sweep name -> its
+    report's stand-in workloads, named in the label (`[batch-100 for batch-500]`)."""
     columns = [c for c in NETWORK_COLUMNS if c in table.columns]
     varying = [c for c in columns if table[c].nunique(dropna=False) > 1]
     shown = varying or ["topology", "backend"]
+    keyed = columns + ([SWEEP_COLUMN] if SWEEP_COLUMN in table.columns else [])
+    keys = [tuple(zip(keyed, values)) for values in table[keyed].drop_duplicates().itertuples(index=False, name=None)]
+    runs_of = Counter(key[:len(columns)] for key in keys)  # network configuration -> sweeps that ran it
     out = []
-    for values in table[columns].drop_duplicates().itertuples(index=False, name=None):
-        key = tuple(zip(columns, values))
-        label = ", ".join(f"{c}={v}" for c, v in key if c in shown)
-        out.append(NetworkConfig(key, label))
+    for key in keys:
+        label = ", ".join(f"{c}={v}" for c, v in key[:len(columns)] if c in shown)
+        if runs_of[key[:len(columns)]] > 1:
+            label += f" [sweep {dict(key)[SWEEP_COLUMN]}]"
+        mine = tuple(sorted((stand_ins or {}).get(dict(key).get(SWEEP_COLUMN), {}).items()))
+        if mine:
+            label += " [" + ", ".join(f"{own} for {theirs}" for own, theirs in mine) + "]"
+        out.append(NetworkConfig(key, label, mine))
     return out
 
 
@@ -139,7 +160,7 @@ class Verdict:
 def claim_means(table: pd.DataFrame, claim: Claim, where: dict[str, Any], config: NetworkConfig
                 ) -> tuple[dict[tuple[str, Any], float], tuple]:
     """Mean of the claim's metric over seeds (and other unpinned axes) per (policy, at), x scale."""
-    rows = _filtered(config.rows(table), where, claim.where)
+    rows = _filtered(config.rows(table), config.judged_as(where), config.judged_as(claim.where))
     wanted = claim.policies + tuple(claim.paper) + ((claim.normalise_to,) if claim.normalise_to else ())
     rows = rows[rows["policy"].isin(wanted)]
     at = claim.per or claim.over
@@ -194,12 +215,12 @@ def verdicts(table: pd.DataFrame, spec: ReportSpec, configs: list[NetworkConfig]
     return out
 
 
-def generic_means(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+def generic_means(table: pd.DataFrame, metric: str, configs: list[NetworkConfig] | None = None) -> pd.DataFrame:
     """The metric's mean over seeds per network configuration (rows) and policy (columns; `policy @
     racks=R, workload=W` for the non-network axes that vary), in the table's order."""
     inner = [c for c in ("racks", "workload") if c in table.columns and table[c].nunique() > 1]
     rows = {}
-    for config in network_configs(table):
+    for config in configs or network_configs(table):
         sub = config.rows(table)
         grouped = sub.groupby(["policy", *inner], sort=False)[metric].mean()
         rows[config.label] = {(k if not inner else

@@ -66,7 +66,7 @@ def _at_label(claim, at) -> str:
 def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     spec = sweeps[0].spec
     table = pd.concat([s.table for s in sweeps], ignore_index=True)
-    configs = network_configs(table)
+    configs = network_configs(table, {s.name: s.spec.stand_ins for s in sweeps})
     primary, matched = primary_config(configs, spec.primary)
     judged = verdicts(table, spec, configs)
     blocks: list = [Heading(2, spec.paper),
@@ -91,7 +91,7 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
         blocks.append(Table(("policy", f"paper{unit}") + tuple(f"ArtISt{unit}{_at_label(claim, a)}" for a in ats),
                             tuple((p, paper_figure(claim.paper.get(p)))
                                   + tuple(number(v.means.get((p, a))) for a in ats) for p in claim.policies)))
-    blocks += _means_tables(table, "All policies (means over seeds)")
+    blocks += _means_tables(table, "All policies (means over seeds)", configs)
     blocks.append(Heading(3, "Network ablation"))
     for claim in spec.claims:
         mine = [v for v in judged if v.claim is claim]
@@ -109,13 +109,13 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     return blocks
 
 
-def _means_tables(table: pd.DataFrame, title: str) -> list:
+def _means_tables(table: pd.DataFrame, title: str, configs=None) -> list:
     """Every policy's mean JCT and makespan per network configuration (all policies, not only a claim's)."""
     blocks: list = []
     for metric in GENERIC_METRICS:
         if metric not in table.columns:
             continue
-        means = generic_means(table, metric).T  # a row per policy (@ racks, workload), a column per network
+        means = generic_means(table, metric, configs).T  # a row per policy (@ racks, workload), a column per network
         blocks.append(Heading(3, f"{title}: `{metric}`"))
         blocks.append(Table(("policy",) + tuple(means.columns),
                             tuple((label,) + tuple(number(v) for v in row) for label, row in means.iterrows())))
