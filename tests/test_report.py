@@ -329,6 +329,13 @@ def test_calibration_and_contention_are_ablation_rows_from_the_results(ablated):
             checked += 1
     assert checked == 3 * 4  # 3 network configurations x 2 policies x 2 rack counts
     assert by_label[labels[0]] != by_label[labels[1]]  # the calibration moved the numbers: not one row twice
+    # which profile, fitted on which log, applied to which topology: from the profile the runs recorded
+    from artist.calibration import load_profile
+
+    profile = load_profile(ROOT / "calibration/profiles/stas00-a100-analytical.yaml")
+    line = next(x for x in markdown.splitlines() if x.startswith("Calibration `stas00-a100-analytical`"))
+    assert f"(id {profile.id})" in line and "fitted on stas00_1node_8xA100_allreduce_columns_trimmed.txt" in line
+    assert "applied to dally-3tier (the topology it was fitted on)" in line and "network all_reduce" in line
 
 
 def test_one_network_configuration_of_two_sweeps_is_never_averaged():

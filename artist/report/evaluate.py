@@ -37,6 +37,7 @@ class Sweep:
     directory: Path
     table: pd.DataFrame
     spec: ReportSpec | None
+    calibration_ids: dict[str, set[str]] = field(default_factory=dict)  # label -> profile ids the runs recorded
 
 
 def write_report_spec(directory: str | Path, spec: ReportSpec) -> Path:
@@ -46,14 +47,29 @@ def write_report_spec(directory: str | Path, spec: ReportSpec) -> Path:
     return path
 
 
-def _contention(directory: Path, run_id: str) -> str:
-    """simulator.contention of a run, from the identity its params.json records (absent: isolated)."""
+def _identity(directory: Path, run_id: str) -> dict:
+    """The identity a run's params.json records ({} if unreadable)."""
     p = directory / "runs" / str(run_id) / "params.json"
     try:
         identity = json.loads(p.read_text())["identity"]
     except (OSError, ValueError, KeyError, TypeError):
-        return "isolated"
-    return str((identity.get("simulator") or {}).get("contention", "isolated"))
+        return {}
+    return identity if isinstance(identity, dict) else {}
+
+
+def _contention(directory: Path, run_id: str) -> str:
+    """simulator.contention of a run, from its recorded identity (absent: isolated)."""
+    return str((_identity(directory, run_id).get("simulator") or {}).get("contention", "isolated"))
+
+
+def _calibration_ids(directory: Path, table: pd.DataFrame) -> dict[str, set[str]]:
+    """Calibration label -> the profile ids its runs recorded (one run read per label and sweep)."""
+    out: dict[str, set[str]] = {}
+    for label, run_id in table.groupby("calibration", sort=False)["run_id"].first().items():
+        if label != "none":
+            found = _identity(directory, run_id).get("calibration")
+            out[str(label)] = {str(found)} if found else set()
+    return out
 
 
 def load_sweep(directory: str | Path) -> Sweep:
@@ -71,7 +87,7 @@ def load_sweep(directory: str | Path) -> Sweep:
         except ValueError as exc:
             raise InputError(str(spec_path), None, f"invalid JSON ({exc})") from None
         spec = ReportSpec.from_json(data, str(spec_path))
-    return Sweep(directory.name, directory, table, spec)
+    return Sweep(directory.name, directory, table, spec, _calibration_ids(directory, table))
 
 
 def find_sweeps(directory: str | Path) -> list[Sweep]:

@@ -14,6 +14,7 @@ import pandas as pd
 from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, network_configs, primary_config,
                                     verdicts)
 from artist.report.figures import claim_figure
+from artist.report.provenance import calibration_lines
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,11 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
                                   + tuple(number(v.means.get((p, a))) for a in ats) for p in claim.policies)))
     blocks += _means_tables(table, "All policies (means over seeds)", configs)
     blocks.append(Heading(3, "Network ablation"))
+    run_ids: dict[str, set[str]] = {}
+    for s in sweeps:
+        for label, ids in s.calibration_ids.items():
+            run_ids.setdefault(label, set()).update(ids)
+    blocks += [Text(line) for line in calibration_lines(table, run_ids)]
     for claim in spec.claims:
         mine = [v for v in judged if v.claim is claim]
         ats = mine[0].at_values or (None,)
