@@ -221,6 +221,13 @@ def judge(claim: Claim, means: dict, at_values: tuple) -> tuple[str, str]:
     return HELD, ""
 
 
+def judged_values(verdicts_of_one_claim: list[Verdict]) -> tuple:
+    """Every judged value of per/over that any configuration has (sweeps of one paper may run other rack
+    counts), sorted; (None,) when the claim has neither."""
+    values = sorted({a for v in verdicts_of_one_claim for a in v.at_values}, key=lambda a: (str(type(a)), a))
+    return tuple(values) or (None,)
+
+
 def verdicts(table: pd.DataFrame, spec: ReportSpec, configs: list[NetworkConfig]) -> list[Verdict]:
     out = []
     for claim in spec.claims:

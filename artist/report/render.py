@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, network_configs, primary_config,
-                                    verdicts)
+from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, judged_values, network_configs,
+                                    primary_config, verdicts)
 from artist.report.figures import claim_figure
 from artist.report.provenance import calibration_lines
 
@@ -101,7 +101,7 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     blocks += [Text(line) for line in calibration_lines(table, run_ids)]
     for claim in spec.claims:
         mine = [v for v in judged if v.claim is claim]
-        ats = mine[0].at_values or (None,)
+        ats = judged_values(mine)
         unit = _unit(claim)
         blocks.append(Heading(4, f"{claim.id}: `{claim.metric}`{unit}"))
         blocks.append(Table(("network",) + tuple(f"{p}{_at_label(claim, a)}" for a in ats for p in claim.policies)
