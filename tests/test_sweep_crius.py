@@ -108,3 +108,13 @@ def test_crius_comm_axis_none_makes_communication_free(tmp_path):
     gpus = list(range(0, 8))  # 4 machines of 2 A40 each: data parallel across machines
     free_s, alpha_beta_s = (c.true_seconds(p, gpus) for c, p in zip((free, alpha_beta), plans))
     assert 0 < free_s < alpha_beta_s
+
+
+def test_crius_backend_override_is_its_comm_axis(tmp_path):
+    """`artist sweep crius.yaml --backend none` runs the paper's setting without a network; no calibration."""
+    spec = load_sweep_spec(_spec(tmp_path), backend_override="none")
+    assert {r.axes["backend"] for r in spec.runs} == {"none"} and {r.elastic.backend for r in spec.runs} == {"none"}
+    with pytest.raises(InputError, match="--calibration"):
+        load_sweep_spec(_spec(tmp_path), calibration_override="none")
+    with pytest.raises(InputError, match="comm"):
+        load_sweep_spec(_spec(tmp_path), backend_override="ns3")
