@@ -19,7 +19,10 @@ PAPER_SPECS = sorted(p for p in (ROOT / "sweeps").glob("*.yaml") if "report" in 
 
 def test_the_paper_sweeps_are_there():
     names = {p.name for p in PAPER_SPECS}
-    assert names >= {"dally.yaml", "dally-ablation.yaml", "pollux.yaml", "sia.yaml", "crius.yaml"}
+    assert names >= {"dally.yaml", "dally-ablation.yaml", "pollux.yaml", "sia.yaml", "crius.yaml",
+                     # the network ablations: contention (two arms), calibration, and one per elastic / Crius paper
+                     "dally-contention.yaml", "dally-contention-isolated.yaml", "dally-calibration.yaml",
+                     "pollux-ablation.yaml", "sia-ablation.yaml", "crius-ablation.yaml"}
 
 
 @pytest.fixture(scope="module")

@@ -263,3 +263,107 @@ def test_an_ablation_sweep_shares_its_papers_section(tmp_path):
     ablation.write_text(SPEC.split("report:")[0] + "report: {same_as: missing.yaml}\n")
     with pytest.raises(InputError, match=r"report.same_as.*no such sweep spec"):
         load_sweep_spec(ablation)
+
+
+# The ablation's other dimensions: calibration (an axis of one sweep) and contention (a second sweep, shared,
+# whose smaller workload stands in for the claims' one). stas00-a100-analytical was fitted on dally-3tier's
+# machine tier (ring, 8 channels), so 8-GPU jobs on one machine are corrected and rack-spanning ones are not.
+CAL_SPEC = f"""
+name: cal
+topology: {ROOT / 'topologies/dally-3tier.yaml'}
+racks: [1, 2]
+policies: [fifo, tiresias]
+workloads:
+  - label: batch-12
+    spec: batch:n=12,gpus=8|16,min_iter=1000,max_iter=5000,models=resnet50|vgg11
+seeds: [0]
+comm: {{backend: analytical, algorithm: ring, channels: 8}}
+calibration: [null, {ROOT / 'calibration/profiles/stas00-a100-analytical.yaml'}]
+report:
+  paper: "Ablation paper"
+  source: "made up for the test"
+  claims:
+    - id: comm
+      text: "Tiresias communicates less than FIFO"
+      metric: comm_latency_mean_s
+      order: [tiresias, fifo]
+      per: racks
+      where: {{workload: batch-12}}
+"""
+# named to sort first, with one rack count: the ablation tables still show every rack count any sweep ran
+SHARED_SPEC = (CAL_SPEC.replace("name: cal", "name: abl-shared").replace("racks: [1, 2]", "racks: [1]")
+               .replace("label: batch-12", "label: batch-6")
+               .replace("batch:n=12", "batch:n=6").replace("analytical, algorithm", "flow, algorithm")
+               .replace("calibration: [null, ", "# ").split("report:")[0]
+               + "simulator: {contention: shared}\nreport: {same_as: cal.yaml, stand_ins: {batch-6: batch-12}}\n")
+
+
+@pytest.fixture(scope="module")
+def ablated(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("ablation")  # specs beside their results: the report reads only the latter
+    _run(tmp, CAL_SPEC, "cal")
+    _run(tmp, SHARED_SPEC, "abl-shared")
+    return tmp
+
+
+def test_calibration_and_contention_are_ablation_rows_from_the_results(ablated):
+    results = {name: pd.read_csv(ablated / name / "results.csv") for name in ("cal", "abl-shared")}
+    contention = {"cal": "isolated", "abl-shared": "shared"}  # what each spec asked for
+    markdown = (_report(ablated) / "report.md").read_text()
+    heading, headers, rows = next(t for t in _tables(markdown) if t[0].startswith("#### comm:"))
+    labels = [r[0] for r in rows]
+    assert labels == ["backend=flow, calibration=none, contention=shared [batch-6 for batch-12]",
+                      "backend=analytical, calibration=none, contention=isolated",
+                      "backend=analytical, calibration=stas00-a100-analytical, contention=isolated"]
+    checked, by_label = 0, {}
+    for row in rows:
+        config = dict(kv.split("=") for kv in row[0].split(" [")[0].split(", "))
+        name = "abl-shared" if config["contention"] == "shared" else "cal"
+        workload = "batch-6" if name == "abl-shared" else "batch-12"
+        table = results[name].assign(calibration=results[name].calibration.astype(object).fillna("none"))
+        assert contention[name] == config["contention"]
+        for header, cell in zip(headers[1:-1], row[1:-1]):
+            policy, racks = re.fullmatch(r"(\w+) @ racks=(\d+)", header).groups()
+            if name == "abl-shared" and racks == "2":  # a rack count only the other sweep ran
+                assert cell == "-"
+                continue
+            sub = table[(table.backend == config["backend"]) & (table.calibration == config["calibration"])
+                        & (table.policy == policy) & (table.racks == int(racks)) & (table.workload == workload)]
+            assert len(sub) == 1 and float(cell) == pytest.approx(sub.comm_latency_mean_s.iloc[0], rel=5e-4)
+            by_label.setdefault(row[0], []).append(float(cell))
+            checked += 1
+    assert checked == 2 + 2 * 4  # shared: 2 policies at 1 rack count; 2 configurations x 2 policies x 2 rack counts
+    assert by_label[labels[1]] != by_label[labels[2]]  # the calibration moved the numbers: not one row twice
+    # which profile, fitted on which log, applied to which topology: from the profile the runs recorded
+    from artist.calibration import load_profile
+
+    profile = load_profile(ROOT / "calibration/profiles/stas00-a100-analytical.yaml")
+    line = next(x for x in markdown.splitlines() if x.startswith("Calibration `stas00-a100-analytical`"))
+    assert f"(id {profile.id})" in line and "fitted on stas00_1node_8xA100_allreduce_columns_trimmed.txt" in line
+    assert "applied to dally-3tier (the topology it was fitted on)" in line and "network all_reduce" in line
+
+
+def test_one_network_configuration_of_two_sweeps_is_never_averaged():
+    from artist.report.evaluate import network_configs
+
+    table = pd.DataFrame({"topology": "t", "backend": ["analytical", "analytical", "none"], "policy": "p",
+                          "sweep": ["main", "ablation", "ablation"], "m": [1.0, 3.0, 0.5]})
+    configs = network_configs(table, {"ablation": {"small": "big"}})
+    assert [c.label for c in configs] == ["backend=analytical [sweep main]",
+                                          "backend=analytical [sweep ablation] [small for big]",
+                                          "backend=none [small for big]"]
+    assert [c.rows(table).m.tolist() for c in configs] == [[1.0], [3.0], [0.5]]
+    assert configs[1].judged_as({"workload": "big", "racks": 2}) == {"workload": "small", "racks": 2}
+
+
+@pytest.mark.parametrize("stand_ins, field", [
+    ("{batch-6: batch-99}", "report.stand_ins.batch-6"),  # not a workload the claims filter on
+    ("{batch-7: batch-12}", "report.stand_ins.batch-7"),  # not a workload of this sweep
+])
+def test_bad_stand_in_is_one_line_naming_the_field(tmp_path, stand_ins, field):
+    (tmp_path / "cal.yaml").write_text(CAL_SPEC)
+    path = tmp_path / "abl-shared.yaml"
+    path.write_text(SHARED_SPEC.replace("{batch-6: batch-12}", stand_ins))
+    with pytest.raises(InputError) as err:
+        load_sweep_spec(path)
+    assert f"field '{field}'" in str(err.value) and str(path) in str(err.value)

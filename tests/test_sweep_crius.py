@@ -61,7 +61,8 @@ def test_reduced_crius_spec(tmp_path):
 @pytest.mark.parametrize("old, new, field", [
     ("policies: [crius, fcfs]", "policies: [crius, fifo]", "policies[1]"),
     ("cluster: crius-testbed", "cluster: nowhere", "cluster"),
-    ("depth: 2", "depth: 2\ncomm: analytical", "comm"),
+    ("depth: 2", "depth: 2\ncomm: ns3", "comm"),
+    ("depth: 2", "depth: 2\ncomm: [none, none]", "comm"),
     ("jobs: 5", "jobs: 0", "jobs"),
 ])
 def test_bad_crius_specs_name_the_field(tmp_path, old, new, field):
@@ -85,3 +86,35 @@ def test_shipped_paper_specs_load_through_artist_sweep():
     sia = load_sweep_spec(sweeps / "sia.yaml")
     assert [r.axes["policy"] for r in sia.runs][::2] == ["Sia", "Pollux", "Gavel+TunedJobs"]
     assert {r.elastic.gpus for r in sia.runs} == {64}
+
+
+def test_crius_comm_axis_none_makes_communication_free(tmp_path):
+    """`comm: [none, analytical]`: the analytical runs keep the ids of a spec without `comm`; with none, Crius'
+    offline profiles read 0 s and a rack-spanning job's true step is its compute alone (below analytical's)."""
+    from artist.network.stack import CommSpec
+    from artist.policies.crius.catalogue import Catalogue
+    from artist.policies.crius.cluster import crius_cluster
+
+    plain = load_sweep_spec(_spec(tmp_path))
+    both = load_sweep_spec(_spec(tmp_path, SPEC.replace("depth: 2", "depth: 2\ncomm: [none, analytical]")))
+    assert [r.axes["backend"] for r in both.runs] == ["none", "analytical"] * 2
+    assert [r.run_id for r in both.runs if r.axes["backend"] == "analytical"] == [r.run_id for r in plain.runs]
+    assert {r.elastic.backend for r in both.runs} == {"none", "analytical"}
+    pools = crius_cluster("crius-testbed")
+    free, alpha_beta = Catalogue(pools, CommSpec("none")), Catalogue(pools)
+    assert free.tables["A40"].seconds("all_reduce", gpus=8, nbytes=3e7) == 0.0
+    assert alpha_beta.tables["A40"].seconds("all_reduce", gpus=8, nbytes=3e7) > 0.0
+    plans = [c.run_plan("gpt3-1.3b", 64, 8, "A40", 8, tuned=False) for c in (free, alpha_beta)]
+    gpus = list(range(0, 8))  # 4 machines of 2 A40 each: data parallel across machines
+    free_s, alpha_beta_s = (c.true_seconds(p, gpus) for c, p in zip((free, alpha_beta), plans))
+    assert 0 < free_s < alpha_beta_s
+
+
+def test_crius_backend_override_is_its_comm_axis(tmp_path):
+    """`artist sweep crius.yaml --backend none` runs the paper's setting without a network; no calibration."""
+    spec = load_sweep_spec(_spec(tmp_path), backend_override="none")
+    assert {r.axes["backend"] for r in spec.runs} == {"none"} and {r.elastic.backend for r in spec.runs} == {"none"}
+    with pytest.raises(InputError, match="--calibration"):
+        load_sweep_spec(_spec(tmp_path), calibration_override="none")
+    with pytest.raises(InputError, match="comm"):
+        load_sweep_spec(_spec(tmp_path), backend_override="ns3")

@@ -75,7 +75,9 @@ def run(args) -> int:
     out = Path(args.out) if args.out else default_out_dir(spec)
     if args.dry_run:
         print("\n".join(describe_runs(spec, out)))
-        if any(run.comm.backend == "ns3" for run in spec.runs):
+        if any(run.comm.backend == "ns3" and run.elastic is not None for run in spec.runs):
+            print("ns-3 cost: not predicted for the elastic loop's runs (the loop asks its own questions)")
+        if any(run.comm.backend == "ns3" and run.elastic is None for run in spec.runs):
             from artist.sweep.cost import sweep_cost
             from artist.sweep.questions import collect_questions
 

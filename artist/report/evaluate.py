@@ -7,6 +7,7 @@ spec's paper figures; render.py only formats what this module returns.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ from artist.sweep.store import read_results
 
 # The columns that say which network answered a run: the ablation's dimensions.
 NETWORK_COLUMNS = ("topology", "backend", "algorithm", "channels", "calibration", "contention")
+# Which sweep a row came from: a paper's sweep and its ablation sweeps may run one network configuration each
+# with other settings (a smaller GA, fewer jobs), so a configuration is also keyed by its sweep (never averaged
+# across sweeps); labels name the sweep only where two sweeps ran the same network configuration.
+SWEEP_COLUMN = "sweep"
 REPORT_SPEC_NAME = "report-spec.json"
 GENERIC_METRICS = ("jct_mean_s", "makespan_s")
 HELD, NOT_HELD, NA = "held", "not held", "n/a"
@@ -32,6 +37,7 @@ class Sweep:
     directory: Path
     table: pd.DataFrame
     spec: ReportSpec | None
+    calibration_ids: dict[str, set[str]] = field(default_factory=dict)  # label -> profile ids the runs recorded
 
 
 def write_report_spec(directory: str | Path, spec: ReportSpec) -> Path:
@@ -41,14 +47,29 @@ def write_report_spec(directory: str | Path, spec: ReportSpec) -> Path:
     return path
 
 
-def _contention(directory: Path, run_id: str) -> str:
-    """simulator.contention of a run, from the identity its params.json records (absent: isolated)."""
+def _identity(directory: Path, run_id: str) -> dict:
+    """The identity a run's params.json records ({} if unreadable)."""
     p = directory / "runs" / str(run_id) / "params.json"
     try:
         identity = json.loads(p.read_text())["identity"]
     except (OSError, ValueError, KeyError, TypeError):
-        return "isolated"
-    return str((identity.get("simulator") or {}).get("contention", "isolated"))
+        return {}
+    return identity if isinstance(identity, dict) else {}
+
+
+def _contention(directory: Path, run_id: str) -> str:
+    """simulator.contention of a run, from its recorded identity (absent: isolated)."""
+    return str((_identity(directory, run_id).get("simulator") or {}).get("contention", "isolated"))
+
+
+def _calibration_ids(directory: Path, table: pd.DataFrame) -> dict[str, set[str]]:
+    """Calibration label -> the profile ids its runs recorded (one run read per label and sweep)."""
+    out: dict[str, set[str]] = {}
+    for label, run_id in table.groupby("calibration", sort=False)["run_id"].first().items():
+        if label != "none":
+            found = _identity(directory, run_id).get("calibration")
+            out[str(label)] = {str(found)} if found else set()
+    return out
 
 
 def load_sweep(directory: str | Path) -> Sweep:
@@ -57,6 +78,7 @@ def load_sweep(directory: str | Path) -> Sweep:
     if "contention" not in table.columns:
         table["contention"] = [_contention(directory, r) for r in table["run_id"]]
     table["calibration"] = table["calibration"].fillna("none").replace("", "none")
+    table[SWEEP_COLUMN] = directory.name
     spec_path = directory / REPORT_SPEC_NAME
     spec = None
     if spec_path.is_file():
@@ -65,7 +87,7 @@ def load_sweep(directory: str | Path) -> Sweep:
         except ValueError as exc:
             raise InputError(str(spec_path), None, f"invalid JSON ({exc})") from None
         spec = ReportSpec.from_json(data, str(spec_path))
-    return Sweep(directory.name, directory, table, spec)
+    return Sweep(directory.name, directory, table, spec, _calibration_ids(directory, table))
 
 
 def find_sweeps(directory: str | Path) -> list[Sweep]:
@@ -84,8 +106,14 @@ def find_sweeps(directory: str | Path) -> list[Sweep]:
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    key: tuple[tuple[str, Any], ...]  # (column, value) over NETWORK_COLUMNS present
+    key: tuple[tuple[str, Any], ...]  # (column, value) over NETWORK_COLUMNS present, and the sweep
     label: str  # only the columns that vary between the configurations
+    stand_ins: tuple[tuple[str, str], ...] = ()  # its sweep's workload label -> the claims' (ReportSpec.stand_ins)
+
+    def judged_as(self, where: dict[str, Any]) -> dict[str, Any]:
+        """A claim's filter as this configuration's sweep answers it (its stand-in workloads)."""
+        mine = {theirs: own for own, theirs in self.stand_ins}
+        return {c: (mine.get(str(v), v) if c == "workload" else v) for c, v in where.items()}
 
     def rows(self, table: pd.DataFrame) -> pd.DataFrame:
         mask = pd.Series(True, index=table.index)
@@ -94,16 +122,25 @@ class NetworkConfig:
         return table[mask]
 
 
-def network_configs(table: pd.DataFrame) -> list[NetworkConfig]:
-    """The distinct network configurations in the table's order (the spec's axis order)."""
+def network_configs(table: pd.DataFrame, stand_ins: dict[str, dict[str, str]] | None = None) -> list[NetworkConfig]:
+    """The distinct network configurations in the table's order (the spec's axis order), per sweep: one
+    run by two sweeps is two configurations, labelled `... [sweep NAME]`. stand_ins: sweep name -> its
+    report's stand-in workloads, named in the label (`[batch-100 for batch-500]`)."""
     columns = [c for c in NETWORK_COLUMNS if c in table.columns]
     varying = [c for c in columns if table[c].nunique(dropna=False) > 1]
     shown = varying or ["topology", "backend"]
+    keyed = columns + ([SWEEP_COLUMN] if SWEEP_COLUMN in table.columns else [])
+    keys = [tuple(zip(keyed, values)) for values in table[keyed].drop_duplicates().itertuples(index=False, name=None)]
+    runs_of = Counter(key[:len(columns)] for key in keys)  # network configuration -> sweeps that ran it
     out = []
-    for values in table[columns].drop_duplicates().itertuples(index=False, name=None):
-        key = tuple(zip(columns, values))
-        label = ", ".join(f"{c}={v}" for c, v in key if c in shown)
-        out.append(NetworkConfig(key, label))
+    for key in keys:
+        label = ", ".join(f"{c}={v}" for c, v in key[:len(columns)] if c in shown)
+        if runs_of[key[:len(columns)]] > 1:
+            label += f" [sweep {dict(key)[SWEEP_COLUMN]}]"
+        mine = tuple(sorted((stand_ins or {}).get(dict(key).get(SWEEP_COLUMN), {}).items()))
+        if mine:
+            label += " [" + ", ".join(f"{own} for {theirs}" for own, theirs in mine) + "]"
+        out.append(NetworkConfig(key, label, mine))
     return out
 
 
@@ -139,7 +176,7 @@ class Verdict:
 def claim_means(table: pd.DataFrame, claim: Claim, where: dict[str, Any], config: NetworkConfig
                 ) -> tuple[dict[tuple[str, Any], float], tuple]:
     """Mean of the claim's metric over seeds (and other unpinned axes) per (policy, at), x scale."""
-    rows = _filtered(config.rows(table), where, claim.where)
+    rows = _filtered(config.rows(table), config.judged_as(where), config.judged_as(claim.where))
     wanted = claim.policies + tuple(claim.paper) + ((claim.normalise_to,) if claim.normalise_to else ())
     rows = rows[rows["policy"].isin(wanted)]
     at = claim.per or claim.over
@@ -184,6 +221,13 @@ def judge(claim: Claim, means: dict, at_values: tuple) -> tuple[str, str]:
     return HELD, ""
 
 
+def judged_values(verdicts_of_one_claim: list[Verdict]) -> tuple:
+    """Every judged value of per/over that any configuration has (sweeps of one paper may run other rack
+    counts), sorted; (None,) when the claim has neither."""
+    values = sorted({a for v in verdicts_of_one_claim for a in v.at_values}, key=lambda a: (str(type(a)), a))
+    return tuple(values) or (None,)
+
+
 def verdicts(table: pd.DataFrame, spec: ReportSpec, configs: list[NetworkConfig]) -> list[Verdict]:
     out = []
     for claim in spec.claims:
@@ -194,12 +238,12 @@ def verdicts(table: pd.DataFrame, spec: ReportSpec, configs: list[NetworkConfig]
     return out
 
 
-def generic_means(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+def generic_means(table: pd.DataFrame, metric: str, configs: list[NetworkConfig] | None = None) -> pd.DataFrame:
     """The metric's mean over seeds per network configuration (rows) and policy (columns; `policy @
     racks=R, workload=W` for the non-network axes that vary), in the table's order."""
     inner = [c for c in ("racks", "workload") if c in table.columns and table[c].nunique() > 1]
     rows = {}
-    for config in network_configs(table):
+    for config in configs or network_configs(table):
         sub = config.rows(table)
         grouped = sub.groupby(["policy", *inner], sort=False)[metric].mean()
         rows[config.label] = {(k if not inner else

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from artist.report.evaluate import Verdict
+from artist.report.evaluate import Verdict, judged_values
 
 _PNG_META = {"Software": None}
 
@@ -17,7 +17,7 @@ _PNG_META = {"Software": None}
 def claim_figure(verdicts: list[Verdict], path: Path) -> Path:
     """verdicts: one claim's verdicts, one per network configuration."""
     claim = verdicts[0].claim
-    ats = verdicts[0].at_values or (None,)
+    ats = judged_values(verdicts)
     policies = claim.policies
     groups = [(p, a) for a in ats for p in policies]
     labels = [p if a is None else f"{p}\n{claim.per or claim.over}={a}" for p, a in groups]

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, network_configs, primary_config,
-                                    verdicts)
+from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, judged_values, network_configs,
+                                    primary_config, verdicts)
 from artist.report.figures import claim_figure
+from artist.report.provenance import calibration_lines
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def _at_label(claim, at) -> str:
 def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     spec = sweeps[0].spec
     table = pd.concat([s.table for s in sweeps], ignore_index=True)
-    configs = network_configs(table)
+    configs = network_configs(table, {s.name: s.spec.stand_ins for s in sweeps})
     primary, matched = primary_config(configs, spec.primary)
     judged = verdicts(table, spec, configs)
     blocks: list = [Heading(2, spec.paper),
@@ -91,11 +92,16 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
         blocks.append(Table(("policy", f"paper{unit}") + tuple(f"ArtISt{unit}{_at_label(claim, a)}" for a in ats),
                             tuple((p, paper_figure(claim.paper.get(p)))
                                   + tuple(number(v.means.get((p, a))) for a in ats) for p in claim.policies)))
-    blocks += _means_tables(table, "All policies (means over seeds)")
+    blocks += _means_tables(table, "All policies (means over seeds)", configs)
     blocks.append(Heading(3, "Network ablation"))
+    run_ids: dict[str, set[str]] = {}
+    for s in sweeps:
+        for label, ids in s.calibration_ids.items():
+            run_ids.setdefault(label, set()).update(ids)
+    blocks += [Text(line) for line in calibration_lines(table, run_ids)]
     for claim in spec.claims:
         mine = [v for v in judged if v.claim is claim]
-        ats = mine[0].at_values or (None,)
+        ats = judged_values(mine)
         unit = _unit(claim)
         blocks.append(Heading(4, f"{claim.id}: `{claim.metric}`{unit}"))
         blocks.append(Table(("network",) + tuple(f"{p}{_at_label(claim, a)}" for a in ats for p in claim.policies)
@@ -109,13 +115,13 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     return blocks
 
 
-def _means_tables(table: pd.DataFrame, title: str) -> list:
+def _means_tables(table: pd.DataFrame, title: str, configs=None) -> list:
     """Every policy's mean JCT and makespan per network configuration (all policies, not only a claim's)."""
     blocks: list = []
     for metric in GENERIC_METRICS:
         if metric not in table.columns:
             continue
-        means = generic_means(table, metric).T  # a row per policy (@ racks, workload), a column per network
+        means = generic_means(table, metric, configs).T  # a row per policy (@ racks, workload), a column per network
         blocks.append(Heading(3, f"{title}: `{metric}`"))
         blocks.append(Table(("policy",) + tuple(means.columns),
                             tuple((label,) + tuple(number(v) for v in row) for label, row in means.iterrows())))

@@ -30,7 +30,7 @@ every judged value. Policies are matched on results.csv's `policy` column (the s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,10 @@ from artist.yamlio import Fields, load_yaml_mapping
 REPORT_FIELDS = {"paper", "source", "primary", "claims", "where"}
 # an ablation sweep of a paper (another backend, topology or contention mode) shares its main spec's claims
 SAME_AS = "same_as"
+# ... and may run smaller workloads in place of the ones the claims filter on (`where: {workload: ...}`):
+# `report: {same_as: dally.yaml, stand_ins: {batch-100: batch-500}}` judges this sweep's batch-100 where a
+# claim asks for batch-500; the report names every stand-in beside the configuration it affects
+STAND_INS = "stand_ins"
 CLAIM_FIELDS = {"id", "text", "metric", "order", "trend", "over", "per", "policies", "scale", "unit", "paper",
                 "paper_source", "where", "normalise_to"}
 TRENDS = ("increasing", "decreasing")
@@ -74,6 +78,7 @@ class ReportSpec:
     claims: tuple[Claim, ...]
     primary: dict[str, Any] = field(default_factory=dict)
     where: dict[str, Any] = field(default_factory=dict)
+    stand_ins: dict[str, str] = field(default_factory=dict)  # this sweep's workload label -> the claims' label
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -85,7 +90,7 @@ class ReportSpec:
             claims = tuple(Claim(**{**c, "policies": tuple(c["policies"]),
                                     "paper": {p: tuple(v) for p, v in c["paper"].items()}}) for c in data["claims"])
             return cls(data["paper"], data["source"], claims, dict(data.get("primary", {})),
-                       dict(data.get("where", {})))
+                       dict(data.get("where", {})), dict(data.get(STAND_INS, {})))
         except (KeyError, TypeError) as exc:
             raise InputError(source, None, f"not a report spec written by artist sweep ({exc})") from None
 
@@ -157,7 +162,7 @@ def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
     `report: {same_as: other.yaml}` (relative to base, the spec's directory) takes that spec's report
     section, so `artist report` puts both sweeps' results in one section (e.g. a paper's ablation)."""
     if f.has(SAME_AS):
-        f.unknown_keys({SAME_AS})
+        f.unknown_keys({SAME_AS, STAND_INS})
         other = (base or Path(".")) / f.string(SAME_AS)
         if not other.is_file():
             raise f.error(SAME_AS, f"no such sweep spec: {other}")
@@ -165,7 +170,10 @@ def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
         of = Fields(data, str(other))
         if not of.has("report") or (isinstance(data["report"], dict) and SAME_AS in data["report"]):
             raise f.error(SAME_AS, f"{other} has no report section of its own")
-        return parse_report(of.sub("report"))
+        shared = parse_report(of.sub("report"))
+        return replace(shared, stand_ins=_stand_ins(f, shared)) if f.has(STAND_INS) else shared
+    if f.has(STAND_INS):
+        raise f.error(STAND_INS, f"belongs to a report that is the {SAME_AS} of another sweep's")
     f.unknown_keys(REPORT_FIELDS)
     raw = f.raw("claims")
     if not isinstance(raw, list) or not raw:
@@ -173,6 +181,31 @@ def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
     ids: set[str] = set()
     claims = tuple(_claim(Fields(c, f.source, f"{f.prefix}claims[{i}]."), ids) for i, c in enumerate(raw))
     return ReportSpec(f.string("paper"), f.string("source"), claims, _filter(f, "primary"), _filter(f, "where"))
+
+
+def _stand_ins(f: Fields, shared: ReportSpec) -> dict[str, str]:
+    """this sweep's workload label -> a workload label the shared claims filter on (checked here; that the
+    sweep runs the stand-in is checked by check_against_workloads)."""
+    raw = f.raw(STAND_INS)
+    if not isinstance(raw, dict) or not raw or not all(isinstance(k, str) and isinstance(v, str)
+                                                       for k, v in raw.items()):
+        raise f.error(STAND_INS, f"expected a mapping of this sweep's workload labels to the claims', got {raw!r}")
+    named = {str(w["workload"]) for w in (shared.where, *(c.where for c in shared.claims)) if "workload" in w}
+    for mine, theirs in raw.items():
+        if theirs not in named:
+            raise f.error(f"{STAND_INS}.{mine}", f"{theirs!r} is not a workload the claims filter on "
+                                                 f"({', '.join(sorted(named)) or 'none'})")
+    if len(set(raw.values())) != len(raw):
+        raise f.error(STAND_INS, f"two workloads stand in for the same one: {raw}")
+    return dict(raw)
+
+
+def check_against_workloads(spec: ReportSpec, labels: list[str], source: str) -> None:
+    """Every stand-in must be a workload the sweep runs."""
+    for mine in spec.stand_ins:
+        if mine not in labels:
+            raise InputError(source, f"field 'report.{STAND_INS}.{mine}'",
+                             f"not among the sweep's workloads ({', '.join(labels)})")
 
 
 def check_against_policies(spec: ReportSpec, labels: list[str], source: str) -> None:

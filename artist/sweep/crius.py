@@ -9,14 +9,19 @@
     seeds: [1, 2]                   # axis; each seed draws one workload that every policy runs
     policies: [crius, gavel, fcfs, gandiva, elasticflow-ls]   # axis
     depth: 3                        # Crius' search depth
+    comm: [none, analytical]        # optional axis (default analytical): the network of the whole Crius world
 
 One run per (policy, seed): the usual results row (jobs, finished, makespan_s, jct_mean_s, jct_median_s,
 jct_p95_s, jct_p99_s, queueing_mean_s, restarts_per_job) plus Crius' own columns (throughput_mean,
 throughput_peak, estimation_accuracy_avg/min, ..._packed_avg/min, packed_starts_fraction,
 tuning_accuracy_avg, profile_gpu_h, tuning_h), per-run jobs and throughput tables. The scheduler's
 seconds per decision are wall-clock: run.json only, not the results table (byte-identical for a seed).
-The network is Crius' Catalogue's (artist/network stack, analytical, ring, uncalibrated): `comm` is not
-a field of these specs. Unfinished jobs leave NaN JCT statistics over the finished ones only.
+The network is Crius' Catalogue's (artist/network stack, ring, uncalibrated): `comm` names its backend,
+`analytical` (default) or `none` (communication free: the ablation's network-less baseline of issue 21); the
+backend times both Crius' offline communication profiles (its estimator, CommTable) and the ground truth
+(the 1F1B step on the real placement), as a real cluster would show both the same network. flow and ns3
+are refused: the profiles sample collectives up to 64 GiB per pool, hours of ns-3. Unfinished jobs leave NaN
+JCT statistics over the finished ones only.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ from artist.sweep.runs import Run
 from artist.yamlio import Fields
 
 CRIUS_TOP_LEVEL = {"name", "loop", "cluster", "jobs", "arrivals_per_hour", "philly_log", "seeds", "policies", "depth",
-                   "notes", "report", "reduced"}
+                   "comm", "notes", "report", "reduced"}
+CRIUS_BACKENDS = ("analytical", "none")
 MAX_JOBS = 100_000  # a spec asking for more is refused (the run would not end in reasonable time)
 IDENTITY_FORMAT = "crius-1"
 
@@ -56,6 +62,7 @@ class CriusRunConfig:
     arrivals_per_hour: float
     philly_log: str | None
     depth: int
+    backend: str = "analytical"  # the network of the estimator's profiles and of the ground truth
 
     @property
     def gpus(self) -> int:
@@ -97,6 +104,7 @@ def load_crius_spec(f: Fields, path: Path):
             raise InputError(f.source, f"field 'policies[{i}]'", f"unknown Crius policy {p!r}; known: "
                                                                  f"{', '.join(POLICIES)}")
     rigid._unique(f, "policies", raw, "policy")
+    backends = _backends(f)
     config = CriusRunConfig(cluster, jobs, rate, str(philly) if philly else None, depth)
     pools = crius_cluster(cluster)
     first = next(iter(pools.values())).topology
@@ -113,18 +121,37 @@ def load_crius_spec(f: Fields, path: Path):
     for policy_name in raw:
         policy = PolicyChoice(policy_name, policy_name, {}, canonical_json({}))
         for seed in seeds:
-            identity = {"format": IDENTITY_FORMAT, "cluster": cluster, "pools_sha256": pool_files,
-                        "policy": policy_name, "depth": depth, "workload": {**workload.identity, "seed": seed}}
-            axes = {"topology": cluster, "racks": racks, "policy": policy_name, "workload": workload.label,
-                    "seed": seed, "backend": "analytical", "algorithm": "ring", "channels": 1, "calibration": ""}
-            runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology.topology, (), policy, workload,
-                            CommSpec(), NO_CALIBRATION, SimulatorConfig(), elastic=config))
+            for backend in backends:
+                identity = {"format": IDENTITY_FORMAT, "cluster": cluster, "pools_sha256": pool_files,
+                            "policy": policy_name, "depth": depth, "workload": {**workload.identity, "seed": seed}}
+                if backend != "analytical":  # the analytical runs keep the ids they had before `comm` existed
+                    identity["backend"] = backend
+                axes = {"topology": cluster, "racks": racks, "policy": policy_name, "workload": workload.label,
+                        "seed": seed, "backend": backend, "algorithm": "ring", "channels": 1, "calibration": ""}
+                runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology.topology, (), policy,
+                                workload, CommSpec(backend), NO_CALIBRATION, SimulatorConfig(),
+                                elastic=dataclasses.replace(config, backend=backend)))
     spec = rigid.SweepSpec(name, f.source, [topology], None, [PolicyChoice(p, p, {}, "{}") for p in raw], [workload],
-                           seeds, ["analytical"], ["ring"], [1], [NO_CALIBRATION], SimulatorConfig(), {}, "",
-                           {"analytical": {}})
+                           seeds, backends, ["ring"], [1], [NO_CALIBRATION], SimulatorConfig(), {}, "",
+                           {b: {} for b in backends})
     spec.runs = runs
     spec.notes = []
     return spec
+
+
+def _backends(f: Fields) -> list[str]:
+    """The `comm` axis: backend names of CRIUS_BACKENDS (default analytical)."""
+    from artist.sweep import spec as rigid
+
+    raw = rigid._listed(f, "comm", ["analytical"])
+    for i, b in enumerate(raw):
+        if b not in CRIUS_BACKENDS:
+            key = f"comm[{i}]" if isinstance(f.raw("comm"), list) else "comm"
+            raise InputError(f.source, f"field '{key}'", f"Crius' loop takes backend {' or '.join(CRIUS_BACKENDS)}, "
+                                                         f"got {b!r} (its offline profiles sample collectives up to "
+                                                         f"64 GiB: flow or ns3 would take hours per pool)")
+    rigid._unique(f, "comm", raw, "backend")
+    return raw
 
 
 def simulate_crius(config: CriusRunConfig, policy: str, seed: int):
@@ -135,7 +162,7 @@ def simulate_crius(config: CriusRunConfig, policy: str, seed: int):
     from artist.policies.crius.workload import crius_jobs, philly_jobs
 
     pools = crius_cluster(config.cluster)
-    catalogue = Catalogue(pools)
+    catalogue = Catalogue(pools, CommSpec(config.backend))
     if config.philly_log:
         jobs = philly_jobs(config.philly_log, pools, catalogue, config.jobs, seed)
     else:

@@ -153,7 +153,7 @@ def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int],
     questions = SweepQuestions()
     walked = set()
     for run in runs:
-        if run.comm.backend != "ns3":
+        if run.comm.backend != "ns3" or run.elastic is not None:  # the elastic and Crius loops ask their own
             continue
         axes = {k: v for k, v in run.axes.items() if k not in ("calibration", "backend")}
         signature = canonical_json({k: str(v) for k, v in axes.items()})

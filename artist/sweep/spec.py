@@ -41,7 +41,7 @@ from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
-from artist.report.spec import ReportSpec, check_against_policies, parse_report
+from artist.report.spec import ReportSpec, check_against_policies, check_against_workloads, parse_report
 from artist.perf.model import CONTENTION_MODES
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
@@ -153,12 +153,14 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     if loop == "crius":
         from artist.sweep.crius import CRIUS_TOP_LEVEL, load_crius_spec
 
-        if calibration_override is not None or backend_override is not None:
-            raise InputError("command line", "--calibration" if calibration_override is not None else "--backend",
-                             "a Crius sweep (loop: crius) runs Crius' own network model (no backend or calibration)")
+        if calibration_override is not None:
+            raise InputError("command line", "--calibration",
+                             "a Crius sweep (loop: crius) runs Crius' own network model (no calibration)")
         if reduced:  # (load_crius_spec checks the top-level keys)
             f = _reduced_version(f, f.string("name", path.stem), CRIUS_TOP_LEVEL - {"name", "notes", "report",
                                                                                   "reduced", "loop"})
+        if backend_override is not None:  # Crius' `comm` axis (analytical or none)
+            f = Fields({**f.data, "comm": backend_override}, source)
         spec = load_crius_spec(f, path)
         _attach_report(spec, f, base)
         return spec
@@ -202,6 +204,7 @@ def _attach_report(spec: SweepSpec, f: Fields, base: Path) -> None:
     if f.has("report"):
         spec.report = parse_report(f.sub("report"), base)
         check_against_policies(spec.report, [p.label for p in spec.policies], f.source)
+        check_against_workloads(spec.report, [w.label for w in spec.workloads], f.source)
 
 
 def calibration_coverage_notes(spec: SweepSpec) -> list[str]:

@@ -50,6 +50,9 @@ class CommTable:
         if nbytes <= SAMPLE_BYTES[0]:
             return times[0]
         i = min(bisect.bisect_left(SAMPLE_BYTES, nbytes), len(SAMPLE_BYTES) - 1)
+        if times[i - 1] <= 0 or times[i] <= 0:  # backend none (communication free): no log to take
+            return times[i - 1] + (times[i] - times[i - 1]) * (nbytes - SAMPLE_BYTES[i - 1]) / (
+                SAMPLE_BYTES[i] - SAMPLE_BYTES[i - 1])
         x0, x1 = math.log(SAMPLE_BYTES[i - 1]), math.log(SAMPLE_BYTES[i])
         y0, y1 = math.log(times[i - 1]), math.log(times[i])
         return math.exp(y0 + (y1 - y0) * (math.log(nbytes) - x0) / (x1 - x0))
