@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fabric_helpers import NIC_GBPS, allreduce_graph, colliding_pairs, ecmp_topology
 
+from artist.errors import InputError
 from artist.network.flow import FlowModel
 from artist.network.steady import repeat_graph, steady_step_times, step_ends
 from artist.parallel.graph import Node, StepGraph
@@ -82,6 +83,31 @@ def test_steady_state_refuses_bad_settings_and_caps_the_steps():
     # b's step is ~100 of a's: a reaches the cap of 7 steps (fast_steps) long before b has 7; b is not settled
     capped = steady_step_times(model, graphs, window=3, max_steps=7, fast_steps=7)
     assert capped["a"].steps_run == 7 and not capped["b"].converged
+
+
+def test_steady_state_sizes_its_runs_to_the_flow_models_transfer_limit():
+    # The long/short pair above: each 2-GPU all-reduce step holds at most 1 x 2 x 2 = 4 transfers by
+    # the flow model's bound. With a limit of 40 transfers per run, 9 + 9 steps (72) would be refused;
+    # the steady state runs 5 + 5 steps (the most that fit at the same count, 40) and grows no further,
+    # so neither job settles (2 windows of 4 measured steps need 9) and both say so.
+    topo = ecmp_topology(oversubscription=2.0)
+    a, b = colliding_pairs(topo, collide=True)
+    s = 32 * MIB
+    t = s / NIC_BPS
+    graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
+                              Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
+              "b": allreduce_graph(b, 4 * s)}
+    model = FlowModel(topo)
+    assert model.transfer_bound({"a": graphs["a"]}) == 4
+    model.max_transfers = 40
+    with pytest.raises(InputError):
+        model.time({j: repeat_graph(g, 9) for j, g in graphs.items()})
+    steady = steady_step_times(model, graphs)
+    assert steady["a"].steps_run + steady["b"].steps_run <= 10
+    assert steady["a"].steps_run == steady["b"].steps_run == 5 and steady["a"].runs == 1
+    assert not steady["a"].converged and not steady["b"].converged
+    # what was measured is still B's step under A's pattern (2 windows of 2): between alone and steady
+    assert 4 * t < steady["b"].step_seconds <= 6.2 * t
 
 
 def test_ns3_co_simulation_reaches_the_same_hand_computed_steady_state():

@@ -25,8 +25,10 @@ grown so that the horizon doubles (from the step times just measured); the
 slowest job never runs more than `max_steps` steps, a job k times faster at
 most k x `max_steps` (so a short DDP step beside a long LLM step still sees
 enough of it), and no job more than `fast_steps`, so no input runs without
-bound. A
-job whose steps do not settle within that cap keeps the mean of the steps it
+bound; a model with a size limit per run (the flow backend's `max_transfers`,
+measured by its `transfer_bound`) also caps the steps so that a run fits it
+(the first run may then hold fewer than 2 x `window` + 1 steps per job). A
+job whose steps do not settle within these caps keeps the mean of the steps it
 had, and says so (converged False).
 
 A job alone repeats one identical step (same state at every step start), so
@@ -98,7 +100,8 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
         raise ValueError(f"need window >= 1, max_steps >= 2 x window + 1, tolerance > 0, fast_steps >= max_steps; "
                          f"got window {window}, max_steps {max_steps}, tolerance {tolerance}, fast_steps {fast_steps}")
     jobs = list(graphs)
-    counts = {j: 2 * window + 1 for j in jobs}
+    per_step = _transfers_per_step(model, graphs)
+    counts = _within_limit(model, per_step, {j: 2 * window + 1 for j in jobs}, {j: 1 for j in jobs})
     runs = 0
     while True:
         runs += 1
@@ -137,4 +140,32 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
         grown = {}
         for j in jobs:
             grown[j] = min(cap[j], max(counts[j] + 1, math.ceil(2 * horizon / mean[j]) + 1 if mean[j] > 0 else cap[j]))
+        grown = _within_limit(model, per_step, grown, counts)
+        if grown == counts:  # the model's size limit allows no longer run: keep what was measured
+            return out
         counts = grown
+
+
+def _transfers_per_step(model, graphs: Mapping[str, StepGraph]) -> dict[str, int] | None:
+    """Each job's transfers per step by the model's own bound, or None for a model without a size limit."""
+    bound = getattr(model, "transfer_bound", None)
+    if bound is None:
+        return None
+    return {j: bound({j: g}) for j, g in graphs.items()}
+
+
+def _within_limit(model, per_step: dict[str, int] | None, wanted: dict[str, int],
+                  floor: dict[str, int]) -> dict[str, int]:
+    """`wanted` step counts, or, where they would exceed the model's size limit per run, counts between
+    `floor` and `wanted` grown by the same fraction of the way (so the run fits; `floor` is returned when
+    nothing more fits, and a floor that does not fit is left for the model to refuse)."""
+    if per_step is None:
+        return wanted
+    limit = model.max_transfers
+    size = sum(per_step[j] * wanted[j] for j in wanted)
+    if size <= limit:
+        return wanted
+    base = sum(per_step[j] * floor[j] for j in wanted)
+    extra = size - base
+    fraction = max(0.0, (limit - base) / extra) if extra > 0 else 0.0
+    return {j: floor[j] + math.floor((wanted[j] - floor[j]) * fraction) for j in wanted}

@@ -175,19 +175,26 @@ class FlowModel:
             self._schedules[key] = found
         return found
 
-    def _check_size(self, graphs: Mapping[str, StepGraph]) -> None:
-        """Refuse, before building anything, a question whose schedules would exceed MAX_TRANSFERS
-        (an upper bound per node: channels x n x max(2(n-1), n-1) transfers for n GPUs)."""
+    max_transfers = MAX_TRANSFERS  # the most transfers one run may hold (network/steady.py sizes its runs by it)
+
+    def transfer_bound(self, graphs: Mapping[str, StepGraph]) -> int:
+        """An upper bound of the transfers these graphs' schedules hold: channels x n x max(2(n-1), 1)
+        per communication node of n GPUs (a ring all-reduce's count, the largest of the kinds)."""
         total = 0
         for graph in graphs.values():
             for node in graph.nodes:
                 if node.is_communication:
                     n = len(node.group)
                     total += self.channels * n * max(2 * (n - 1), 1)
-        if total > MAX_TRANSFERS:
+        return total
+
+    def _check_size(self, graphs: Mapping[str, StepGraph]) -> None:
+        """Refuse, before building anything, a question whose schedules would exceed MAX_TRANSFERS."""
+        total = self.transfer_bound(graphs)
+        if total > self.max_transfers:
             raise InputError("flow backend", None,
                              f"these step graphs would need up to {total} transfers in one run, more than the "
-                             f"flow model's limit of {MAX_TRANSFERS}: use fewer channels, fewer GPUs per job, or "
+                             f"flow model's limit of {self.max_transfers}: use fewer channels, fewer GPUs per job, or "
                              f"the analytical backend")
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
