@@ -24,6 +24,7 @@ the final population. Randomness comes from one numpy Generator seeded per round
 from __future__ import annotations
 
 import math
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -32,10 +33,16 @@ from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.crossover import Crossover
 from pymoo.core.duplicate import DuplicateElimination
 from pymoo.core.mutation import Mutation
+from pymoo.core.population import Population
 from pymoo.core.problem import Problem
 from pymoo.core.repair import Repair
 from pymoo.core.sampling import Sampling
+from pymoo.core.variable import get as variable_value
+from pymoo.operators.selection.tournament import TournamentSelection
+from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
+from pymoo.util.randomized_argsort import randomized_argsort
 from pymoo.optimize import minimize
+from pymoo.util import default_random_state
 
 from artist.policies.pollux.agent import PolluxAgent
 from artist.policies.pollux.goodput import best_goodputs
@@ -136,6 +143,7 @@ class _AllocationProblem(Problem):
         self.shape = base.shape
         self.capacity = np.asarray(sched.capacity)
         self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].attained, jobs[i].submitted, jobs[i].job_id))
+        self.order_array = np.array(self.order, dtype=int)
         self.factor = np.array([realloc_factor(j.age, j.restarts, sched.delta) for j in jobs])
         self.min_gpus = np.array([j.min_gpus for j in jobs])
         super().__init__(n_var=base.size, n_obj=2, xl=0, xu=int(self.capacity.max()), vtype=int)
@@ -152,35 +160,50 @@ class _AllocationProblem(Problem):
 
     def repair(self, states: np.ndarray) -> np.ndarray:
         """Constraints on a population (P, J, N), vectorised over P, jobs in priority order."""
-        a = np.maximum(np.asarray(states).astype(int), 0).copy()
+        a = np.maximum(np.asarray(states).astype(int), 0)
         n_pop, _, n_nodes = a.shape
         if self.sched.interference_avoidance:
             taken = np.zeros((n_pop, n_nodes), dtype=bool)  # node already holds a multi-node job
             # only jobs spread over nodes in some state take part (zeroing never makes a job multi-node)
             spread = (np.count_nonzero(a, axis=2) > 1).any(axis=0)
             for i in (i for i in self.order if spread[i]):
-                multi = np.count_nonzero(a[:, i], axis=1) > 1
-                a[:, i][multi[:, None] & taken] = 0
-                multi = np.count_nonzero(a[:, i], axis=1) > 1
-                taken |= multi[:, None] & (a[:, i] > 0)
+                row = a[:, i]                                   # a view: (P, N), all >= 0
+                used = row > 0
+                drop = ((used.sum(axis=1) > 1)[:, None]) & taken  # a multi-node row leaves taken nodes
+                row[drop] = 0
+                used &= ~drop
+                taken |= (used.sum(axis=1) > 1)[:, None] & used
         # The cap and node-count limits are independent per job: all jobs at once, over a random node
         # order per (state, job). One draw of (jobs, P, N) numbers is the same stream, in the same
-        # order, as the per-job draws of (P, N) it replaced, so the states are unchanged.
-        order = np.array(self.order)
-        perm = self.rng.random((len(order), n_pop, n_nodes)).transpose(1, 0, 2).argsort(axis=2)  # (P, J, N)
-        rows = np.take_along_axis(a[:, order], perm, axis=2)
-        excess = rows.sum(axis=2, keepdims=True) - self.speedups.caps[order][None, :, None]
-        before = np.cumsum(rows, axis=2) - rows
-        rows = rows - np.clip(excess - before, 0, rows)
-        rank = np.cumsum(rows > 0, axis=2)
-        rows = np.where(rank > self.sched.max_nodes, 0, rows)
-        placed = np.empty_like(rows)
-        np.put_along_axis(placed, perm, rows, axis=2)
+        # order, as the per-job draws of (P, N) it replaced, so the states are unchanged. Only the rows
+        # over a limit are cut (a row within both limits is left as it is by the cut), so only theirs
+        # are sorted; the whole draw is still made, keeping the stream.
+        order = self.order_array
+        draws = self.rng.random((len(order), n_pop, n_nodes))
+        rows = a[:, order]
+        caps = self.speedups.caps[order]
+        over = (rows.sum(axis=2) > caps[None]) | (np.count_nonzero(rows, axis=2) > self.sched.max_nodes)
+        if over.any():
+            p_idx, j_idx = np.nonzero(over)
+            perm = draws[j_idx, p_idx].argsort(axis=1)                           # (cut rows, N)
+            cut = np.take_along_axis(rows[p_idx, j_idx], perm, axis=1)
+            excess = cut.sum(axis=1, keepdims=True) - caps[j_idx][:, None]
+            before = np.cumsum(cut, axis=1) - cut
+            cut = cut - np.clip(excess - before, 0, cut)
+            rank = np.cumsum(cut > 0, axis=1)
+            cut = np.where(rank > self.sched.max_nodes, 0, cut)
+            placed = np.empty_like(cut)
+            np.put_along_axis(placed, perm, cut, axis=1)
+            rows[p_idx, j_idx] = placed
         # Node capacity in priority order: what the jobs before hold plus this one's, cut at the capacity
         # (S_i = min(S_{i-1} + a_i, C) unrolls to min(cumsum a, C) for a >= 0), so each job gets
-        # min(a_i, what is left), as the sequential loop gave.
-        held = np.minimum(np.cumsum(placed, axis=1), self.capacity[None, None, :])
-        a[:, order] = np.diff(held, axis=1, prepend=0)
+        # min(a_i, what is left), as the sequential loop gave. A state within every node's capacity
+        # keeps its rows as they are.
+        full = (rows.sum(axis=1) > self.capacity[None]).any(axis=1)
+        if full.any():
+            held = np.minimum(np.cumsum(rows[full], axis=1), self.capacity[None, None, :])
+            rows[full] = np.diff(held, axis=1, prepend=0)
+        a[:, order] = rows
         total = a.sum(axis=2)
         a[(total > 0) & (total < self.min_gpus[None])] = 0
         return a
@@ -201,6 +224,25 @@ class _RowCrossover(Crossover):
 
     def __init__(self):
         super().__init__(2, 2)
+
+    @default_random_state
+    def do(self, problem, pop, parents=None, *args, random_state=None, **kwargs):
+        """pymoo's Crossover.do step for step (crossover with probability prob per mating, else the
+        children are the parents), reading the parents' X directly instead of per-attribute accessors."""
+        if parents is not None:
+            pop = [pop[mating] for mating in parents]
+        matings = [list(m) for m in (pop.tolist() if isinstance(pop, np.ndarray) else pop)]
+        X = np.swapaxes(np.array([[parent.X for parent in mating] for mating in matings]), 0, 1)
+        if self.vtype is not None:
+            X = X.astype(self.vtype)
+        n_matings, n_var = len(matings), problem.n_var
+        Xp = np.empty(shape=(self.n_offsprings, n_matings, n_var), dtype=X.dtype)
+        cross = random_state.random(n_matings) < variable_value(self.prob, size=n_matings)
+        if np.any(cross):
+            Q = self._do(problem, X, *args, random_state=random_state, **kwargs)
+            Xp[:, cross] = Q[:, cross]
+        Xp[:, ~cross] = X[:, ~cross]   # two parents, two children: each child is its parent
+        return Population.new("X", Xp.reshape(-1, X.shape[-1]))
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         _, n_matings, n_var = X.shape
@@ -223,25 +265,39 @@ class _AllocationMutation(Mutation):
     free GPUs]. Ours [I]: the growth probability, the used/free split, and that free GPUs are counted
     before any growth (two jobs may grow onto the same free GPUs; repair's capacity step settles it)."""
 
+    @default_random_state
+    def do(self, problem, pop, inplace=True, *args, random_state=None, **kwargs):
+        """pymoo's Mutation.do step for step (each individual mutated with probability prob), reading and
+        writing X directly instead of through Population.get/set."""
+        if not inplace:
+            pop = deepcopy(pop)
+        inds = pop.tolist()
+        Xp = self._do(problem, np.array([ind.X for ind in inds]), *args, random_state=random_state, **kwargs)
+        mutated = random_state.random(size=len(inds)) <= variable_value(self.prob, size=len(inds))
+        for i in np.flatnonzero(mutated):
+            inds[i].X = Xp[i].copy()
+        return pop
+
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         rng = problem.rng
-        a = X.reshape(-1, *problem.shape).copy()
+        a = X.reshape(-1, *problem.shape)
         n_pop, n_jobs, n_nodes = a.shape
         reset = rng.random((n_pop, n_jobs)) < 0.1
-        a = np.where(reset[..., None], problem.base[None], a)
+        a = np.where(reset[..., None], problem.base[None], a)   # a new array: X is left as it was
         zero = (rng.random((n_pop, n_jobs)) < 0.1)[..., None] & (rng.random(a.shape) < 0.1)
         a[zero] = 0
         free = np.maximum(problem.capacity[None] - a.sum(axis=1), 0)  # (P, N), before any growth
         grow = rng.random((n_pop, n_jobs)) < 0.1
-        used = a > 0
-        spare = np.broadcast_to((free > 0)[:, None, :], a.shape)
-        want_used = (rng.random((n_pop, n_jobs)) < 0.5)[..., None]
-        pool = np.where(want_used & used.any(axis=2, keepdims=True), used, spare)
-        score = np.where(pool, rng.random(a.shape), -1.0)
-        node = score.argmax(axis=2)                                       # (P, J)
-        ok = grow & (score.max(axis=2) >= 0)
-        p_idx, j_idx = np.nonzero(ok)
-        n_idx = node[p_idx, j_idx]
+        want_used = rng.random((n_pop, n_jobs)) < 0.5
+        draws = rng.random(a.shape)
+        # Only growing rows need a node: the same draws, the choice made for those rows alone.
+        p_idx, j_idx = np.nonzero(grow)
+        used = a[p_idx, j_idx] > 0                                       # (growing rows, N)
+        spare = free[p_idx] > 0
+        pool = np.where((want_used[p_idx, j_idx] & used.any(axis=1))[:, None], used, spare)
+        score = np.where(pool, draws[p_idx, j_idx], -1.0)
+        ok = score.max(axis=1) >= 0
+        p_idx, j_idx, n_idx = p_idx[ok], j_idx[ok], score.argmax(axis=1)[ok]
         room = free[p_idx, n_idx]
         a[p_idx, j_idx, n_idx] += np.floor(rng.random(p_idx.size) * (room + 1)).astype(int)
         return a.reshape(len(X), -1)
@@ -250,14 +306,41 @@ class _AllocationMutation(Mutation):
 class _ExactDuplicates(DuplicateElimination):
     """pymoo's default duplicate test (Euclidean distance <= 1e-16 between decision vectors, the first of
     equal ones kept) is exact equality for integer states; here by hashing the rows' bytes instead of
-    an all-pairs distance matrix (which was 12 % of a round's time on 40 jobs)."""
+    an all-pairs distance matrix (which was 12 % of a round's time on 40 jobs). A state's bytes are
+    remembered per individual while its X is the same object, and the parents' set per population: the
+    parents and the offspring so far are compared again at every mating pass of a generation (about 10 per
+    generation once the population has converged, most children being copies)."""
+
+    MEMO_LIMIT = 1024  # individuals remembered before the memo starts afresh (2-3 generations' worth)
+
+    def __init__(self):
+        super().__init__()
+        self._memo: dict[int, tuple] = {}   # id(individual) -> (individual, its X, X's bytes as int64)
+        self._others: dict[int, tuple] = {}  # id(population) -> (population, its key set): the parents
+
+    def _keys(self, pop) -> list[bytes]:
+        if len(self._memo) > self.MEMO_LIMIT:
+            self._memo = {}
+        keys = []
+        for ind in pop.tolist():
+            x = ind.X
+            hit = self._memo.get(id(ind))
+            if hit is None or hit[0] is not ind or hit[1] is not x:
+                hit = self._memo[id(ind)] = (ind, x, np.ascontiguousarray(x, dtype=np.int64).tobytes())
+            keys.append(hit[2])
+        return keys
 
     def _do(self, pop, other, is_duplicate):
-        seen = set()
-        if other is not None:
-            seen.update(row.tobytes() for row in np.ascontiguousarray(other.get("X"), dtype=np.int64))
-        for i, row in enumerate(np.ascontiguousarray(pop.get("X"), dtype=np.int64)):
-            key = row.tobytes()
+        if other is None:
+            seen = set()
+        else:
+            hit = self._others.get(id(other))
+            if hit is None or hit[0] is not other:   # a reference is held: an id is never reused while kept
+                if len(self._others) >= 4:
+                    self._others = {}
+                hit = self._others[id(other)] = (other, frozenset(self._keys(other)))
+            seen = set(hit[1])
+        for i, key in enumerate(self._keys(pop)):
             if key in seen:
                 is_duplicate[i] = True
             else:
@@ -265,7 +348,74 @@ class _ExactDuplicates(DuplicateElimination):
         return is_duplicate
 
 
+class _BinaryTournament:
+    """pymoo's NSGA-II binary tournament (pymoo.algorithms.moo.nsga2.binary_tournament, 'comp_by_dom_and_crowding'),
+    vectorised: the dominating one of each pair wins, else the larger crowding distance, else a random one
+    of the two. The states have no constraints (CV 0), so its feasibility branch never decides. Ties
+    draw random_state.choice([a, b]) one by one in tournament order, as pymoo does, so the same stream gives
+    the same parents. The parents' objectives and crowding are read once per population: a generation
+    runs several mating passes over the same parents (about 10 once the population has converged)."""
+
+    def __init__(self):
+        self._pop, self._f, self._crowding = None, None, None
+
+    def __call__(self, pop, P, algorithm, **kwargs):
+        if P.shape[1] != 2:
+            raise ValueError("only binary tournaments")
+        if pop is not self._pop:  # a reference is held, so a new population is never mistaken for it
+            inds = pop.tolist()
+            self._pop = pop
+            self._f = np.array([ind.F for ind in inds], dtype=float)
+            self._crowding = np.array([ind.data.get("crowding") for ind in inds], dtype=float)
+        f, crowding = self._f, self._crowding
+        a, b = P[:, 0], P[:, 1]
+        a_less, b_less = (f[a] < f[b]).any(axis=1), (f[b] < f[a]).any(axis=1)
+        winner = np.where(a_less & ~b_less, a, np.where(b_less & ~a_less, b, -1))
+        open_ = winner < 0
+        by_crowding = np.where(crowding[a] > crowding[b], a, np.where(crowding[a] < crowding[b], b, -1))
+        winner[open_] = by_crowding[open_]
+        for i in np.flatnonzero(winner < 0):
+            winner[i] = algorithm.random_state.choice([a[i], b[i]])
+        return winner[:, None].astype(int, copy=False)
+
+
+class _RankAndCrowding(RankAndCrowding):
+    """pymoo's NSGA-II survival (RankAndCrowding._do with its defaults: fronts by non-dominated sorting, the
+    splitting front cut by crowding distance through randomized_argsort), step for step and with the same
+    random draws; only the objectives are read and rank and crowding stored directly on the individuals
+    (Individual.set keeps them in .data, as here) instead of through pymoo's per-attribute accessors."""
+
+    def _do(self, problem, pop, *args, random_state=None, n_survive=None, **kwargs):
+        F = np.array([ind.F for ind in pop]).astype(float, copy=False)
+        survivors: list[int] = []
+        for k, front in enumerate(self.nds.do(F, n_stop_if_ranked=n_survive)):
+            keep = np.arange(len(front))
+            if len(survivors) + len(keep) > n_survive:
+                n_remove = len(survivors) + len(front) - n_survive
+                crowding = self.crowding_func.do(F[front, :], n_remove=n_remove)
+                keep = randomized_argsort(crowding, order="descending", method="numpy",
+                                          random_state=random_state)[:-n_remove]
+            else:
+                crowding = self.crowding_func.do(F[front, :], n_remove=0)
+            for j, i in enumerate(front):
+                data = pop[i].data
+                data["rank"] = k
+                data["crowding"] = crowding[j]
+            survivors.extend(front[keep])
+        return pop[survivors]
+
+
 class _AllocationRepair(Repair):
+    def do(self, problem, pop, **kwargs):
+        """pymoo's Repair.do, reading and writing X directly instead of through Population.set."""
+        inds = pop.tolist()
+        X = np.array([ind.X for ind in inds])
+        if self.vtype is not None:
+            X = X.astype(self.vtype)
+        for ind, x in zip(inds, self._do(problem, X, **kwargs)):
+            ind.X = x.copy()
+        return pop
+
     def _do(self, problem, X, **kwargs):
         return problem.repair(X.reshape(-1, *problem.shape)).reshape(len(X), -1)
 
@@ -310,6 +460,7 @@ class PolluxScheduler:
             seeds = np.concatenate([seeds, previous])
         seeds = problem.repair(seeds)
         algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), crossover=_RowCrossover(),
+                          selection=TournamentSelection(func_comp=_BinaryTournament()), survival=_RankAndCrowding(),
                           mutation=_AllocationMutation(), repair=_AllocationRepair(),
                           eliminate_duplicates=_ExactDuplicates())
         result = minimize(problem, algorithm, ("n_gen", self.generations), seed=int(rng.integers(2**31)),
