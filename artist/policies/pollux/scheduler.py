@@ -24,13 +24,13 @@ the final population. Randomness comes from one numpy Generator seeded per round
 from __future__ import annotations
 
 import math
-from copy import deepcopy
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.crossover import Crossover
+from pymoo.core.mating import Mating
 from pymoo.core.duplicate import DuplicateElimination
 from pymoo.core.mutation import Mutation
 from pymoo.core.population import Population
@@ -42,7 +42,6 @@ from pymoo.operators.selection.tournament import TournamentSelection
 from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
 from pymoo.util.randomized_argsort import randomized_argsort
 from pymoo.optimize import minimize
-from pymoo.util import default_random_state
 
 from artist.policies.pollux.agent import PolluxAgent
 from artist.policies.pollux.goodput import best_goodputs
@@ -225,25 +224,6 @@ class _RowCrossover(Crossover):
     def __init__(self):
         super().__init__(2, 2)
 
-    @default_random_state
-    def do(self, problem, pop, parents=None, *args, random_state=None, **kwargs):
-        """pymoo's Crossover.do step for step (crossover with probability prob per mating, else the
-        children are the parents), reading the parents' X directly instead of per-attribute accessors."""
-        if parents is not None:
-            pop = [pop[mating] for mating in parents]
-        matings = [list(m) for m in (pop.tolist() if isinstance(pop, np.ndarray) else pop)]
-        X = np.swapaxes(np.array([[parent.X for parent in mating] for mating in matings]), 0, 1)
-        if self.vtype is not None:
-            X = X.astype(self.vtype)
-        n_matings, n_var = len(matings), problem.n_var
-        Xp = np.empty(shape=(self.n_offsprings, n_matings, n_var), dtype=X.dtype)
-        cross = random_state.random(n_matings) < variable_value(self.prob, size=n_matings)
-        if np.any(cross):
-            Q = self._do(problem, X, *args, random_state=random_state, **kwargs)
-            Xp[:, cross] = Q[:, cross]
-        Xp[:, ~cross] = X[:, ~cross]   # two parents, two children: each child is its parent
-        return Population.new("X", Xp.reshape(-1, X.shape[-1]))
-
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         _, n_matings, n_var = X.shape
         jobs, nodes = problem.shape
@@ -264,19 +244,6 @@ class _AllocationMutation(Mutation):
     (half the time one the job uses, else one with free GPUs) raised by a uniform count in [0, the node's
     free GPUs]. Ours [I]: the growth probability, the used/free split, and that free GPUs are counted
     before any growth (two jobs may grow onto the same free GPUs; repair's capacity step settles it)."""
-
-    @default_random_state
-    def do(self, problem, pop, inplace=True, *args, random_state=None, **kwargs):
-        """pymoo's Mutation.do step for step (each individual mutated with probability prob), reading and
-        writing X directly instead of through Population.get/set."""
-        if not inplace:
-            pop = deepcopy(pop)
-        inds = pop.tolist()
-        Xp = self._do(problem, np.array([ind.X for ind in inds]), *args, random_state=random_state, **kwargs)
-        mutated = random_state.random(size=len(inds)) <= variable_value(self.prob, size=len(inds))
-        for i in np.flatnonzero(mutated):
-            inds[i].X = Xp[i].copy()
-        return pop
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         rng = problem.rng
@@ -410,6 +377,54 @@ class _RankAndCrowding(RankAndCrowding):
         return pop[survivors]
 
 
+class _ArrayMating(Mating):
+    """pymoo's mating loop (InfillCriterion.do with Mating._do: selection, crossover with probability prob,
+    mutation of each child with probability prob, repair, duplicate elimination against the children
+    itself, the parents and the children so far, truncation; repeated until n_offsprings unique children
+    or n_max_iterations passes), step for step with the same operators' _do and the same random draws in
+    the same order, on arrays: the children become pymoo individuals once, at the end. Once the population
+    has converged most children are copies and a generation takes ~10 passes; pymoo built individuals and
+    populations in every pass (most of a round's time)."""
+
+    def do(self, problem, pop, n_offsprings, random_state=None, n_max_iterations=None, **kwargs):
+        n_max_iterations = self.n_max_iterations if n_max_iterations is None else n_max_iterations
+        crossover, mutation, n_var = self.crossover, self.mutation, problem.n_var
+        parents_x = np.array([ind.X for ind in pop.tolist()])
+        seen = {row.tobytes() for row in np.ascontiguousarray(parents_x, dtype=np.int64)}
+        children: list[np.ndarray] = []
+        n_infills = 0
+        while len(children) < n_offsprings:
+            n_remaining = n_offsprings - len(children)
+            n_matings = math.ceil(n_remaining / crossover.n_offsprings)
+            idx = self.selection.do(problem, pop, n_matings, n_parents=crossover.n_parents, to_pop=False,
+                                    random_state=random_state, **kwargs)
+            x = np.swapaxes(parents_x[idx], 0, 1)                        # (parents, matings, n_var)
+            xp = np.empty((crossover.n_offsprings, n_matings, n_var), dtype=x.dtype)
+            cross = random_state.random(n_matings) < variable_value(crossover.prob, size=n_matings)
+            if np.any(cross):
+                q = crossover._do(problem, x, random_state=random_state, **kwargs)
+                xp[:, cross] = q[:, cross]
+            xp[:, ~cross] = x[:, ~cross]             # two parents, two children: each child is its parent
+            xp = xp.reshape(-1, x.shape[-1])
+            mutated_x = mutation._do(problem, xp, random_state=random_state, **kwargs)
+            mutated = random_state.random(size=len(xp)) <= variable_value(mutation.prob, size=len(xp))
+            xp[mutated] = mutated_x[mutated]
+            xp = self.repair._do(problem, xp, random_state=random_state, **kwargs)
+            new = []
+            for row, key_row in zip(xp, np.ascontiguousarray(xp, dtype=np.int64)):
+                key = key_row.tobytes()   # the key _ExactDuplicates compares
+                if key not in seen:
+                    seen.add(key)
+                    new.append(row)
+            children.extend(new[:n_remaining])
+            n_infills += 1
+            if n_infills >= n_max_iterations:
+                break
+        if not children:
+            return Population.create()
+        return Population.new("X", np.array(children))
+
+
 class _AllocationRepair(Repair):
     def do(self, problem, pop, **kwargs):
         """pymoo's Repair.do, reading and writing X directly instead of through Population.set."""
@@ -464,10 +479,12 @@ class PolluxScheduler:
             previous = np.stack([self._population.get(j.job_id, zeros) for j in jobs], axis=1)  # (P, J, N)
             seeds = np.concatenate([seeds, previous])
         seeds = problem.repair(seeds)
-        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), crossover=_RowCrossover(),
-                          selection=TournamentSelection(func_comp=_BinaryTournament()), survival=_RankAndCrowding(),
-                          mutation=_AllocationMutation(), repair=_AllocationRepair(),
-                          eliminate_duplicates=_ExactDuplicates())
+        repair, duplicates = _AllocationRepair(), _ExactDuplicates()
+        mating = _ArrayMating(TournamentSelection(func_comp=_BinaryTournament()), _RowCrossover(),
+                              _AllocationMutation(), repair=repair, eliminate_duplicates=duplicates,
+                              n_max_iterations=100)
+        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), survival=_RankAndCrowding(),
+                          repair=repair, eliminate_duplicates=duplicates, mating=mating)
         result = minimize(problem, algorithm, ("n_gen", self.generations), seed=int(rng.integers(2**31)),
                           verbose=False)
         final = result.pop.get("X").reshape(-1, *base.shape).astype(int)
