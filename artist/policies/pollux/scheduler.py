@@ -273,41 +273,15 @@ class _AllocationMutation(Mutation):
 class _ExactDuplicates(DuplicateElimination):
     """pymoo's default duplicate test (Euclidean distance <= 1e-16 between decision vectors, the first of
     equal ones kept) is exact equality for integer states; here by hashing the rows' bytes instead of
-    an all-pairs distance matrix (which was 12 % of a round's time on 40 jobs). A state's bytes are
-    remembered per individual while its X is the same object, and the parents' set per population: the
-    parents and the offspring so far are compared again at every mating pass of a generation (about 10 per
-    generation once the population has converged, most children being copies)."""
-
-    MEMO_LIMIT = 1024  # individuals remembered before the memo starts afresh (2-3 generations' worth)
-
-    def __init__(self):
-        super().__init__()
-        self._memo: dict[int, tuple] = {}   # id(individual) -> (individual, its X, X's bytes as int64)
-        self._others: dict[int, tuple] = {}  # id(population) -> (population, its key set): the parents
-
-    def _keys(self, pop) -> list[bytes]:
-        if len(self._memo) > self.MEMO_LIMIT:
-            self._memo = {}
-        keys = []
-        for ind in pop.tolist():
-            x = ind.X
-            hit = self._memo.get(id(ind))
-            if hit is None or hit[0] is not ind or hit[1] is not x:
-                hit = self._memo[id(ind)] = (ind, x, np.ascontiguousarray(x, dtype=np.int64).tobytes())
-            keys.append(hit[2])
-        return keys
+    an all-pairs distance matrix (which was 12 % of a round's time on 40 jobs). Used by the initial
+    population; the mating passes (_ArrayMating) compare the same keys."""
 
     def _do(self, pop, other, is_duplicate):
-        if other is None:
-            seen = set()
-        else:
-            hit = self._others.get(id(other))
-            if hit is None or hit[0] is not other:   # a reference is held: an id is never reused while kept
-                if len(self._others) >= 4:
-                    self._others = {}
-                hit = self._others[id(other)] = (other, frozenset(self._keys(other)))
-            seen = set(hit[1])
-        for i, key in enumerate(self._keys(pop)):
+        seen = set()
+        if other is not None:
+            seen.update(row.tobytes() for row in np.ascontiguousarray(other.get("X"), dtype=np.int64))
+        for i, row in enumerate(np.ascontiguousarray(pop.get("X"), dtype=np.int64)):
+            key = row.tobytes()
             if key in seen:
                 is_duplicate[i] = True
             else:
@@ -426,16 +400,6 @@ class _ArrayMating(Mating):
 
 
 class _AllocationRepair(Repair):
-    def do(self, problem, pop, **kwargs):
-        """pymoo's Repair.do, reading and writing X directly instead of through Population.set."""
-        inds = pop.tolist()
-        X = np.array([ind.X for ind in inds])
-        if self.vtype is not None:
-            X = X.astype(self.vtype)
-        for ind, x in zip(inds, self._do(problem, X, **kwargs)):
-            ind.X = x.copy()
-        return pop
-
     def _do(self, problem, X, **kwargs):
         return problem.repair(X.reshape(-1, *problem.shape)).reshape(len(X), -1)
 
