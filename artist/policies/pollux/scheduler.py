@@ -19,6 +19,12 @@ service first, then earliest submission): interference avoidance (at most one mu
 each job's GPU cap (its agent's 2x rule) truncated over a random node order, at most 16 nodes per job,
 node capacity, and the job's minimum GPUs (else zero). The answer is the state of highest fitness in
 the final population. Randomness comes from one numpy Generator seeded per round from (seed, round).
+
+The NSGA-II loop is pymoo's (minimize, non-dominated sorting, crowding distance); its mating loop, binary
+tournament and survival bookkeeping are pymoo's re-written on arrays with the same random draws
+(_ArrayMating, _BinaryTournament, _RankAndCrowding; a test runs pymoo's own in their place and gets the same
+bytes): once the population converges most children are copies of a parent, a generation takes ~10 mating
+passes, and pymoo's per-individual objects were most of a round's time.
 """
 
 from __future__ import annotations
@@ -423,6 +429,16 @@ class PolluxScheduler:
         self._speedup_memo: dict = {}
         self.round = 0
 
+    @staticmethod
+    def _mating_and_survival(repair: Repair, duplicates: DuplicateElimination):
+        """NSGA-II's mating (binary tournament, row crossover, mutation, repair, duplicate elimination,
+        pymoo's 100 passes at most) and survival (rank and crowding): pymoo's loops, re-written on arrays
+        with the same draws (tests/test_pollux_scheduler.py runs pymoo's own against these)."""
+        mating = _ArrayMating(TournamentSelection(func_comp=_BinaryTournament()), _RowCrossover(),
+                              _AllocationMutation(), repair=repair, eliminate_duplicates=duplicates,
+                              n_max_iterations=100)
+        return mating, _RankAndCrowding()
+
     def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]:
         self.round += 1
         if not jobs:
@@ -444,10 +460,8 @@ class PolluxScheduler:
             seeds = np.concatenate([seeds, previous])
         seeds = problem.repair(seeds)
         repair, duplicates = _AllocationRepair(), _ExactDuplicates()
-        mating = _ArrayMating(TournamentSelection(func_comp=_BinaryTournament()), _RowCrossover(),
-                              _AllocationMutation(), repair=repair, eliminate_duplicates=duplicates,
-                              n_max_iterations=100)
-        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), survival=_RankAndCrowding(),
+        mating, survival = self._mating_and_survival(repair, duplicates)
+        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), survival=survival,
                           repair=repair, eliminate_duplicates=duplicates, mating=mating)
         result = minimize(problem, algorithm, ("n_gen", self.generations), seed=int(rng.integers(2**31)),
                           verbose=False)
