@@ -199,3 +199,37 @@ def test_exact_duplicate_elimination_agrees_with_pymoos_default():
         ours = _ExactDuplicates().do(pop, oth, return_indices=True)[1]
         theirs = DefaultDuplicateElimination().do(pop, oth, return_indices=True)[1]
         assert ours == theirs
+
+
+def test_array_mating_and_survival_give_pymoos_own_allocations():
+    """The GA's mating loop, tournament and survival are pymoo's re-written on arrays with the same draws:
+    with pymoo's own Mating, binary_tournament and RankAndCrowding in their place, every round's allocation
+    and final population are the same bytes (converged rounds, where most children are copies, included)."""
+    from pymoo.algorithms.moo.nsga2 import binary_tournament
+    from pymoo.core.mating import Mating
+    from pymoo.operators.selection.tournament import TournamentSelection
+    from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
+
+    from artist.policies.pollux.scheduler import _AllocationMutation, _RowCrossover
+
+    class PymoosLoops(PolluxScheduler):
+        @staticmethod
+        def _mating_and_survival(repair, duplicates):
+            return Mating(TournamentSelection(func_comp=binary_tournament), _RowCrossover(), _AllocationMutation(),
+                          repair=repair, eliminate_duplicates=duplicates, n_max_iterations=100), RankAndCrowding()
+
+    def run(cls):
+        rng = np.random.default_rng(21)
+        capacity = np.array([4] * 5)
+        jobs = _jobs(rng, 8, capacity)
+        sched = cls(capacity, pop_size=24, generations=12, seed=5)
+        rounds = []
+        for _ in range(4):
+            out = sched.allocate(jobs)
+            rounds.append((np.stack([out[j.job_id] for j in jobs]).tobytes(), sched.last_fitness,
+                           [sched._population[j.job_id].tobytes() for j in jobs]))
+            for j in jobs:
+                j.current = out[j.job_id]
+        return rounds
+
+    assert run(PolluxScheduler) == run(PymoosLoops)

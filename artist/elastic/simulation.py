@@ -117,6 +117,7 @@ class ElasticResult:
     rounds: int
     policy_seconds: list[float]   # wall seconds of every scheduler call
     isolated: object = None       # IsolatedTimes of a multi-type run: adds Sia's FTF to the summary
+    policy_cpu_seconds: list[float] = field(default_factory=list)  # this process's CPU seconds of every call
 
     def summary(self) -> dict:
         jct = np.array([j.finish - j.spec.arrival for j in self.jobs])
@@ -255,6 +256,7 @@ class ElasticSimulation:
 
     def run(self) -> ElasticResult:
         policy_seconds: list[float] = []
+        policy_cpu: list[float] = []   # CPU next to wall: on a shared machine the wall time says little
         now, rounds = 0.0, 0
         total = len(self.pending)
         oracle = bool(getattr(self.scheduler, "wants_oracle", False))  # Optimus+Oracle: exact work left
@@ -276,9 +278,10 @@ class ElasticSimulation:
                              remaining_iterations=remaining_iterations(j.app.replay, j.progress.progress, j.spec.batch)
                              if oracle and j.spec.batch else 0.0)
                      for j in self.active]
-            started = wallclock.perf_counter()
+            started, started_cpu = wallclock.perf_counter(), wallclock.process_time()
             wanted = self.scheduler.allocate(views)
             policy_seconds.append(wallclock.perf_counter() - started)
+            policy_cpu.append(wallclock.process_time() - started_cpu)
             for job in self.active:
                 new = np.asarray(wanted[job.spec.job_id], dtype=int)
                 if not np.array_equal(new, job.alloc):
@@ -302,4 +305,4 @@ class ElasticSimulation:
             now += self.round_seconds
         jobs = sorted(self.done, key=lambda j: j.spec.job_id)
         makespan = max(j.finish for j in jobs) if jobs else 0.0
-        return ElasticResult(jobs, makespan, rounds, policy_seconds)
+        return ElasticResult(jobs, makespan, rounds, policy_seconds, policy_cpu_seconds=policy_cpu)

@@ -19,6 +19,12 @@ service first, then earliest submission): interference avoidance (at most one mu
 each job's GPU cap (its agent's 2x rule) truncated over a random node order, at most 16 nodes per job,
 node capacity, and the job's minimum GPUs (else zero). The answer is the state of highest fitness in
 the final population. Randomness comes from one numpy Generator seeded per round from (seed, round).
+
+The NSGA-II loop is pymoo's (minimize, non-dominated sorting, crowding distance); its mating loop, binary
+tournament and survival bookkeeping are pymoo's re-written on arrays with the same random draws
+(_ArrayMating, _BinaryTournament, _RankAndCrowding; a test runs pymoo's own in their place and gets the same
+bytes): once the population converges most children are copies of a parent, a generation takes ~10 mating
+passes, and pymoo's per-individual objects were most of a round's time.
 """
 
 from __future__ import annotations
@@ -30,11 +36,17 @@ from typing import Sequence
 import numpy as np
 from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.crossover import Crossover
+from pymoo.core.mating import Mating
 from pymoo.core.duplicate import DuplicateElimination
 from pymoo.core.mutation import Mutation
+from pymoo.core.population import Population
 from pymoo.core.problem import Problem
 from pymoo.core.repair import Repair
 from pymoo.core.sampling import Sampling
+from pymoo.core.variable import get as variable_value
+from pymoo.operators.selection.tournament import TournamentSelection
+from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
+from pymoo.util.randomized_argsort import randomized_argsort
 from pymoo.optimize import minimize
 
 from artist.policies.pollux.agent import PolluxAgent
@@ -136,6 +148,7 @@ class _AllocationProblem(Problem):
         self.shape = base.shape
         self.capacity = np.asarray(sched.capacity)
         self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].attained, jobs[i].submitted, jobs[i].job_id))
+        self.order_array = np.array(self.order, dtype=int)
         self.factor = np.array([realloc_factor(j.age, j.restarts, sched.delta) for j in jobs])
         self.min_gpus = np.array([j.min_gpus for j in jobs])
         super().__init__(n_var=base.size, n_obj=2, xl=0, xu=int(self.capacity.max()), vtype=int)
@@ -152,35 +165,50 @@ class _AllocationProblem(Problem):
 
     def repair(self, states: np.ndarray) -> np.ndarray:
         """Constraints on a population (P, J, N), vectorised over P, jobs in priority order."""
-        a = np.maximum(np.asarray(states).astype(int), 0).copy()
+        a = np.maximum(np.asarray(states).astype(int), 0)
         n_pop, _, n_nodes = a.shape
         if self.sched.interference_avoidance:
             taken = np.zeros((n_pop, n_nodes), dtype=bool)  # node already holds a multi-node job
             # only jobs spread over nodes in some state take part (zeroing never makes a job multi-node)
             spread = (np.count_nonzero(a, axis=2) > 1).any(axis=0)
             for i in (i for i in self.order if spread[i]):
-                multi = np.count_nonzero(a[:, i], axis=1) > 1
-                a[:, i][multi[:, None] & taken] = 0
-                multi = np.count_nonzero(a[:, i], axis=1) > 1
-                taken |= multi[:, None] & (a[:, i] > 0)
+                row = a[:, i]                                   # a view: (P, N), all >= 0
+                used = row > 0
+                drop = ((used.sum(axis=1) > 1)[:, None]) & taken  # a multi-node row leaves taken nodes
+                row[drop] = 0
+                used &= ~drop
+                taken |= (used.sum(axis=1) > 1)[:, None] & used
         # The cap and node-count limits are independent per job: all jobs at once, over a random node
         # order per (state, job). One draw of (jobs, P, N) numbers is the same stream, in the same
-        # order, as the per-job draws of (P, N) it replaced, so the states are unchanged.
-        order = np.array(self.order)
-        perm = self.rng.random((len(order), n_pop, n_nodes)).transpose(1, 0, 2).argsort(axis=2)  # (P, J, N)
-        rows = np.take_along_axis(a[:, order], perm, axis=2)
-        excess = rows.sum(axis=2, keepdims=True) - self.speedups.caps[order][None, :, None]
-        before = np.cumsum(rows, axis=2) - rows
-        rows = rows - np.clip(excess - before, 0, rows)
-        rank = np.cumsum(rows > 0, axis=2)
-        rows = np.where(rank > self.sched.max_nodes, 0, rows)
-        placed = np.empty_like(rows)
-        np.put_along_axis(placed, perm, rows, axis=2)
+        # order, as the per-job draws of (P, N) it replaced, so the states are unchanged. Only the rows
+        # over a limit are cut (a row within both limits is left as it is by the cut), so only theirs
+        # are sorted; the whole draw is still made, keeping the stream.
+        order = self.order_array
+        draws = self.rng.random((len(order), n_pop, n_nodes))
+        rows = a[:, order]
+        caps = self.speedups.caps[order]
+        over = (rows.sum(axis=2) > caps[None]) | (np.count_nonzero(rows, axis=2) > self.sched.max_nodes)
+        if over.any():
+            p_idx, j_idx = np.nonzero(over)
+            perm = draws[j_idx, p_idx].argsort(axis=1)                           # (cut rows, N)
+            cut = np.take_along_axis(rows[p_idx, j_idx], perm, axis=1)
+            excess = cut.sum(axis=1, keepdims=True) - caps[j_idx][:, None]
+            before = np.cumsum(cut, axis=1) - cut
+            cut = cut - np.clip(excess - before, 0, cut)
+            rank = np.cumsum(cut > 0, axis=1)
+            cut = np.where(rank > self.sched.max_nodes, 0, cut)
+            placed = np.empty_like(cut)
+            np.put_along_axis(placed, perm, cut, axis=1)
+            rows[p_idx, j_idx] = placed
         # Node capacity in priority order: what the jobs before hold plus this one's, cut at the capacity
         # (S_i = min(S_{i-1} + a_i, C) unrolls to min(cumsum a, C) for a >= 0), so each job gets
-        # min(a_i, what is left), as the sequential loop gave.
-        held = np.minimum(np.cumsum(placed, axis=1), self.capacity[None, None, :])
-        a[:, order] = np.diff(held, axis=1, prepend=0)
+        # min(a_i, what is left), as the sequential loop gave. A state within every node's capacity
+        # keeps its rows as they are.
+        full = (rows.sum(axis=1) > self.capacity[None]).any(axis=1)
+        if full.any():
+            held = np.minimum(np.cumsum(rows[full], axis=1), self.capacity[None, None, :])
+            rows[full] = np.diff(held, axis=1, prepend=0)
+        a[:, order] = rows
         total = a.sum(axis=2)
         a[(total > 0) & (total < self.min_gpus[None])] = 0
         return a
@@ -225,23 +253,24 @@ class _AllocationMutation(Mutation):
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         rng = problem.rng
-        a = X.reshape(-1, *problem.shape).copy()
+        a = X.reshape(-1, *problem.shape)
         n_pop, n_jobs, n_nodes = a.shape
         reset = rng.random((n_pop, n_jobs)) < 0.1
-        a = np.where(reset[..., None], problem.base[None], a)
+        a = np.where(reset[..., None], problem.base[None], a)   # a new array: X is left as it was
         zero = (rng.random((n_pop, n_jobs)) < 0.1)[..., None] & (rng.random(a.shape) < 0.1)
         a[zero] = 0
         free = np.maximum(problem.capacity[None] - a.sum(axis=1), 0)  # (P, N), before any growth
         grow = rng.random((n_pop, n_jobs)) < 0.1
-        used = a > 0
-        spare = np.broadcast_to((free > 0)[:, None, :], a.shape)
-        want_used = (rng.random((n_pop, n_jobs)) < 0.5)[..., None]
-        pool = np.where(want_used & used.any(axis=2, keepdims=True), used, spare)
-        score = np.where(pool, rng.random(a.shape), -1.0)
-        node = score.argmax(axis=2)                                       # (P, J)
-        ok = grow & (score.max(axis=2) >= 0)
-        p_idx, j_idx = np.nonzero(ok)
-        n_idx = node[p_idx, j_idx]
+        want_used = rng.random((n_pop, n_jobs)) < 0.5
+        draws = rng.random(a.shape)
+        # Only growing rows need a node: the same draws, the choice made for those rows alone.
+        p_idx, j_idx = np.nonzero(grow)
+        used = a[p_idx, j_idx] > 0                                       # (growing rows, N)
+        spare = free[p_idx] > 0
+        pool = np.where((want_used[p_idx, j_idx] & used.any(axis=1))[:, None], used, spare)
+        score = np.where(pool, draws[p_idx, j_idx], -1.0)
+        ok = score.max(axis=1) >= 0
+        p_idx, j_idx, n_idx = p_idx[ok], j_idx[ok], score.argmax(axis=1)[ok]
         room = free[p_idx, n_idx]
         a[p_idx, j_idx, n_idx] += np.floor(rng.random(p_idx.size) * (room + 1)).astype(int)
         return a.reshape(len(X), -1)
@@ -250,7 +279,8 @@ class _AllocationMutation(Mutation):
 class _ExactDuplicates(DuplicateElimination):
     """pymoo's default duplicate test (Euclidean distance <= 1e-16 between decision vectors, the first of
     equal ones kept) is exact equality for integer states; here by hashing the rows' bytes instead of
-    an all-pairs distance matrix (which was 12 % of a round's time on 40 jobs)."""
+    an all-pairs distance matrix (which was 12 % of a round's time on 40 jobs). Used by the initial
+    population; the mating passes (_ArrayMating) compare the same keys."""
 
     def _do(self, pop, other, is_duplicate):
         seen = set()
@@ -263,6 +293,116 @@ class _ExactDuplicates(DuplicateElimination):
             else:
                 seen.add(key)
         return is_duplicate
+
+
+class _BinaryTournament:
+    """pymoo's NSGA-II binary tournament (pymoo.algorithms.moo.nsga2.binary_tournament,
+    'comp_by_dom_and_crowding'), vectorised: the dominating one of each pair wins, else the larger crowding
+    distance, else a random one of the two. The states have no constraints (CV 0), so its feasibility
+    branch never decides. Ties draw from the same stream as pymoo's one choice per tie in tournament
+    order, so the parents are the same. The parents' objectives and crowding are read once per population:
+    a generation runs several mating passes over the same parents (about 10 once it has converged)."""
+
+    def __init__(self):
+        self._pop, self._f, self._crowding = None, None, None
+
+    def __call__(self, pop, P, algorithm, **kwargs):
+        if P.shape[1] != 2:
+            raise ValueError("only binary tournaments")
+        if pop is not self._pop:  # a reference is held, so a new population is never mistaken for it
+            inds = pop.tolist()
+            self._pop = pop
+            self._f = np.array([ind.F for ind in inds], dtype=float)
+            self._crowding = np.array([ind.data.get("crowding") for ind in inds], dtype=float)
+        f, crowding = self._f, self._crowding
+        a, b = P[:, 0], P[:, 1]
+        a_less, b_less = (f[a] < f[b]).any(axis=1), (f[b] < f[a]).any(axis=1)
+        winner = np.where(a_less & ~b_less, a, np.where(b_less & ~a_less, b, -1))
+        open_ = winner < 0
+        by_crowding = np.where(crowding[a] > crowding[b], a, np.where(crowding[a] < crowding[b], b, -1))
+        winner[open_] = by_crowding[open_]
+        ties = np.flatnonzero(winner < 0)
+        if ties.size:
+            # pymoo draws random_state.choice([a, b]) per tie in order; numpy's Generator.choice of two
+            # unweighted items is integers(0, 2), and one vector draw of n equals n scalar ones (checked
+            # over 200 seeds, numpy 2.4: the same picks and the same stream after)
+            pick = algorithm.random_state.integers(0, 2, size=ties.size)
+            winner[ties] = np.where(pick == 0, a[ties], b[ties])
+        return winner[:, None].astype(int, copy=False)
+
+
+class _RankAndCrowding(RankAndCrowding):
+    """pymoo's NSGA-II survival (RankAndCrowding._do with its defaults: fronts by non-dominated sorting, the
+    splitting front cut by crowding distance through randomized_argsort), step for step and with the same
+    random draws; only the objectives are read and rank and crowding stored directly on the individuals
+    (Individual.set keeps them in .data, as here) instead of through pymoo's per-attribute accessors."""
+
+    def _do(self, problem, pop, *args, random_state=None, n_survive=None, **kwargs):
+        F = np.array([ind.F for ind in pop]).astype(float, copy=False)
+        survivors: list[int] = []
+        for k, front in enumerate(self.nds.do(F, n_stop_if_ranked=n_survive)):
+            keep = np.arange(len(front))
+            if len(survivors) + len(keep) > n_survive:
+                n_remove = len(survivors) + len(front) - n_survive
+                crowding = self.crowding_func.do(F[front, :], n_remove=n_remove)
+                keep = randomized_argsort(crowding, order="descending", method="numpy",
+                                          random_state=random_state)[:-n_remove]
+            else:
+                crowding = self.crowding_func.do(F[front, :], n_remove=0)
+            for j, i in enumerate(front):
+                data = pop[i].data
+                data["rank"] = k
+                data["crowding"] = crowding[j]
+            survivors.extend(front[keep])
+        return pop[survivors]
+
+
+class _ArrayMating(Mating):
+    """pymoo's mating loop (InfillCriterion.do with Mating._do: selection, crossover with probability prob,
+    mutation of each child with probability prob, repair, duplicate elimination against the children
+    itself, the parents and the children so far, truncation; repeated until n_offsprings unique children
+    or n_max_iterations passes), step for step with the same operators' _do and the same random draws in
+    the same order, on arrays: the children become pymoo individuals once, at the end. Once the population
+    has converged most children are copies and a generation takes ~10 passes; pymoo built individuals and
+    populations in every pass (most of a round's time)."""
+
+    def do(self, problem, pop, n_offsprings, random_state=None, n_max_iterations=None, **kwargs):
+        n_max_iterations = self.n_max_iterations if n_max_iterations is None else n_max_iterations
+        crossover, mutation, n_var = self.crossover, self.mutation, problem.n_var
+        parents_x = np.array([ind.X for ind in pop.tolist()])
+        seen = {row.tobytes() for row in np.ascontiguousarray(parents_x, dtype=np.int64)}
+        children: list[np.ndarray] = []
+        n_infills = 0
+        while len(children) < n_offsprings:
+            n_remaining = n_offsprings - len(children)
+            n_matings = math.ceil(n_remaining / crossover.n_offsprings)
+            idx = self.selection.do(problem, pop, n_matings, n_parents=crossover.n_parents, to_pop=False,
+                                    random_state=random_state, **kwargs)
+            x = np.swapaxes(parents_x[idx], 0, 1)                        # (parents, matings, n_var)
+            xp = np.empty((crossover.n_offsprings, n_matings, n_var), dtype=x.dtype)
+            cross = random_state.random(n_matings) < variable_value(crossover.prob, size=n_matings)
+            if np.any(cross):
+                q = crossover._do(problem, x, random_state=random_state, **kwargs)
+                xp[:, cross] = q[:, cross]
+            xp[:, ~cross] = x[:, ~cross]             # two parents, two children: each child is its parent
+            xp = xp.reshape(-1, x.shape[-1])
+            mutated_x = mutation._do(problem, xp, random_state=random_state, **kwargs)
+            mutated = random_state.random(size=len(xp)) <= variable_value(mutation.prob, size=len(xp))
+            xp[mutated] = mutated_x[mutated]
+            xp = self.repair._do(problem, xp, random_state=random_state, **kwargs)
+            new = []
+            for row, key_row in zip(xp, np.ascontiguousarray(xp, dtype=np.int64)):
+                key = key_row.tobytes()   # the key _ExactDuplicates compares
+                if key not in seen:
+                    seen.add(key)
+                    new.append(row)
+            children.extend(new[:n_remaining])
+            n_infills += 1
+            if n_infills >= n_max_iterations:
+                break
+        if not children:
+            return Population.create()
+        return Population.new("X", np.array(children))
 
 
 class _AllocationRepair(Repair):
@@ -289,6 +429,16 @@ class PolluxScheduler:
         self._speedup_memo: dict = {}
         self.round = 0
 
+    @staticmethod
+    def _mating_and_survival(repair: Repair, duplicates: DuplicateElimination):
+        """NSGA-II's mating (binary tournament, row crossover, mutation, repair, duplicate elimination,
+        pymoo's 100 passes at most) and survival (rank and crowding): pymoo's loops, re-written on arrays
+        with the same draws (tests/test_pollux_scheduler.py runs pymoo's own against these)."""
+        mating = _ArrayMating(TournamentSelection(func_comp=_BinaryTournament()), _RowCrossover(),
+                              _AllocationMutation(), repair=repair, eliminate_duplicates=duplicates,
+                              n_max_iterations=100)
+        return mating, _RankAndCrowding()
+
     def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]:
         self.round += 1
         if not jobs:
@@ -309,9 +459,10 @@ class PolluxScheduler:
             previous = np.stack([self._population.get(j.job_id, zeros) for j in jobs], axis=1)  # (P, J, N)
             seeds = np.concatenate([seeds, previous])
         seeds = problem.repair(seeds)
-        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), crossover=_RowCrossover(),
-                          mutation=_AllocationMutation(), repair=_AllocationRepair(),
-                          eliminate_duplicates=_ExactDuplicates())
+        repair, duplicates = _AllocationRepair(), _ExactDuplicates()
+        mating, survival = self._mating_and_survival(repair, duplicates)
+        algorithm = NSGA2(pop_size=self.pop_size, sampling=_Seeded(seeds), survival=survival,
+                          repair=repair, eliminate_duplicates=duplicates, mating=mating)
         result = minimize(problem, algorithm, ("n_gen", self.generations), seed=int(rng.integers(2**31)),
                           verbose=False)
         final = result.pop.get("X").reshape(-1, *base.shape).astype(int)
