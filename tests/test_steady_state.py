@@ -6,6 +6,7 @@ import pytest
 from fabric_helpers import NIC_GBPS, allreduce_graph, colliding_pairs, ecmp_topology
 
 from artist.errors import InputError
+from artist.network.cache.cached import Cached
 from artist.network.flow import FlowModel
 from artist.network.steady import repeat_graph, steady_step_times, step_ends
 from artist.parallel.graph import Node, StepGraph
@@ -85,7 +86,7 @@ def test_steady_state_refuses_bad_settings_and_caps_the_steps():
     assert capped["a"].steps_run == 7 and not capped["b"].converged
 
 
-def test_steady_state_sizes_its_runs_to_the_flow_models_transfer_limit():
+def test_steady_state_sizes_its_runs_to_the_flow_models_transfer_limit(tmp_path):
     # The long/short pair above: each 2-GPU all-reduce step holds at most 1 x 2 x 2 = 4 transfers by
     # the flow model's bound. With a limit of 40 transfers per run, 9 + 9 steps (72) would be refused;
     # the steady state runs 5 + 5 steps (the most that fit at the same count, 40) and grows no further,
@@ -108,6 +109,9 @@ def test_steady_state_sizes_its_runs_to_the_flow_models_transfer_limit():
     assert not steady["a"].converged and not steady["b"].converged
     # what was measured is still B's step under A's pattern (2 windows of 2): between alone and steady
     assert 4 * t < steady["b"].step_seconds <= 6.2 * t
+    # behind the on-disk cache (as the simulator asks) the limit is the flow model's: the same runs
+    cached = Cached(model, tmp_path / "cache")
+    assert steady_step_times(cached, graphs) == steady
 
 
 def test_ns3_co_simulation_reaches_the_same_hand_computed_steady_state():

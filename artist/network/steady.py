@@ -148,10 +148,17 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
 
 def _transfers_per_step(model, graphs: Mapping[str, StepGraph]) -> dict[str, int] | None:
     """Each job's transfers per step by the model's own bound, or None for a model without a size limit."""
-    bound = getattr(model, "transfer_bound", None)
-    if bound is None:
+    limited = _size_limited(model)
+    if limited is None:
         return None
-    return {j: bound({j: g}) for j, g in graphs.items()}
+    return {j: limited.transfer_bound({j: g}) for j, g in graphs.items()}
+
+
+def _size_limited(model):
+    """The model, or the model it wraps (a cache, a calibration: `.inner`), that has a size limit per run."""
+    while model is not None and not hasattr(model, "transfer_bound"):
+        model = getattr(model, "inner", None)
+    return model
 
 
 def _within_limit(model, per_step: dict[str, int] | None, wanted: dict[str, int],
@@ -161,7 +168,7 @@ def _within_limit(model, per_step: dict[str, int] | None, wanted: dict[str, int]
     nothing more fits, and a floor that does not fit is left for the model to refuse)."""
     if per_step is None:
         return wanted
-    limit = model.max_transfers
+    limit = _size_limited(model).max_transfers
     size = sum(per_step[j] * wanted[j] for j in wanted)
     if size <= limit:
         return wanted
