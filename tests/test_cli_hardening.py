@@ -329,7 +329,9 @@ def test_ctrl_c_in_a_sweep_keeps_finished_runs_and_says_how_to_resume(tmp_path):
         seeds: [0, 1, 2, 3]
         """)
     out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # its own empty latency cache: with the suite's shared one warm, the other runs could all finish
+    # between the first run's being stored and the signal
+    env = dict(os.environ, PYTHONPATH=str(REPO), ARTIST_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.Popen(ARTIST + ["sweep", str(spec), "-j", "2", "--quiet", "--no-plots", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:

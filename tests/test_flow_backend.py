@@ -114,7 +114,7 @@ def test_a_question_too_large_for_the_flow_model_is_refused_before_building_it(m
     from artist.errors import InputError
     from artist.network.flow import engine
 
-    monkeypatch.setattr("artist.network.flow.MAX_TRANSFERS", 1000)
+    monkeypatch.setattr(FlowModel, "max_transfers", 1000)
     topo = ecmp_topology()
     # 8 GPUs, 2 channels: up to 2 x 8 x 14 = 224 transfers per all-reduce; five of them exceed 1000
     graph = StepGraph(tuple(Node(i, "all_reduce", group=tuple(range(8)), nbytes=MIB) for i in range(5)))
