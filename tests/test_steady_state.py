@@ -23,6 +23,19 @@ def _ddp_like(gpus, compute_s, nbytes):
                       Node(3, "all_reduce", deps=(0, 2), group=gpus, nbytes=nbytes)))
 
 
+def _long_beside_short():
+    """The pair of the two tests below: A computes T then all-reduces S (T = S / NIC rate), B all-reduces
+    4S back to back; their flows share one spine port. Returns (topology, graphs, T)."""
+    topo = ecmp_topology(oversubscription=2.0)
+    a, b = colliding_pairs(topo, collide=True)
+    s = 32 * MIB
+    t = s / NIC_BPS
+    graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
+                              Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
+              "b": allreduce_graph(b, 4 * s)}
+    return topo, graphs, t
+
+
 def test_repeat_graph_chains_steps_and_step_ends_reads_them():
     g = _ddp_like((0, 1), 1e-3, MIB)
     r = repeat_graph(g, 3)
@@ -54,13 +67,7 @@ def test_a_long_job_sharing_a_port_with_a_short_one_is_slowed_by_the_hand_comput
     # the whole port while A computes and half while A sends, on average C (c + T) / (c + 2T): with
     # c = T, B's step is 4T x 3/2 = 6T (2x its alone 4T), A's 3T. From a common start only, B's
     # first step is shorter: it has the port to itself once A's first step is over.
-    topo = ecmp_topology(oversubscription=2.0)
-    a, b = colliding_pairs(topo, collide=True)
-    s = 32 * MIB
-    t = s / NIC_BPS
-    graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
-                              Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
-              "b": allreduce_graph(b, 4 * s)}
+    topo, graphs, t = _long_beside_short()
     model = FlowModel(topo)
     steady = steady_step_times(model, graphs)
     assert steady["a"].converged and steady["b"].converged
@@ -91,13 +98,7 @@ def test_steady_state_sizes_its_runs_to_the_flow_models_transfer_limit(tmp_path)
     # the flow model's bound. With a limit of 40 transfers per run, 9 + 9 steps (72) would be refused;
     # the steady state runs 5 + 5 steps (the most that fit at the same count, 40) and grows no further,
     # so neither job settles (2 windows of 4 measured steps need 9) and both say so.
-    topo = ecmp_topology(oversubscription=2.0)
-    a, b = colliding_pairs(topo, collide=True)
-    s = 32 * MIB
-    t = s / NIC_BPS
-    graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
-                              Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
-              "b": allreduce_graph(b, 4 * s)}
+    topo, graphs, t = _long_beside_short()
     model = FlowModel(topo)
     assert model.transfer_bound({"a": graphs["a"]}) == 4
     model.max_transfers = 40
