@@ -326,11 +326,12 @@ def test_ctrl_c_in_a_sweep_keeps_finished_runs_and_says_how_to_resume(tmp_path):
         topology: {REPO}/topologies/dally-3tier.yaml
         policies: [fifo, tiresias, dally]
         workloads: ["batch:n=400"]
-        seeds: [0, 1, 2, 3]
+        seeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
         """)
     out = tmp_path / "out"
-    # its own empty latency cache: with the suite's shared one warm, the other runs could all finish
-    # between the first run's being stored and the signal
+    # 36 runs and an empty latency cache of its own, so that the sweep is far from done when the first
+    # run is stored (with 12 runs it returned 0 in three full-suite runs in a row, never alone: it finished
+    # before the signal was handled; not fully understood)
     env = dict(os.environ, PYTHONPATH=str(REPO), ARTIST_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.Popen(ARTIST + ["sweep", str(spec), "-j", "2", "--quiet", "--no-plots", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -352,7 +353,7 @@ def test_ctrl_c_in_a_sweep_keeps_finished_runs_and_says_how_to_resume(tmp_path):
     assert len(lines) == 1 and "Traceback" not in err, err
     assert "runs are saved under" in lines[0] and "run the same command again to resume" in lines[0]
     saved = int(lines[0].split("interrupted: ")[1].split(" of ")[0])
-    assert 1 <= saved < 12
+    assert 1 <= saved < 36
 
 
 def test_comm_answers_from_the_latency_cache_the_second_time(capsys, tmp_path):
