@@ -27,8 +27,25 @@ class PlacementRecord:
     end: float | None = None  # when the job left this placement (finish, preemption, migration)
 
 
+class JobFacts:
+    """The job's fixed facts as policies read them (job_id, gpus, arrival), from `self.job`; shared by
+    JobState and the elastic loop's view of a rigid job (artist/policies/rigid_in_elastic.py)."""
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def gpus(self) -> int:
+        return self.job.gpus
+
+    @property
+    def arrival(self) -> float:
+        return self.job.arrival
+
+
 @dataclass(eq=False)
-class JobState:
+class JobState(JobFacts):
     job: Job
     model: ModelProfile
     status: str = WAITING
@@ -63,18 +80,6 @@ class JobState:
     def contention_slowdown(self) -> float:
         """Time of the iterations done at the shared rates / the same iterations alone (1: never slowed)."""
         return self.shared_step_total / self.alone_step_total if self.alone_step_total > 0 else 1.0
-
-    @property
-    def job_id(self) -> str:
-        return self.job.job_id
-
-    @property
-    def gpus(self) -> int:
-        return self.job.gpus
-
-    @property
-    def arrival(self) -> float:
-        return self.job.arrival
 
     @property
     def has_run(self) -> bool:

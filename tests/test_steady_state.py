@@ -23,12 +23,11 @@ def _ddp_like(gpus, compute_s, nbytes):
                       Node(3, "all_reduce", deps=(0, 2), group=gpus, nbytes=nbytes)))
 
 
-def _long_beside_short():
-    """The pair of the two tests below: A computes T then all-reduces S (T = S / NIC rate), B all-reduces
+def _long_beside_short(s: int = 32 * MIB):
+    """The pair of the tests below: A computes T then all-reduces S (T = S / NIC rate), B all-reduces
     4S back to back; their flows share one spine port. Returns (topology, graphs, T)."""
     topo = ecmp_topology(oversubscription=2.0)
     a, b = colliding_pairs(topo, collide=True)
-    s = 32 * MIB
     t = s / NIC_BPS
     graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
                               Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
@@ -122,13 +121,7 @@ def test_ns3_co_simulation_reaches_the_same_hand_computed_steady_state():
     pytest.importorskip("ns3")
     from artist.network.ns3 import Ns3Model
 
-    topo = ecmp_topology(oversubscription=2.0)
-    a, b = colliding_pairs(topo, collide=True)
-    s = 4 * MIB
-    t = s / NIC_BPS
-    graphs = {"a": StepGraph((Node(0, "compute", seconds=t, group=a),
-                              Node(1, "all_reduce", deps=(0,), group=a, nbytes=s))),
-              "b": allreduce_graph(b, 4 * s)}
+    topo, graphs, t = _long_beside_short(4 * MIB)
     model = Ns3Model(topo)
     single = model.time({"a": graphs["a"]})["a"].step_seconds
     alone = steady_step_times(model, {"a": graphs["a"]})["a"]

@@ -46,6 +46,7 @@ import numpy as np
 from artist.cluster import FreeMap
 from artist.elastic.oracle import remaining_iterations
 from artist.elastic.spec import split_batch
+from artist.jobstate import JobFacts
 from artist.perf.model import StepEstimate
 from artist.placement import Placement
 from artist.policies.base import Policy, SchedulerView
@@ -64,7 +65,7 @@ class RigidJob:
 
 
 @dataclass(eq=False)
-class RigidJobState:
+class RigidJobState(JobFacts):
     """The JobState interface the rigid policies read (artist/jobstate.py), for one round of the loop."""
     job: RigidJob
     placement: Placement | None
@@ -73,18 +74,6 @@ class RigidJobState:
     held_seconds: float          # time holding GPUs so far (restarts included)
     iteration_compute_s: float   # (s + 1) x one pass's measured compute on the job's type
     model: object = None         # rigid policies pass it to PerfModel only; estimate() here ignores it
-
-    @property
-    def job_id(self) -> str:
-        return self.job.job_id
-
-    @property
-    def gpus(self) -> int:
-        return self.job.gpus
-
-    @property
-    def arrival(self) -> float:
-        return self.job.arrival
 
     @property
     def status(self) -> str:
