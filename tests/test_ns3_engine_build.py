@@ -12,8 +12,10 @@ import json
 import pickle
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +66,7 @@ def test_compiled_engine_answers_byte_identical_to_the_cppyy_fallback(monkeypatc
         compiled.close()
     # No compiler on PATH: "auto" falls back to cppyy.cppdef and says so.
     monkeypatch.setenv("CXX", "artist-no-such-compiler")
+    scratch_dirs = set(Path(tempfile.gettempdir()).glob("artist-ns3-*"))
     fallback = Ns3Worker(engine="auto")
     try:
         fallback.ensure_started()
@@ -71,6 +74,8 @@ def test_compiled_engine_answers_byte_identical_to_the_cppyy_fallback(monkeypatc
         from_fallback = answers(fallback)
     finally:
         fallback.close()
+    # the bindings were imported from an empty scratch directory, removed once loaded
+    assert set(Path(tempfile.gettempdir()).glob("artist-ns3-*")) <= scratch_dirs
     assert from_compiled == from_fallback
     assert {k: compiled.info[k] for k in ("ns3_version", "engine_version")} == \
            {k: fallback.info[k] for k in ("ns3_version", "engine_version")}

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import tempfile
 import time
 import traceback
@@ -340,7 +341,10 @@ def _quiet_stderr():
 
 def load_jit_engine() -> tuple[JitEngine, str]:
     """Import the ns-3 bindings and compile engine.cc with cppyy. Returns (engine, ns3 version)."""
-    os.chdir(tempfile.mkdtemp(prefix="artist-ns3-"))
+    # `from ns import ns` scans the working directory recursively for ns-3 libraries: import it from an empty
+    # one, then go back and remove it (one leaked directory per worker before).
+    previous, scratch = os.getcwd(), tempfile.mkdtemp(prefix="artist-ns3-")
+    os.chdir(scratch)
     restore = _quiet_stderr()
     try:
         from ns import ns  # noqa: F401  (loads the ns-3 libraries into cppyy)
@@ -352,6 +356,9 @@ def load_jit_engine() -> tuple[JitEngine, str]:
     except Exception:
         noise = restore()
         raise RuntimeError(f"could not load ns-3 / compile {ENGINE_SOURCE}:\n{traceback.format_exc()}\n{noise[-4000:]}")
+    finally:
+        os.chdir(previous)
+        shutil.rmtree(scratch, ignore_errors=True)
     noise = restore()
     if not ok:
         raise RuntimeError(f"cppyy could not compile {ENGINE_SOURCE}:\n{noise[-4000:]}")
