@@ -76,9 +76,10 @@ def main(argv=None):
             for r in rows]
     cluster = ElasticCluster.of(topology.name, [Pool("t4", topology)])
     params = {"pop_size": args.pop, "generations": args.gen} if args.policy == "pollux" else \
-        {} if args.policy == "sia" else {"tuned_jobs": not args.realistic}
+        {} if args.policy in ("sia", "crius") else {"tuned_jobs": not args.realistic}
     policy, seen = make_elastic_policy(args.policy, params, cluster, seed=args.seed,
-                                       context=PolicyContext(apps, jobs, lambda _cluster: timer))
+                                       context=PolicyContext(apps, jobs, lambda _cluster: timer, timer.profiles,
+                                                             {"t4": timer.fabric}))
     sim = ElasticSimulation(seen.capacity, "t4", jobs, apps, timer, policy,
                             round_seconds=float(getattr(policy, "round_seconds", 60.0)))
     start = time.perf_counter()

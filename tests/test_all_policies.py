@@ -1,4 +1,4 @@
-"""sweeps/all-policies.yaml runs every policy of the elastic loop's registry (the suite but Crius) on one
+"""sweeps/all-policies.yaml runs every policy of the elastic loop's registry (the whole suite, Crius included) on one
 cluster that every rigid policy can see as one fabric."""
 
 from __future__ import annotations

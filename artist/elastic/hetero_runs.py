@@ -36,7 +36,8 @@ class RunContext:
                                {k: self.models[APPLICATIONS[k][0]] for k in self.apps})
 
     def policy_context(self) -> PolicyContext:
-        return PolicyContext(self.apps, self.jobs, self.timer_for)
+        return PolicyContext(self.apps, self.jobs, self.timer_for,
+                             {k: self.models[APPLICATIONS[k][0]] for k in self.apps})
 
 
 def read_jobs(path: str | Path, columns: str, limit: int | None = None) -> list[ElasticJobSpec]:

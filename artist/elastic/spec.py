@@ -87,6 +87,17 @@ def split_batch(total_batch: float, replicas: int, limit: LocalBatchLimit, initi
     return m, accum
 
 
+def fixed_batch_config(total_batch: int, gpus: int, spec: ElasticSpec, gpu_type: str) -> tuple[int, int] | None:
+    """(m, s) the elastic loop runs a fixed-batch job with on `gpus` GPUs of the type (simulation.py _tune:
+    split_batch, then its clamp that never rounds above max_batch); None: the batch does not split."""
+    limit = spec.limit(gpu_type)
+    split = split_batch(total_batch, gpus, limit, spec.initial_batch)
+    if split is None:
+        return None
+    m, s = split
+    return max(limit.min_local, min(m, spec.max_batch // (gpus * (s + 1)) or limit.min_local)), s
+
+
 def split_batches(total_batch: np.ndarray, replicas: int, limit: LocalBatchLimit, initial_batch: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """split_batch over an array of total batches: (m, s) as float arrays, m unchecked against the

@@ -45,7 +45,7 @@ import numpy as np
 
 from artist.cluster import FreeMap
 from artist.elastic.oracle import remaining_iterations
-from artist.elastic.spec import split_batch
+from artist.elastic.spec import fixed_batch_config
 from artist.jobstate import JobFacts
 from artist.perf.model import StepEstimate
 from artist.placement import Placement
@@ -173,14 +173,7 @@ class RigidPolicyAllocator:
     def _config(self, job_id: str, gpus: int, gpu_type: str) -> tuple[int, int] | None:
         """(m, s) the loop runs a fixed-batch job with on `gpus` GPUs of the type (simulation.py _tune)."""
         spec, _, elastic = self._app(job_id)
-        limit = elastic.limit(gpu_type)
-        split = split_batch(spec.batch, gpus, limit, elastic.initial_batch)
-        if split is None:
-            return None
-        m, s = split
-        # the loop's clamp, exactly (never above the application's maximum batch through rounding up)
-        m = max(limit.min_local, min(m, elastic.max_batch // (gpus * (s + 1)) or limit.min_local))
-        return m, s
+        return fixed_batch_config(spec.batch, gpus, elastic, gpu_type)
 
     def _per_node(self, gpus: Sequence[int]) -> np.ndarray:
         gpm = self.topology.gpus_per_machine

@@ -345,7 +345,7 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
         def timer_for(cluster):
             return PooledStepTimer(cluster, measured, profiles, fabrics)
     view = _cluster_view(config, topology)
-    context = PolicyContext(dict(config.apps), list(run.jobs), timer_for)
+    context = PolicyContext(dict(config.apps), list(run.jobs), timer_for, profiles, dict(fabrics))
     policy, seen = make_elastic_policy(run.policy.name, run.policy.params, view, seed=int(run.axes["seed"]),
                                        context=context)
     round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases

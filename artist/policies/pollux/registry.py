@@ -30,14 +30,20 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     the restore; no time slicing or GPU packing in either loop); its restore figure is the
                     workload's largest restart delay. Heterogeneity-unaware: a placement spanning pools
                     runs on its dominant type
+    crius           CriusElastic (artist/policies/crius/elastic.py): depth (Crius' search depth, 3); rigid rows
+                    read as Crius reads a job: the TunedJobs batch is its fixed global batch, the GPU count
+                    its request N_G, and Crius picks the type and N_G / 2, N_G or 2 N_G GPUs; decides on
+                    arrivals and departures only; estimates from the jobs' 1-GPU profiles (wants_profiles)
+                    and its own CommTable on the context's fabrics and model profiles, never the step timer
 
 What each policy takes of a workload row is `job_config`: "none" (elastic), "batch" (the batch only, GPU
 count by the policy) or "both" (rigid). Optimus+Oracle and Tiresias are heterogeneity-unaware: on a cluster
 of several types they see every node and a mixed allocation runs on its dominant type (as Pollux's).
 
 A builder takes (cluster, seed, context, **params) and returns (allocator, the cluster as the policy sees
-it). The context (PolicyContext) gives the applications, the jobs and a step timer for a cluster; only
-Gavel's profiler reads it.
+it). The context (PolicyContext) gives the applications, the jobs and a step timer for a cluster (only
+Gavel's profiler and the rigid policies' estimate() read the timer), and what Crius profiles offline: the
+applications' model profiles and each pool's network model.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ class PolicyContext:
     apps: dict
     jobs: list = field(default_factory=list)
     timer_for: Callable | None = None
+    profiles: dict = field(default_factory=dict)  # application -> ModelProfile (its gradient bytes)
+    fabrics: dict = field(default_factory=dict)   # GPU type -> the run's FabricModel of that pool
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,12 @@ def _rigid_params(policy: str) -> tuple[str, ...]:
     return ("tuned_jobs",) + tuple(n for n in init if n not in ("self", "args", "kwargs"))
 
 
+def _crius(cluster, seed, ctx, depth=3):  # 3: Crius' default search depth (sec. 8.1, Fig. 21)
+    from artist.policies.crius.elastic import CriusElastic
+
+    return CriusElastic(cluster, ctx, depth=depth), cluster
+
+
 RIGID_IN_ELASTIC = ("fifo", "gandiva", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated")
 
 
@@ -145,6 +159,7 @@ ELASTIC_POLICIES = {
     "gavel": ElasticPolicyEntry(_gavel, "both", _params(_gavel)),
     "optimus-oracle": ElasticPolicyEntry(_optimus, "batch", _params(_optimus)),
     "tiresias": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias)),
+    "crius": ElasticPolicyEntry(_crius, "both", _params(_crius)),
     **{name: ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name)) for name in RIGID_IN_ELASTIC},
 }
 
