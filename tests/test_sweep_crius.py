@@ -52,6 +52,16 @@ def test_crius_sweep_matches_crius_runner_and_is_byte_identical(tmp_path):
     assert pd.isna(table.loc["fcfs", "estimation_accuracy_avg"])
 
 
+def test_a_crius_sweep_draws_its_plots_without_a_communication_column(tmp_path):
+    """Crius' loop records no per-iteration communication: the sweep still ends with its plots (it used to
+    fail after every run had finished, on the missing comm_latency_mean_s column)."""
+    spec = load_sweep_spec(_spec(tmp_path), reduced=True)
+    report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=True)
+    assert not report.failed
+    drawn = {p.stem for p in report.plots}
+    assert {"makespan", "jct", "queueing_delay", "jct_cdf"} <= drawn and "comm_latency" not in drawn
+
+
 def test_reduced_crius_spec(tmp_path):
     spec = load_sweep_spec(_spec(tmp_path), reduced=True)
     assert spec.name == "c-reduced" and [r.axes["policy"] for r in spec.runs] == ["fcfs"]

@@ -180,22 +180,27 @@ def plot_sweep(out_dir: str | Path) -> list[Path]:
     plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)
     store = ResultStore(out)
-    figures = {
-        "makespan": metric_figure(table, [("makespan_s", HOUR, "makespan (hours)")], "Makespan vs racks"),
-        "jct": metric_figure(table, [("jct_mean_s", HOUR, "mean JCT (hours)"), ("jct_p99_s", HOUR, "p99 JCT (hours)")],
-                             "Job completion time vs racks"),
-        "comm_latency": metric_figure(table, [("comm_latency_mean_s", 1e-3, "exposed comm per iteration (ms)")],
-                                      "Mean communication latency per iteration vs racks"),
-        "queueing_delay": metric_figure(table, [("queueing_mean_s", HOUR, "mean queueing delay (hours)"),
-                                                ("queueing_p99_s", HOUR, "p99 queueing delay (hours)")],
-                                        "Queueing delay (arrival to first start) vs racks"),
-        "jct_cdf": jct_cdf_figure(table, store),
+    metric_figures = {
+        "makespan": ([("makespan_s", HOUR, "makespan (hours)")], "Makespan vs racks"),
+        "jct": ([("jct_mean_s", HOUR, "mean JCT (hours)"), ("jct_p99_s", HOUR, "p99 JCT (hours)")],
+                "Job completion time vs racks"),
+        "comm_latency": ([("comm_latency_mean_s", 1e-3, "exposed comm per iteration (ms)")],
+                         "Mean communication latency per iteration vs racks"),
+        "queueing_delay": ([("queueing_mean_s", HOUR, "mean queueing delay (hours)"),
+                            ("queueing_p99_s", HOUR, "p99 queueing delay (hours)")],
+                           "Queueing delay (arrival to first start) vs racks"),
+        # sweeps with simulator.contention: shared
+        "contention": ([("contention_slowdown_mean", 1.0, "mean contention slowdown (shared / alone)"),
+                        ("spine_utilisation_peak", 0.01, "peak spine link utilisation (%)")],
+                       "Cross-job contention vs racks"),
     }
-    if "contention_slowdown_mean" in table.columns:  # sweeps with simulator.contention: shared
-        figures["contention"] = metric_figure(
-            table, [("contention_slowdown_mean", 1.0, "mean contention slowdown (shared / alone)"),
-                    ("spine_utilisation_peak", 0.01, "peak spine link utilisation (%)")],
-            "Cross-job contention vs racks")
+    figures = {}
+    for name, (panels, title) in metric_figures.items():
+        # a loop that does not record a metric (Crius' has no per-iteration communication) has no panel of it
+        panels = [panel for panel in panels if panel[0] in table.columns]
+        if panels:
+            figures[name] = metric_figure(table, panels, title)
+    figures["jct_cdf"] = jct_cdf_figure(table, store)
     written = []
     for name, fig in figures.items():
         written += _save(fig, plots, name)
