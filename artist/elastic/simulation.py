@@ -137,6 +137,7 @@ class ElasticResult:
     isolated: object = None       # IsolatedTimes of a multi-type run: adds Sia's FTF to the summary
     policy_cpu_seconds: list[float] = field(default_factory=list)  # this process's CPU seconds of every call
     contention: str = "isolated"  # "shared": jobs tables and summaries carry the contention slowdown
+    components: tuple[int, int] = (0, 0)  # shared: components of 2+ met over the rounds, and co-simulated (memo)
 
     def summary(self) -> dict:
         jct = np.array([j.finish - j.spec.arrival for j in self.jobs])
@@ -356,4 +357,6 @@ class ElasticSimulation:
         jobs = sorted(self.done, key=lambda j: j.spec.job_id)
         makespan = max(j.finish for j in jobs) if jobs else 0.0
         return ElasticResult(jobs, makespan, rounds, policy_seconds, policy_cpu_seconds=policy_cpu,
-                             contention="isolated" if self.contention is None else "shared")
+                             contention="isolated" if self.contention is None else "shared",
+                             components=(0, 0) if self.contention is None else
+                             (self.contention.components_asked, self.contention.components_timed))

@@ -448,6 +448,8 @@ def execute_elastic(run: Run, models: Mapping, cache_path: str | None, use_cache
         info = {"policy_seconds_median": float(np.median(seconds)) if seconds.size else 0.0,
                 "policy_seconds_p95": float(np.percentile(seconds, 95)) if seconds.size else 0.0,
                 "policy_seconds_max": float(seconds.max()) if seconds.size else 0.0}
+        if result.contention == "shared":  # how many components of 2+ the run met and co-simulated (its cost)
+            info["contention_components_met"], info["contention_components_timed"] = result.components
         return RunOutcome(run.run_id, jobs, row, utilisation, hits, misses, time.perf_counter() - started,
                           socket.gethostname(), os.getpid(), tables=extra, info=info)
     except Exception:  # noqa: BLE001 - reported by the driver with the run's parameters, never dropped
