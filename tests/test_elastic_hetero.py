@@ -182,10 +182,10 @@ CLUSTER_FACTS = {
         "rtx": dict(machines=16, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
         "t4": dict(machines=32, gpus_per_machine=4, machine_Bps=PCIE3_X16, rack_Bps=50e9 / 4 / 8),
     },
-    "dally-hetero-congested": {   # dally-hetero's machine types at 2 x 2 x 8; t4 as g4dn.metal (100 Gb/s, 8 x T4)
-        "a100": dict(machines=4, gpus_per_machine=8, machine_Bps=600e9 / 2, rack_Bps=400e9 / 8),
-        "rtx": dict(machines=4, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
-        "t4": dict(machines=4, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
+    "dally-hetero-congested": {   # dally-hetero's machine types at 3 x 1 x 8; t4 as g4dn.metal (100 Gb/s, 8 x T4)
+        "a100": dict(machines=3, gpus_per_machine=8, machine_Bps=600e9 / 2, rack_Bps=400e9 / 8),
+        "rtx": dict(machines=3, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
+        "t4": dict(machines=3, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
     },
 }
 

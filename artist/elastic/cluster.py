@@ -15,7 +15,8 @@ physical machine.
 Timing (PooledStepTimer): a job's iteration is the measured compute of its GPU type plus ArtISt's DDP
 step on the job's real placement in its pool (which machines in which racks; symmetric placements share a
 memo entry). Pools do not share links: a job never spans pools under Sia, and every job is timed alone as
-the one-type loop already does (Sia's configurations keep distributed jobs off each other's NICs). A
+the one-type loop already does (Sia's configurations keep distributed jobs off each other's NICs); the
+opt-in shared mode (artist/elastic/contention.py) times jobs meeting on a pool's spine together instead. A
 mixed-type allocation (only a heterogeneity-unaware policy makes one: Pollux) is timed as Sia's artifact
 does, collapsed to its dominant type (artist/elastic/simulation.py): that type's compute, and its GPUs on
 the other pools' machines laid out as extra machines of the dominant pool (a stated approximation).

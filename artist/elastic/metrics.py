@@ -9,7 +9,8 @@ finish-time fairness (Pollux section 5.2-5.3, Fig. 5 and 7; Sia section 6).
 - cluster_timeseries: per round: jobs in the system, jobs running, GPUs allocated, the mean statistical
   efficiency over running jobs (Pollux Fig. 5 bottom) and the GPU-weighted mean.
 - summary: the sweep's results row (JCT mean / median / p95 / p99, makespan, queueing, utilisation,
-  restarts per job, rho mean / p99 / max and the unfair fraction rho > 1).
+  restarts per job, rho mean / p99 / max and the unfair fraction rho > 1); with shared contention
+  (artist/elastic/contention.py) the jobs' contention_slowdown and its mean / max, as the rigid loop.
 
 Finish-time fairness (Themis, Mahajan et al. NSDI'20; Pollux section 5.3): rho_j = JCT_shared /
 JCT_isolated, where JCT_isolated is the job's completion time alone on an equal partition of the
@@ -126,6 +127,8 @@ def job_table(result, isolated: IsolatedRates, total_gpus: int, round_seconds: f
             "gpus_requested": j.spec.gpus, "batch_requested": j.spec.batch,
             "mean_gpus_held": float(np.mean([r[1] for r in j.gpu_rounds])) if j.gpu_rounds else 0.0,
             "contention_mean": n_avg, "fair_share_gpus": share, "isolated_jct_s": iso, "ftf_rho": jct / iso,
+            # shared contention only (isolated tables keep their columns): the rigid loop's column name
+            **({"contention_slowdown": j.contention_slowdown} if getattr(result, "contention", "") == "shared" else {}),
         })
     return pd.DataFrame(rows)
 
@@ -182,4 +185,8 @@ def summary(result, jobs: pd.DataFrame, cluster: pd.DataFrame, total_gpus: int, 
         "efficiency_gpu_weighted_mean": float(np.average(weighted[has], weights=held[has])) if has.any() else math.nan,
         "ftf_rho_mean": float(rho.mean()), "ftf_rho_p99": pct(rho, 99), "ftf_rho_max": float(rho.max()),
         "ftf_unfair_fraction": float((rho > 1).mean()),
+        # shared contention only: the rigid loop's summary columns (artist/metrics.py)
+        **({"contention_slowdown_mean": float(jobs["contention_slowdown"].mean()),
+            "contention_slowdown_max": float(jobs["contention_slowdown"].max())}
+           if "contention_slowdown" in jobs else {}),
     }

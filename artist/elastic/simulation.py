@@ -22,6 +22,15 @@ that type's agent and to the view (`profile`), and the GPU time is charged to th
 (optional) names the physical machine of every node, so virtual nodes of one machine count as one node
 for the agents' models.
 
+Contention: by default every job is timed alone (isolated). With a SharedContention
+(artist/elastic/contention.py; a sweep's `elastic: {contention: shared}`), every round, after the allocation is
+applied, jobs that may share links are timed together: a job in a component of two or more runs the round at
+accum_steps x compute + its shared step, and that is what its agent observes (policies learn from observation
+only). A job that re-tunes (m, s) within the round keeps the round's contention ratio (shared / alone step at
+the round's start) on its new step alone until the next round re-times its component (a stated
+approximation: the co-simulation is per round). Every job records its iterations' time at the shared rate
+and alone (contention_slowdown, as the rigid loop's JobState).
+
 This is not artist/simulator.py (exact events, rigid jobs); elastic jobs are not in that loop yet.
 """
 
@@ -35,6 +44,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from artist.elastic.contention import RoundJob, SharedContention
 from artist.elastic.fairness_hetero import fairness_fields
 from artist.elastic.measured import MeasuredApplication
 from artist.elastic.oracle import remaining_iterations
@@ -95,6 +105,14 @@ class ElasticJob:
     agents: dict[str, PolluxAgent] = field(default_factory=dict)   # per GPU type
     profile: dict[str, dict[int, float]] = field(default_factory=dict)  # type -> {m: 1-GPU iteration s}
     profile_gpu_seconds: float = 0.0
+    # shared contention: seconds of iterations at the round's (shared) rate, and the same iterations alone
+    shared_seconds: float = 0.0
+    alone_seconds: float = 0.0
+
+    @property
+    def contention_slowdown(self) -> float:
+        """Time of the iterations done at the shared rates / the same iterations alone (1: never slowed)."""
+        return self.shared_seconds / self.alone_seconds if self.alone_seconds > 0 else 1.0
 
     @property
     def category(self) -> str:
@@ -118,6 +136,8 @@ class ElasticResult:
     policy_seconds: list[float]   # wall seconds of every scheduler call
     isolated: object = None       # IsolatedTimes of a multi-type run: adds Sia's FTF to the summary
     policy_cpu_seconds: list[float] = field(default_factory=list)  # this process's CPU seconds of every call
+    contention: str = "isolated"  # "shared": jobs tables and summaries carry the contention slowdown
+    components: tuple[int, int] = (0, 0)  # shared: components of 2+ met over the rounds, and co-simulated (memo)
 
     def summary(self) -> dict:
         jct = np.array([j.finish - j.spec.arrival for j in self.jobs])
@@ -134,7 +154,8 @@ class ElasticSimulation:
     def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
                  scheduler: PolluxScheduler | Allocator, round_seconds: float = ROUND_SECONDS,
-                 node_machines: Sequence | None = None, profiling: bool | None = None):
+                 node_machines: Sequence | None = None, profiling: bool | None = None,
+                 contention: SharedContention | None = None):
         self.capacity = np.asarray(capacity, dtype=int)
         if isinstance(gpu_type, str):
             self.node_types = [gpu_type] * len(self.capacity)
@@ -150,6 +171,8 @@ class ElasticSimulation:
         self._type_of_node = np.array([self.gpu_types.index(t) for t in self.node_types])
         self.profiling = bool(getattr(scheduler, "wants_profiles", False)) if profiling is None else profiling
         self.timer, self.scheduler = timer, scheduler
+        self.contention = contention
+        self._shared: dict[str, tuple[int, float, float]] = {}  # job -> (round-start m, shared step, ratio)
         self.round_seconds = float(round_seconds)
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
@@ -233,16 +256,42 @@ class ElasticSimulation:
         """The batch whose measured statistics apply, within the measured range."""
         return float(np.clip(job.batch, job.app.replay.batches[0], job.app.replay.batches[-1]))
 
+    def _share_round(self) -> None:
+        """Shared mode: each running job's shared step for this round (contention.py), with its step alone."""
+        running = [j for j in self.active if j.gpus]
+        steps = self.contention.round_steps([RoundJob(j.spec.job_id, j.spec.app, j.alloc, j.local_batch)
+                                             for j in running])
+        self._shared = {}
+        for job in running:
+            if job.spec.job_id in steps:
+                alone, _ = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch, 0)
+                shared = steps[job.spec.job_id]
+                self._shared[job.spec.job_id] = (job.local_batch, shared, shared / alone)
+
+    def _iteration(self, job: ElasticJob) -> tuple[float, float, float]:
+        """(iteration seconds this round, one pass's compute seconds, iteration seconds alone)."""
+        iter_s, compute_s = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch,
+                                               job.accum_steps)
+        shared = self._shared.get(job.spec.job_id)
+        if shared is None:
+            return iter_s, compute_s, iter_s
+        m, step, ratio = shared
+        if job.local_batch != m:  # re-tuned within the round: the round's ratio on its new step alone
+            step = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch, 0)[0] * ratio
+        return job.accum_steps * compute_s + step, compute_s, iter_s
+
     def _run_round(self, job: ElasticJob, start: float) -> None:
         left = self.round_seconds
         while left > 1e-9 and not job.progress.done:
-            iter_s, compute_s = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch,
-                                                   job.accum_steps)
+            iter_s, compute_s, alone_s = self._iteration(job)
             restarting = job.progress.restart_left > 0
             epoch = job.progress.epoch
             used = job.progress.advance(left, self._replay_batch(job), iter_s)
             job.attained += used * job.gpus
             left -= used
+            if not restarting and used > 0 and self.contention is not None:
+                job.shared_seconds += used
+                job.alone_seconds += used if alone_s == iter_s else used * alone_s / iter_s
             if not restarting and used > 0:
                 sqr, var = job.app.replay.grad_stats(self._replay_batch(job), min(epoch, job.app.replay.epochs - 1))
                 job.agent.observe(self._machines(job.alloc), job.gpus, job.local_batch, job.accum_steps,
@@ -291,6 +340,8 @@ class ElasticSimulation:
                         job.agent = job.agents[job.gpu_type]
                         job.progress.resize()
                         self._tune(job)
+            if self.contention is not None:
+                self._share_round()
             for job in self.active:
                 if job.gpus:
                     epoch = min(job.progress.epoch, job.app.replay.epochs - 1)
@@ -305,4 +356,7 @@ class ElasticSimulation:
             now += self.round_seconds
         jobs = sorted(self.done, key=lambda j: j.spec.job_id)
         makespan = max(j.finish for j in jobs) if jobs else 0.0
-        return ElasticResult(jobs, makespan, rounds, policy_seconds, policy_cpu_seconds=policy_cpu)
+        return ElasticResult(jobs, makespan, rounds, policy_seconds, policy_cpu_seconds=policy_cpu,
+                             contention="isolated" if self.contention is None else "shared",
+                             components=(0, 0) if self.contention is None else
+                             (self.contention.components_asked, self.contention.components_timed))

@@ -151,10 +151,6 @@ class PerfModel:
                 out.update(self.shared({j: running[j] for j in component}))
         return {job_id: out[job_id] for job_id in running}
 
-    def _without_machine_local_communication(self, graph: StepGraph, topology) -> tuple[StepGraph, float]:
-        reduced, local = without_machine_local_communication(self.fabric, graph, topology)
-        return reduced, sum(local.values())
-
     def shared(self, jobs: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
         """The jobs' steady-state steps with all of them on the fabric at once, each graph on its own GPUs:
         network/steady.py repeats every job's step in one FabricModel.time call until each job's step
@@ -175,23 +171,34 @@ class PerfModel:
                 found = {job: estimate_from_timing(graphs[job], timing, compute[job],
                                                    {"steady_steps": 1, "steady_converged": True})}
             else:
-                local = {}
-                for job, (_, placement) in jobs.items():
-                    graphs[job], local[job] = self._without_machine_local_communication(graphs[job],
-                                                                                       placement.topology)
-                steady = steady_step_times(self.fabric, graphs)
-                found = {job: _steady_estimate(graphs[job], steady[job], compute[job], local[job]) for job in jobs}
+                found = shared_steady_estimates(self.fabric, {job: (graphs[job], compute[job], placement.topology)
+                                                              for job, (_, placement) in jobs.items()})
             if len(self._shared_memo) >= 100_000:  # groups are combinatorial: keep the memo bounded
                 self._shared_memo.clear()
             self._shared_memo[key] = found
         return dict(found)
 
 
+def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGraph, float, object]]
+                            ) -> dict[str, StepEstimate]:
+    """Two or more jobs' steady-state steps together on the fabric: {job: (its step graph on its own GPUs,
+    its compute seconds, its topology)} -> {job: StepEstimate}. Machine-local communication is timed alone
+    (without_machine_local_communication, exact), the rest by network/steady.py in one co-simulation. The
+    rigid loop (PerfModel.shared) and the elastic loop's shared mode (artist/elastic/contention.py) both
+    time components this way."""
+    graphs, local = {}, {}
+    for job, (graph, _, topology) in jobs.items():
+        graphs[job], seconds = without_machine_local_communication(fabric, graph, topology)
+        local[job] = sum(seconds.values())
+    steady = steady_step_times(fabric, graphs)
+    return {job: _steady_estimate(graphs[job], steady[job], jobs[job][1], local[job]) for job in jobs}
+
+
 def _steady_estimate(graph: StepGraph, steady: SteadyStep, compute_seconds: float,
                      local_comm_seconds: float = 0.0) -> StepEstimate:
     """A job's StepEstimate from its steady-state step (steady.py), with the same float rule as
     estimate_from_timing; local_comm_seconds: the machine-local communication taken out of the graph
-    (PerfModel._without_machine_local_communication), counted back into comm_seconds."""
+    (shared_steady_estimates), counted back into comm_seconds."""
     exposed = max(0.0, steady.step_seconds - compute_seconds)
     step = compute_seconds + exposed
     details = {"steady_steps": steady.steps_measured, "steady_converged": steady.converged,

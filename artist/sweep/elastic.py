@@ -4,7 +4,7 @@
     loop: elastic                                   # the 60 s-round loop of elastic jobs
     topology: ../topologies/pollux-t4.yaml          # one or a list (axis); GPUs per node = its machines; or a
                                                     # cluster file of several GPU types (topologies/clusters/)
-    elastic: {applications: ../workloads/pollux, round_seconds: 60}   # optional; these are the defaults
+    elastic: {applications: ../workloads/pollux, round_seconds: 60, contention: isolated}   # optional; defaults
     policies:                                       # axis; names of artist/policies/pollux/registry.py
                                                     # (sia, pollux, gavel, optimus-oracle, tiresias)
       - pollux
@@ -31,6 +31,12 @@ N_g / N_avg of that type; artist/elastic/metrics.py heterogeneous_rho).
 A run writes the usual per-run files (summary.json, jobs, utilisation) and the elastic time series
 (timeseries: per job and round; cluster: per round), all byte-identical for a seed; policy wall time per
 round is wall-clock, so it goes to policy_rounds.csv and run.json only (not into the results table).
+
+`elastic.contention`: `isolated` (default: every job timed alone) or `shared` (jobs meeting on a pool's links
+timed together every round, artist/elastic/contention.py; flow and ns-3 show slowdowns, analytical times each
+alone). It enters the run's identity only when shared (isolated runs keep their ids and caches); shared runs
+add `contention_slowdown` to the jobs tables and `contention_slowdown_mean` / `_max` to the results, the
+rigid loop's columns.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ import pandas as pd
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.network.stack import CommSpec
+from artist.perf.model import CONTENTION_MODES
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, TopologyChoice, WorkloadChoice
 from artist.sweep.identity import run_id_of, run_identity, sha256_file
@@ -67,6 +74,7 @@ class ElasticRunConfig:
     gpu_type: str  # of a one-type topology ("" for a cluster)
     round_seconds: float
     cluster: object = None  # the ElasticCluster of a cluster file (artist/elastic/cluster.py), else None
+    contention: str = "isolated"  # or "shared" (artist/elastic/contention.py)
 
     @property
     def gpus(self) -> int | None:
@@ -105,7 +113,7 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     rigid._check_comm_options(f, topologies[0].topology, backends, algorithms, channels, comm_options)
 
     ef = f.sub("elastic") if f.has("elastic") else Fields({}, f.source, "elastic.")
-    ef.unknown_keys({"applications", "round_seconds"})
+    ef.unknown_keys({"applications", "round_seconds", "contention"})
     apps_dir = rigid._resolve(base, ef.string("applications")) if ef.has("applications") else POLLUX_DIR
     identity_extra = {"loop": "elastic", "applications_sha256": _sha256_dir(apps_dir)}
     if (apps_dir / "gpu_types.yaml").is_file():  # Sia's per-type tables on top of the Pollux applications
@@ -120,6 +128,11 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     gpu_types = sorted({t for app, _ in apps.values() for t in app.compute})
     round_seconds = ef.number("round_seconds", 60.0, minimum=1.0, maximum=3600.0)
     identity_extra["round_seconds"] = round_seconds
+    contention = ef.string("contention", "isolated")
+    if contention not in CONTENTION_MODES:
+        raise ef.error("contention", f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
+    if contention != "isolated":  # enters only when shared, so that isolated runs keep their ids
+        identity_extra["contention"] = contention
     configs = {}
     for t in topologies:
         cluster = clusters[t.path]
@@ -127,14 +140,14 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
             if len(gpu_types) != 1:
                 raise ef.error("applications", f"one GPU type expected in the tables for the one-type topology "
                                                f"{t.path}, found {gpu_types} (a cluster file names each pool's type)")
-            configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds)
+            configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds, contention=contention)
             continue
         for app_name, (app, _) in sorted(apps.items()):
             absent = [g for g in cluster.gpu_types if g not in app.compute]
             if absent:
                 raise ef.error("applications", f"application {app_name} has no compute table for GPU type(s) "
                                                f"{', '.join(absent)} of the cluster {t.path}")
-        configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster)
+        configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster, contention)
     from artist.workload.traces.pollux import APPLICATIONS
 
     missing = sorted(set(apps) - set(APPLICATIONS)) + sorted(APPLICATIONS[a][0] for a in apps
@@ -327,6 +340,7 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     """(result, timer, round seconds) of the run's ElasticSimulation; `fabrics`: the network model of the
     synchronisation per GPU type (one entry on a one-type topology)."""
     from artist.elastic.cluster import PooledStepTimer
+    from artist.elastic.contention import SharedContention
     from artist.elastic.simulation import ElasticSimulation
     from artist.elastic.steptime import NetworkStepTimer
     from artist.policies.pollux.registry import PolicyContext, make_elastic_policy
@@ -349,13 +363,16 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     policy, seen = make_elastic_policy(run.policy.name, run.policy.params, view, seed=int(run.axes["seed"]),
                                        context=context)
     round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases
+    # shared contention on the cluster the policy sees (its nodes are the loop's nodes), each pool's fabric
+    contention = (SharedContention(seen, fabrics, measured, profiles) if config.contention == "shared" else None)
     if config.cluster is None:
         sim = ElasticSimulation(seen.capacity, config.gpu_type, run.jobs, config.apps, timer, policy,
-                                round_seconds=round_seconds)
+                                round_seconds=round_seconds, contention=contention)
     else:
         timer = timer_for(seen)
         sim = ElasticSimulation(seen.capacity, seen.node_types, run.jobs, config.apps, timer, policy,
-                                round_seconds=round_seconds, node_machines=[(n.pool, n.machine) for n in seen.nodes])
+                                round_seconds=round_seconds, node_machines=[(n.pool, n.machine) for n in seen.nodes],
+                                contention=contention)
     return sim.run(), timer, round_seconds
 
 
@@ -431,6 +448,8 @@ def execute_elastic(run: Run, models: Mapping, cache_path: str | None, use_cache
         info = {"policy_seconds_median": float(np.median(seconds)) if seconds.size else 0.0,
                 "policy_seconds_p95": float(np.percentile(seconds, 95)) if seconds.size else 0.0,
                 "policy_seconds_max": float(seconds.max()) if seconds.size else 0.0}
+        if result.contention == "shared":  # how many components of 2+ the run met and co-simulated (its cost)
+            info["contention_components_met"], info["contention_components_timed"] = result.components
         return RunOutcome(run.run_id, jobs, row, utilisation, hits, misses, time.perf_counter() - started,
                           socket.gethostname(), os.getpid(), tables=extra, info=info)
     except Exception:  # noqa: BLE001 - reported by the driver with the run's parameters, never dropped
