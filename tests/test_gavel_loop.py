@@ -2,7 +2,6 @@
 profiled throughputs by hand, the loop's (m, s), a lone job by hand, a small run within capacity and
 repeatable, several GPU types, and refusals."""
 
-from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,7 +9,8 @@ import pytest
 from elastic_helpers import csv_rows, measured_compute, t4_step_timer
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications
-from artist.elastic.profiling import IsolatedProfiler, rigid_split
+from artist.elastic.profiling import IsolatedProfiler
+from artist.elastic.spec import fixed_batch_config
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
 from artist.policies.gavel.policy import GavelPolicy
 from artist.policies.gavel.rounds import GAVEL_ROUND_SECONDS
@@ -78,8 +78,7 @@ def test_a_small_workload_finishes_within_capacity_repeatably(timer, objective):
         assert {g for _, g, _, _ in job.gpu_rounds} == {job.spec.gpus}   # always its own GPU count
         # the loop ran the (m, s) the profiler measured
         spec = pollux_applications()[job.spec.app][1]
-        assert (job.local_batch, job.accum_steps) == rigid_split(replace(spec, fixed_batch=job.spec.batch),
-                                                                 job.spec.gpus, "t4")
+        assert (job.local_batch, job.accum_steps) == fixed_batch_config(job.spec.batch, job.spec.gpus, spec, "t4")
         for t, gpus, *_ in job.gpu_rounds:
             assert t % GAVEL_ROUND_SECONDS == 0
             per_round[t] = per_round.get(t, 0) + gpus

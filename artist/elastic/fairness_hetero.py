@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from artist.elastic.spec import candidate_batches, split_batch
+from artist.elastic.spec import candidate_batches, clamp_local_batch, split_batch
 from artist.perf.efficiency import gain
 
 
@@ -95,8 +95,8 @@ class IsolatedTimes:
                 split = split_batch(batch, k, limit, spec.initial_batch)
                 if split is None:
                     continue
-                m, s = split   # the loop's clamp: never above the maximum batch through rounding up
-                m = max(limit.min_local, min(m, spec.max_batch // (k * (s + 1)) or limit.min_local))
+                m, s = split
+                m = clamp_local_batch(m, s, k, spec, limit)
                 iter_s, _ = self.timer.seconds(job.spec.app, gpu_type, per_node, m, s)
                 best = np.maximum(best, epoch_gains(app.replay, k * m * (s + 1)) / iter_s)
             self._rates[key] = best

@@ -34,7 +34,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from artist.elastic.spec import candidate_batches, split_batch
+from artist.elastic.spec import candidate_batches, clamp_local_batch, split_batch
 
 HOUR = 3600.0
 
@@ -72,7 +72,7 @@ class IsolatedRates:
                 if split is None:
                     continue
                 m, s = split
-                m = max(limit.min_local, min(m, spec.max_batch // (k * (s + 1)) or limit.min_local))
+                m = clamp_local_batch(m, s, k, spec, limit)
                 iter_s, _ = self.timer.seconds(app_name, self.gpu_type, per_node, m, s)
                 used = float(np.clip(k * m * (s + 1), replay.batches[0], replay.batches[-1]))
                 rate = replay.gains(used) / iter_s

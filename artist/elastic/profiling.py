@@ -10,22 +10,10 @@ known; digest 2.6 for Sia's own profiling cost).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Mapping, Sequence
 
 from artist.elastic.measured import MeasuredApplication
-from artist.elastic.spec import ElasticSpec, split_batch
-
-
-def rigid_split(spec: ElasticSpec, gpus: int, gpu_type: str) -> tuple[int, int] | None:
-    """(m, s) of a fixed-batch job on `gpus` GPUs of the type, as the loop's _tune picks them (None: no
-    local batch fits). Kept equal to artist/elastic/simulation.py by tests/test_gavel_loop.py."""
-    limit = spec.limit(gpu_type)
-    split = split_batch(spec.fixed_batch, gpus, limit, spec.initial_batch)
-    if split is None:
-        return None
-    m, s = split
-    return max(limit.min_local, min(m, spec.max_batch // (gpus * (s + 1)) or limit.min_local)), s
+from artist.elastic.spec import ElasticSpec, fixed_batch_config
 
 
 class IsolatedProfiler:
@@ -47,8 +35,8 @@ class IsolatedProfiler:
         app, spec = self._apps[job.app]
         if gpu_type not in app.compute:
             return 0.0  # never measured on this type: the job cannot be placed there
-        spec = dataclasses.replace(spec, fixed_batch=job.batch)
-        split = rigid_split(spec, gpus, gpu_type)
+        # (m, s) as the loop's _tune picks them (kept equal by tests/test_gavel_loop.py)
+        split = fixed_batch_config(job.batch, gpus, spec, gpu_type)
         if split is None:
             return 0.0
         m, s = split

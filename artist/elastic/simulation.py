@@ -49,7 +49,7 @@ from artist.elastic.fairness_hetero import fairness_fields
 from artist.elastic.measured import MeasuredApplication
 from artist.elastic.oracle import remaining_iterations
 from artist.elastic.progress import ElasticProgress
-from artist.elastic.spec import ElasticSpec, split_batch
+from artist.elastic.spec import ElasticSpec, clamp_local_batch, split_batch
 from artist.policies.pollux.agent import PolluxAgent
 from artist.policies.pollux.scheduler import JobView, PolluxScheduler
 
@@ -248,9 +248,7 @@ class ElasticSimulation:
             if split is None:
                 raise ValueError(f"job {job.spec.job_id}: no local batch fits {total} on {k} GPUs")
             m, s = split
-        # never above the maximum batch through rounding up (as the artifact)
-        m = max(limit.min_local, min(m, job.elastic.max_batch // (k * (s + 1)) or limit.min_local))
-        job.local_batch, job.accum_steps = m, s
+        job.local_batch, job.accum_steps = clamp_local_batch(m, s, k, job.elastic, limit), s
 
     def _replay_batch(self, job: ElasticJob) -> float:
         """The batch whose measured statistics apply, within the measured range."""

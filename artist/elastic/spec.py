@@ -87,15 +87,21 @@ def split_batch(total_batch: float, replicas: int, limit: LocalBatchLimit, initi
     return m, accum
 
 
+def clamp_local_batch(m: int, accum_steps: int, gpus: int, spec: ElasticSpec, limit: LocalBatchLimit) -> int:
+    """The loop's clamp on a split's local batch (as the artifact): never above the maximum batch through
+    rounding up, never below the type's smallest local batch."""
+    return max(limit.min_local, min(m, spec.max_batch // (gpus * (accum_steps + 1)) or limit.min_local))
+
+
 def fixed_batch_config(total_batch: int, gpus: int, spec: ElasticSpec, gpu_type: str) -> tuple[int, int] | None:
     """(m, s) the elastic loop runs a fixed-batch job with on `gpus` GPUs of the type (simulation.py _tune:
-    split_batch, then its clamp that never rounds above max_batch); None: the batch does not split."""
+    split_batch, then clamp_local_batch); None: the batch does not split."""
     limit = spec.limit(gpu_type)
     split = split_batch(total_batch, gpus, limit, spec.initial_batch)
     if split is None:
         return None
     m, s = split
-    return max(limit.min_local, min(m, spec.max_batch // (gpus * (s + 1)) or limit.min_local)), s
+    return clamp_local_batch(m, s, gpus, spec, limit), s
 
 
 def split_batches(total_batch: np.ndarray, replicas: int, limit: LocalBatchLimit, initial_batch: int

@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from artist.elastic.spec import split_batch
+from artist.elastic.spec import clamp_local_batch, split_batch
 from artist.policies.pollux.scheduler import JobView
 from artist.policies.pollux.throughput import iteration_seconds
 
@@ -120,8 +120,7 @@ class OptimusOracle:
         if split is None:
             return None
         m, s = split
-        # the clamp the simulation applies (never above the maximum batch through rounding up)
-        m = max(agent.limit.min_local, min(m, agent.spec.max_batch // (replicas * (s + 1)) or agent.limit.min_local))
+        m = clamp_local_batch(m, s, replicas, agent.spec, agent.limit)  # the clamp the simulation applies
         nodes = math.ceil(replicas / self.gpus_per_node)
         return float(iteration_seconds(params, nodes, replicas, m, s))
 
