@@ -56,7 +56,6 @@ import pandas as pd
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.network.stack import CommSpec
-from artist.perf.model import CONTENTION_MODES
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, TopologyChoice, WorkloadChoice
 from artist.sweep.identity import run_id_of, run_identity, sha256_file
@@ -128,9 +127,7 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     gpu_types = sorted({t for app, _ in apps.values() for t in app.compute})
     round_seconds = ef.number("round_seconds", 60.0, minimum=1.0, maximum=3600.0)
     identity_extra["round_seconds"] = round_seconds
-    contention = ef.string("contention", "isolated")
-    if contention not in CONTENTION_MODES:
-        raise ef.error("contention", f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
+    contention = rigid._contention(ef, "isolated")
     if contention != "isolated":  # enters only when shared, so that isolated runs keep their ids
         identity_extra["contention"] = contention
     configs = {}

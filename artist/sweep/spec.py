@@ -509,7 +509,13 @@ def _simulator(f: Fields) -> SimulatorConfig:
         interval = None if raw in (None, 0) else sf.number("round_interval_s", minimum=MIN_ROUND_INTERVAL_S,
                                                            maximum=MAX_ARRIVAL_S)
     restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0, maximum=MAX_RESTORE_S)
-    contention = sf.string("contention", default.contention)
+    return SimulatorConfig(round_interval_s=interval, restore_seconds=restore,
+                           contention=_contention(sf, default.contention))
+
+
+def _contention(f: Fields, default: str) -> str:
+    """A `contention` field (the rigid loop's `simulator:`, the elastic loop's `elastic:`): one of CONTENTION_MODES."""
+    contention = f.string("contention", default)
     if contention not in CONTENTION_MODES:
-        raise sf.error("contention", f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
-    return SimulatorConfig(round_interval_s=interval, restore_seconds=restore, contention=contention)
+        raise f.error("contention", f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
+    return contention
