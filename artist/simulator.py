@@ -62,6 +62,9 @@ class SimulatorConfig:
     check_invariants: bool = False
     # "isolated": every job at its rate alone; "shared": co-runners on common links re-rated together.
     contention: str = "isolated"
+    # how "shared" times a component: "phase" (fast, the default) or "cosim" (the backend's co-simulation;
+    # the reference): perf/model.py CONTENTION_MODELS
+    contention_model: str = "phase"
 
 
 @dataclass
@@ -92,8 +95,8 @@ class Simulator:
             raise SimulationError(f"the performance model's contention mode is {perf.contention!r}, the "
                                   f"simulator's {config.contention!r}")
         perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
-        if perf.contention != config.contention:
-            perf = PerfModel(perf.fabric, perf.compute, config.contention)
+        if perf.contention != config.contention or perf.contention_model != config.contention_model:
+            perf = PerfModel(perf.fabric, perf.compute, config.contention, config.contention_model)
         self.perf = perf
         self.shared = config.contention == "shared"
         self._touched_leaves: set[int] = set()  # uplink leaves of jobs started or stopped since the last re-rating

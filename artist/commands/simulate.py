@@ -14,6 +14,7 @@ from artist.commands._common import (add_network_arguments, add_topology_argumen
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_ARRIVAL_S, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
+from artist.perf.model import CONTENTION_MODELS
 from artist.metrics import summary, write_tables
 from artist.network.stack import CommSpec, cached_layer
 from artist.policies.registry import make_policy_checked, policy_names
@@ -42,7 +43,11 @@ def add_parser(sub) -> None:
                    help="checkpoint-restore cost (s) paid when a preempted job resumes or a job migrates")
     p.add_argument("--contention", default="isolated", choices=("isolated", "shared"),
                    help="isolated: every job at its step time alone; shared: jobs on common links re-rated "
-                        "together at every start and stop (use --backend flow or ns3 to see slowdowns)")
+                        "together at every start and stop")
+    p.add_argument("--contention-model", default="phase", choices=CONTENTION_MODELS,
+                   help="how shared contention times jobs on common links: phase (fast: collectives stretched "
+                        "phase by phase, alone times from --backend) or cosim (the reference: --backend flow or "
+                        "ns3 co-simulates every transfer or packet)")
     p.add_argument("--round-interval", type=number(MIN_ROUND_INTERVAL_S, MAX_ARRIVAL_S, allow=(0.0,)),
                    default=SimulatorConfig.round_interval_s,
                    help=f"periodic scheduling round in seconds, >= {MIN_ROUND_INTERVAL_S:g} (0: only on events)")
@@ -103,7 +108,7 @@ def run(args) -> int:
                     cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds,
-                             contention=args.contention)
+                             contention=args.contention, contention_model=args.contention_model)
     if args.backend == "ns3":
         print("note: the ns3 backend answers each new placement shape with a packet-level run (seconds to minutes "
               "each; the first also starts ns-3); answers are cached", file=sys.stderr)

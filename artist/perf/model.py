@@ -10,9 +10,17 @@ communication. Policies never see the fabric; they see StepEstimates.
 Contention: "isolated" times every job alone, so rates() is estimate() per
 job. "shared" times the jobs of each contention component (perf/contention.py:
 rack-spanning jobs with a rack in common) together, on their own GPUs, in
-steady state (network/steady.py: every job repeats its step in one
-FabricModel.time call until its step time is stable; the flow and ns-3
-backends co-simulate them; the analytical backend still times each alone).
+steady state, by one of two contention models (CONTENTION_MODELS):
+- "phase" (default, the model of record for sweeps): network/phase/, every
+  collective at its fabric's time alone, stretched where its channels share a
+  link with another job's, the component's periodic steady state simulated
+  phase by phase (a few events per collective, memoised by a canonical
+  signature); any backend answers the alone times (analytical, flow, ns-3);
+  a job's shared step is its step alone plus what contention adds in that model;
+- "cosim" (the reference): network/steady.py, every job repeats its step in one
+  FabricModel.time call until its step time is stable; the flow and ns-3
+  backends co-simulate every transfer or packet (the analytical backend times
+  each job alone).
 Data-parallel and hybrid-parallel (1F1B, perf/hybrid.py) jobs alike. Policies
 keep asking estimate(): a job alone.
 """
@@ -20,7 +28,7 @@ keep asking estimate(): a job alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
@@ -36,7 +44,11 @@ from artist.network.symmetry import fabric_form, fabric_key
 from artist.placement import Placement
 from artist.workload import ModelProfile
 
+if TYPE_CHECKING:  # the phase model imports collective schedules: loaded only when shared contention runs
+    from artist.network.phase import ComponentStep, PhaseContention
+
 CONTENTION_MODES = ("isolated", "shared")
+CONTENTION_MODELS = ("phase", "cosim")  # how "shared" times a component (module docstring)
 
 
 @dataclass(frozen=True)
@@ -67,12 +79,16 @@ def estimate_from_timing(graph: StepGraph, timing: GraphTiming, compute_seconds:
 
 
 class PerfModel:
-    def __init__(self, fabric: FabricModel, compute: ComputeModel, contention: str = "isolated"):
+    def __init__(self, fabric: FabricModel, compute: ComputeModel, contention: str = "isolated",
+                 contention_model: str = "phase"):
         if contention not in CONTENTION_MODES:
             raise ValueError(f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
+        if contention_model not in CONTENTION_MODELS:
+            raise ValueError(f"unknown contention model {contention_model!r}; known: {', '.join(CONTENTION_MODELS)}")
         self.fabric = fabric
         self.compute = compute
         self.contention = contention
+        self.contention_model = contention_model
         self._memo: dict = {}
         self._shared_memo: dict = {}
 
@@ -152,12 +168,11 @@ class PerfModel:
         return {job_id: out[job_id] for job_id in running}
 
     def shared(self, jobs: Mapping[str, tuple[ModelProfile, Placement]]) -> dict[str, StepEstimate]:
-        """The jobs' steady-state steps with all of them on the fabric at once, each graph on its own GPUs:
-        network/steady.py repeats every job's step in one FabricModel.time call until each job's step
-        time is stable (at most steady.MAX_STEPS steps per job), so the answer is what the jobs settle
-        into, not an accident of a common start. A job alone repeats one identical step, so it is timed
-        once. The steps measured are in each answer's comm.details (steady_steps, steady_converged).
-        Memoised per (models, GPUs) of the group."""
+        """The jobs' steady-state steps with all of them on the fabric at once, each graph on its own GPUs,
+        by the contention model (module docstring), so the answer is what the jobs settle into, not an
+        accident of a common start. A job alone repeats one identical step, so it is its estimate alone
+        (phase) or timed once (cosim). The steps measured are in each answer's comm.details. Memoised per
+        (models, GPUs) of the group."""
         key = ("shared",) + tuple((job, model, placement.topology, placement.gpus)
                                   for job, (model, placement) in jobs.items())
         found = self._shared_memo.get(key)
@@ -165,33 +180,84 @@ class PerfModel:
             graphs, compute = {}, {}
             for job, (model, placement) in jobs.items():
                 graphs[job], compute[job] = self.step_graph(model, placement)
-            if len(jobs) == 1:
+            if len(jobs) == 1 and self.contention_model == "phase":
+                (job, (model, placement)), = jobs.items()
+                found = {job: self.estimate(model, placement)}
+            elif len(jobs) == 1:
                 job = next(iter(jobs))
                 timing = self.fabric.time(graphs)[job]
                 found = {job: estimate_from_timing(graphs[job], timing, compute[job],
                                                    {"steady_steps": 1, "steady_converged": True})}
             else:
+                alone = ({job: self.estimate(model, placement) for job, (model, placement) in jobs.items()}
+                         if self.contention_model == "phase" else None)
                 found = shared_steady_estimates(self.fabric, {job: (graphs[job], compute[job], placement.topology)
-                                                              for job, (_, placement) in jobs.items()})
+                                                              for job, (_, placement) in jobs.items()},
+                                                self.contention_model, alone)
             if len(self._shared_memo) >= 100_000:  # groups are combinatorial: keep the memo bounded
                 self._shared_memo.clear()
             self._shared_memo[key] = found
         return dict(found)
 
-
-def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGraph, float, object]]
+def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGraph, float, object]],
+                            contention_model: str = "phase", alone: Mapping[str, StepEstimate] | None = None
                             ) -> dict[str, StepEstimate]:
     """Two or more jobs' steady-state steps together on the fabric: {job: (its step graph on its own GPUs,
     its compute seconds, its topology)} -> {job: StepEstimate}. Machine-local communication is timed alone
-    (without_machine_local_communication, exact), the rest by network/steady.py in one co-simulation. The
-    rigid loop (PerfModel.shared) and the elastic loop's shared mode (artist/elastic/contention.py) both
-    time components this way."""
+    (without_machine_local_communication, exact), the rest by the contention model (module docstring).
+    alone: each job's StepEstimate alone (phase: the shared step is it plus what contention adds; without
+    it, the step is the phase model's own). The rigid loop (PerfModel.shared) and the elastic loop's shared
+    mode (artist/elastic/contention.py) both time components this way."""
     graphs, local = {}, {}
     for job, (graph, _, topology) in jobs.items():
         graphs[job], seconds = without_machine_local_communication(fabric, graph, topology)
         local[job] = sum(seconds.values())
+    if contention_model == "phase":
+        steps = phase_model_of(fabric).steady(graphs)
+        return {job: _phase_estimate(graphs[job], steps[job], jobs[job][1], local[job],
+                                     None if alone is None else alone[job], fabric.name) for job in jobs}
+    if contention_model != "cosim":
+        raise ValueError(f"unknown contention model {contention_model!r}; known: {', '.join(CONTENTION_MODELS)}")
     steady = steady_step_times(fabric, graphs)
     return {job: _steady_estimate(graphs[job], steady[job], jobs[job][1], local[job]) for job in jobs}
+
+
+_PHASE_MODELS: dict = {}
+
+
+def phase_model_of(fabric) -> PhaseContention:
+    """One PhaseContention per fabric object in this process (its memo outlives one component)."""
+    from artist.network.phase import PhaseContention
+
+    found = _PHASE_MODELS.get(id(fabric))
+    if found is None or found.fabric is not fabric:
+        if len(_PHASE_MODELS) >= 64:
+            _PHASE_MODELS.clear()
+        found = _PHASE_MODELS[id(fabric)] = PhaseContention(fabric)
+    return found
+
+
+def _phase_estimate(graph: StepGraph, step: ComponentStep, compute_seconds: float, local_comm_seconds: float,
+                    alone: StepEstimate | None, backend: str) -> StepEstimate:
+    """A job's StepEstimate from the phase model: its step alone plus the contention the model adds
+    (shared - alone in the model, >= 0), or with no alone estimate the model's own step."""
+    added = max(0.0, step.shared.step_seconds - step.alone.step_seconds)
+    added_comm = max(0.0, step.shared.comm_seconds - step.alone.comm_seconds)
+    details = {"contention_model": "phase", "steady_steps": step.shared.steps,
+               "steady_converged": step.shared.converged, "first_step_seconds": step.shared.first_step_seconds,
+               "contention_added_seconds": added}
+    if alone is not None:
+        exposed = alone.exposed_comm_seconds + added
+        step_seconds = alone.compute_seconds + exposed
+        return StepEstimate(step_seconds, alone.compute_seconds, exposed, alone.comm_seconds + added_comm,
+                            graph.samples / step_seconds if graph.samples else 0.0,
+                            alone.comm.replace(cache_hit=False, details={**alone.comm.details, **details}),
+                            alone.efficiency)
+    exposed = max(0.0, step.shared.step_seconds - compute_seconds)
+    step_seconds = compute_seconds + exposed
+    return StepEstimate(step_seconds, compute_seconds, exposed, step.shared.comm_seconds + local_comm_seconds,
+                        graph.samples / step_seconds if graph.samples else 0.0,
+                        CommResult(backend, details=details))
 
 
 def _steady_estimate(graph: StepGraph, steady: SteadyStep, compute_seconds: float,

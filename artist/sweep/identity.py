@@ -45,9 +45,11 @@ def run_identity(topology: TopologyChoice, racks: int, models_digest: str, polic
         "workload": {**workload.identity, "seed": seed},
         "comm": {"backend": backend, "algorithm": algorithm, "channels": channels, "options": options},
         "calibration": calibration.profile.id if calibration.profile is not None else None,
-        # contention enters only when shared, so that isolated runs keep the ids they always had
+        # contention enters only when shared, so that isolated runs keep the ids they always had; with it the
+        # contention model, which changes shared answers
         "simulator": {"round_interval_s": simulator.round_interval_s, "restore_seconds": simulator.restore_seconds,
-                      **({"contention": simulator.contention} if simulator.contention != "isolated" else {})},
+                      **({"contention": simulator.contention, "contention_model": simulator.contention_model}
+                         if simulator.contention != "isolated" else {})},
     }
 
 

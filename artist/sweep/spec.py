@@ -42,7 +42,7 @@ from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, 
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
 from artist.report.spec import ReportSpec, check_against_policies, check_against_workloads, parse_report
-from artist.perf.model import CONTENTION_MODES
+from artist.perf.model import CONTENTION_MODELS, CONTENTION_MODES
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, CalibrationChoice, PolicyChoice, TopologyChoice, WorkloadChoice
 from artist.sweep.identity import models_sha256, sha256_file
@@ -501,7 +501,7 @@ def _simulator(f: Fields) -> SimulatorConfig:
     if not f.has("simulator"):
         return SimulatorConfig()
     sf = f.sub("simulator")
-    sf.unknown_keys({"round_interval_s", "restore_seconds", "contention"})
+    sf.unknown_keys({"round_interval_s", "restore_seconds", "contention", "contention_model"})
     default = SimulatorConfig()
     interval = default.round_interval_s
     if "round_interval_s" in sf.data:
@@ -509,8 +509,11 @@ def _simulator(f: Fields) -> SimulatorConfig:
         interval = None if raw in (None, 0) else sf.number("round_interval_s", minimum=MIN_ROUND_INTERVAL_S,
                                                            maximum=MAX_ARRIVAL_S)
     restore = sf.number("restore_seconds", default.restore_seconds, minimum=0.0, maximum=MAX_RESTORE_S)
+    model = sf.string("contention_model", default.contention_model)
+    if model not in CONTENTION_MODELS:
+        raise sf.error("contention_model", f"unknown contention model {model!r}; known: {', '.join(CONTENTION_MODELS)}")
     return SimulatorConfig(round_interval_s=interval, restore_seconds=restore,
-                           contention=_contention(sf, default.contention))
+                           contention=_contention(sf, default.contention), contention_model=model)
 
 
 def _contention(f: Fields, default: str) -> str:

@@ -32,17 +32,23 @@ _TIE = 1e-12  # relative tolerance for links at the same bottleneck share
 
 
 def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity: np.ndarray,
-                  weights: np.ndarray | None = None, priority: np.ndarray | None = None) -> np.ndarray:
+                  weights: np.ndarray | None = None, priority: np.ndarray | None = None,
+                  multiplicity: np.ndarray | None = None) -> np.ndarray:
     """Rates of `flows` flows. (flow_of[i], link_of[i]) lists every (flow, link) crossing, link
     indices into `capacity` (bytes/s, > 0); every flow must cross at least one link.
     weights: per flow, > 0 (default: all 1, plain max-min).
-    priority: per flow, an integer level (default: all 0), strict priority (module docstring)."""
+    priority: per flow, an integer level (default: all 0), strict priority (module docstring).
+    multiplicity: per crossing, > 0 (default: all 1): the crossing loads its link with multiplicity x
+    the flow's rate, as a bundle of that many lock-step flows of one rate would (network/phase/)."""
     rate = np.zeros(flows)
     if flows == 0:
         return rate
     weight = np.ones(flows) if weights is None else np.asarray(weights, dtype=np.float64)
     level_of = np.zeros(flows, dtype=np.int64) if priority is None else np.asarray(priority, dtype=np.int64)
     crossing_weight = weight[flow_of]
+    load = None if multiplicity is None else np.asarray(multiplicity, dtype=np.float64)
+    if load is not None:
+        crossing_weight = crossing_weight * load
     links = len(capacity)
     remaining = capacity.astype(np.float64).copy()
     frozen = np.zeros(flows, dtype=bool)
@@ -67,7 +73,8 @@ def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity
             frozen |= newly
             filling &= ~newly
             crossing = active & newly[flow_of]
-            remaining -= np.bincount(link_of[crossing], weights=rate[flow_of[crossing]], minlength=links)
+            used_rate = rate[flow_of[crossing]] if load is None else rate[flow_of[crossing]] * load[crossing]
+            remaining -= np.bincount(link_of[crossing], weights=used_rate, minlength=links)
             np.maximum(remaining, 0.0, out=remaining)
             active &= ~crossing
     if not frozen.all():

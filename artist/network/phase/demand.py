@@ -1,0 +1,100 @@
+"""What one collective asks of the links: per channel, a bundle of lock-step flows.
+
+A ring moves in lock-step: at every step each rank forwards one chunk to its
+successor and waits for its predecessor's, so the whole ring advances at the
+rate of its slowest edge, and every edge carries the same bytes. A channel of
+a collective is therefore one *bundle*: `edge_bytes` per edge over the whole
+collective, every edge at one rate e (bytes/s), loading each link it crosses
+with load x e, the load being how many of its edges cross that link. Other
+schedules (all-to-all, hierarchical, send/recv) are read the same way: a
+channel's bytes per link over the collective, divided by its mean bytes per
+edge (so an all-to-all channel advances as one lock-step bundle too: the
+approximation network/phase/__init__.py measures).
+
+A collective alone takes its fabric's time T (analytical, flow, ns-3, with
+calibration). Its bundles alone run at the max-min rates of its own links
+(`alone_rates`), taking B = max over bundles of edge_bytes / rate: the
+bandwidth part. The rest, T - B, is start-up latency (NCCL's base and per-hop
+latencies, packet overheads) during which the links carry nothing of it. When
+the fabric's T is below B (a calibration faster than the fluid links), the
+bundles carry the fraction T / B of their bytes instead, so that alone the
+collective still takes exactly T and never loads a link beyond its capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from artist.network.collectives import collective_schedule
+from artist.network.flow.maxmin import max_min_rates
+from artist.network.links import LinkId, link_bandwidth_bps, path
+from artist.placement import Placement
+from artist.topology import Topology
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """One channel of a collective: lock-step edges of `edge_bytes` each."""
+
+    edge_bytes: float  # bytes per edge over the whole collective
+    links: tuple[LinkId, ...]  # every link an edge of the channel crosses
+    load: tuple[float, ...]  # per link: edges crossing it (bytes it carries / edge_bytes)
+
+
+@dataclass(frozen=True)
+class CollectiveDemand:
+    bundles: tuple[Bundle, ...]
+    alone_rates: tuple[float, ...]  # per bundle, bytes/s per edge with only this collective on its links
+
+    @property
+    def bandwidth_seconds(self) -> float:
+        """The bandwidth part alone: the slowest bundle's bytes at its alone rate."""
+        return max((b.edge_bytes / r for b, r in zip(self.bundles, self.alone_rates)), default=0.0)
+
+
+def collective_demand(topology: Topology, kind: str, group: tuple[int, ...], nbytes: int, algorithm: str,
+                      channels: int) -> CollectiveDemand:
+    """The bundles of one collective on these GPUs (send_recv: group = (src, dst)) and their alone rates."""
+    placement = Placement(topology, group)
+    src_dst = tuple(group) if kind == "send_recv" else None
+    schedule = collective_schedule(kind, algorithm, placement, int(nbytes), channels, dependencies=False,
+                                   src_dst=src_dst)
+    table = schedule.table
+    if len(table) == 0:
+        return CollectiveDemand((), ())
+    n = len(schedule.ranks)
+    edge = (table.channel * n + table.src) * n + table.dst
+    edges, inverse = np.unique(edge, return_inverse=True)
+    edge_bytes = np.bincount(inverse, weights=table.nbytes.astype(np.float64), minlength=len(edges))
+    per_channel: dict[int, list[tuple[int, int, float]]] = {}
+    for e, b in zip(edges.tolist(), edge_bytes.tolist()):
+        if b > 0:
+            channel, rest = divmod(e, n * n)
+            src, dst = divmod(rest, n)
+            per_channel.setdefault(channel, []).append((schedule.ranks[src], schedule.ranks[dst], b))
+    bundles = []
+    for channel, channel_edges in sorted(per_channel.items()):
+        carried: dict[LinkId, float] = {}
+        for src, dst, b in channel_edges:
+            for link in path(topology, src, dst, channel).links:
+                carried[link] = carried.get(link, 0.0) + b
+        mean = sum(b for _, _, b in channel_edges) / len(channel_edges)
+        bundles.append(Bundle(mean, tuple(carried), tuple(c / mean for c in carried.values())))
+    return CollectiveDemand(tuple(bundles), alone_rates(topology, bundles))
+
+
+def alone_rates(topology: Topology, bundles) -> tuple[float, ...]:
+    """Max-min rates (bytes/s per edge) of these bundles sharing their links with nothing else."""
+    index: dict[LinkId, int] = {}
+    flow_of, link_of, load = [], [], []
+    for f, bundle in enumerate(bundles):
+        for link, m in zip(bundle.links, bundle.load):
+            flow_of.append(f)
+            link_of.append(index.setdefault(link, len(index)))
+            load.append(m)
+    capacity = np.array([link_bandwidth_bps(topology, link) / 8.0 for link in index])
+    rates = max_min_rates(np.array(flow_of), np.array(link_of), len(bundles), capacity,
+                          multiplicity=np.array(load))
+    return tuple(float(r) for r in rates)

@@ -1,0 +1,300 @@
+"""The periodic steady state of jobs that share links, at the granularity of collective phases.
+
+Every job repeats its step graph: step k+1's roots start when step k's last
+node ends (as network/steady.py unrolls steps). A node is a fixed part
+(compute; or a collective's start-up latency; or a whole collective that
+meets no other job's traffic, at its alone time) followed, for a collective
+that crosses a link another job also crosses, by its bundles (demand.py: one
+lock-step bundle per channel) draining their bytes. Active bundles share the
+links other jobs also cross max-min fairly per edge (flow/maxmin.py, with
+each bundle's edges as its load and its alone rate as its cap: its own links
+are accounted in that rate). Rates change only when a bundle starts or drains,
+so the cost of a step is a few events per collective, not per transfer.
+
+The run is one continuous simulation (no re-runs from a common start): it
+stops when every job's mean step over the last `window` steps of the slowest
+job is within `tolerance` of the mean over the `window` before (means over a
+common time span, so a fast job beside a slow one is averaged over whole
+periods of the slow one), or when the slowest job has run `max_steps` steps,
+or after `max_events` events (then converged is False). A job that no other
+job can disturb before the next event of another job skips whole steps at
+once at its alone step time (exact in this model: nothing else shares its
+bundles' links until then), so a fast job beside a slow one costs little.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from artist.network.flow.maxmin import max_min_rates
+
+TOLERANCE = 0.005  # relative change of the mean step between the last two windows (choice)
+WINDOW = 4  # steps of the slowest job per window (choice)
+MAX_STEPS = 64  # steps of the slowest job (a cap: no input runs without bound)
+MAX_EVENTS = 2_000_000  # events per run (a cap)
+
+
+@dataclass(frozen=True)
+class PhaseBundle:
+    work: float  # bytes per edge to drain
+    cap: float  # its alone rate, bytes/s per edge
+    crossings: tuple[tuple[int, float], ...]  # (shared link index, load) of every shared link it crosses
+
+
+@dataclass(frozen=True)
+class PhaseNode:
+    deps: tuple[int, ...]
+    seconds: float  # the fixed part: compute, a start-up latency, or a whole undisturbed collective
+    communication: bool
+    bundles: tuple[PhaseBundle, ...] = ()  # drained after the fixed part
+
+
+@dataclass(frozen=True)
+class PhaseJob:
+    nodes: tuple[PhaseNode, ...]
+
+
+@dataclass(frozen=True)
+class PhaseSteady:
+    step_seconds: float  # mean step over the measured span
+    comm_seconds: float  # communication nodes' durations per step, mean over the same steps
+    first_step_seconds: float
+    steps: int  # steps simulated
+    converged: bool
+
+
+class _Job:
+    """A job's progress through its repeated step."""
+
+    __slots__ = ("spec", "dependents", "roots", "deps_left", "left", "started", "step_start", "comm", "ends",
+                 "comms", "bundles_left")
+
+    def __init__(self, spec: PhaseJob):
+        self.spec = spec
+        self.dependents = [[] for _ in spec.nodes]
+        for i, node in enumerate(spec.nodes):
+            for d in node.deps:
+                self.dependents[d].append(i)
+        self.roots = [i for i, node in enumerate(spec.nodes) if not node.deps]
+        self.ends: list[float] = []
+        self.comms: list[float] = []
+        self.started = [0.0] * len(spec.nodes)
+        self.bundles_left = [0] * len(spec.nodes)
+
+
+def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: int | None = None,
+                  window: int = WINDOW, tolerance: float = TOLERANCE, max_steps: int = MAX_STEPS,
+                  max_events: int = MAX_EVENTS, alone: Sequence[PhaseSteady] | None = None) -> list[PhaseSteady]:
+    """Steady steps of the jobs together on shared links of these capacities (bytes/s).
+    steps: run exactly this many steps of every job instead (1: a job's step alone).
+    alone: each job's step alone (run_component([job], [], steps=1)): enables skipping undisturbed steps."""
+    alone_steps = None if alone is None else [a.step_seconds for a in alone]
+    alone_comms = None if alone is None else [a.comm_seconds for a in alone]
+    state = [_Job(j) for j in jobs]
+    capacity = np.asarray(capacity, dtype=np.float64)
+    heap: list = []
+    seq = 0
+    now = 0.0
+    events = 0
+    active: list[list] = []  # [job, node, remaining, work, cap, crossings]
+    changed = False
+    rates = np.zeros(0)
+    done = False
+
+    def push(when: float, job: int, node: int) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (when, seq, job, node))
+
+    def start_step(j: int) -> None:
+        s = state[j]
+        s.deps_left = [len(n.deps) for n in s.spec.nodes]
+        s.left = len(s.spec.nodes)
+        s.step_start = now
+        s.comm = 0.0
+        for i in s.roots:
+            start_node(j, i)
+
+    def start_node(j: int, i: int) -> None:
+        state[j].started[i] = now
+        push(now + state[j].spec.nodes[i].seconds, j, i)
+
+    def end_node(j: int, i: int) -> None:
+        nonlocal done
+        s = state[j]
+        node = s.spec.nodes[i]
+        if node.communication:
+            s.comm += now - s.started[i]
+        s.left -= 1
+        for d in s.dependents[i]:
+            s.deps_left[d] -= 1
+            if s.deps_left[d] == 0:
+                start_node(j, d)
+        if s.left == 0:
+            s.ends.append(now)
+            s.comms.append(s.comm)
+            if _should_stop(state, steps, window, tolerance, max_steps):
+                done = True
+            else:
+                start_step(j)
+                if alone_steps is not None:
+                    skip_undisturbed(j)
+
+    def skip_undisturbed(j: int) -> None:
+        """Whole steps of job j at its alone time while no other job can start a bundle (before another
+        job's next event, with no other job's bundle flowing): j shares no link with anyone meanwhile,
+        so each of those steps is its step alone. Called when j has just started a step."""
+        nonlocal now
+        if active or alone_steps[j] <= 0:
+            return
+        horizon = min((t for t, _, job, _ in heap if job != j), default=math.inf)
+        if not math.isfinite(horizon):  # another job between events at this instant: nothing known ahead
+            return
+        k = math.floor((horizon - now) / alone_steps[j]) - 1  # the step that meets the event is simulated
+        if steps is not None:
+            k = min(k, steps - len(state[j].ends))
+        if k < 1:
+            return
+        s = state[j]
+        heap[:] = [e for e in heap if e[2] != j]  # j's step just started: drop it, add k steps alone
+        heapq.heapify(heap)
+        base = now
+        for n in range(1, k + 1):
+            s.ends.append(base + n * alone_steps[j])
+            s.comms.append(alone_comms[j])
+        saved, now = now, base + k * alone_steps[j]
+        start_step(j)
+        now = saved
+
+    for j in range(len(state)):
+        start_step(j)
+    while heap or active:
+        if done or events >= max_events:
+            break
+        t_timer = heap[0][0] if heap else math.inf
+        t_next = t_timer
+        if active:
+            remaining = np.fromiter((a[2] for a in active), dtype=np.float64, count=len(active))
+            with np.errstate(divide="ignore"):
+                drain = np.where(rates > 0, remaining / np.where(rates > 0, rates, 1.0), math.inf)
+            first = int(np.argmin(drain))
+            t_drain = now + float(drain[first])
+            t_next = min(t_timer, t_drain)
+            left = remaining - rates * (t_next - now)
+            if t_drain <= t_timer:
+                left[first] = 0.0
+            now = t_next
+            finished = []
+            for a, r in zip(active, left.tolist()):
+                if r <= 1e-9 * a[3]:
+                    finished.append(a)
+                else:
+                    a[2] = r
+            if finished:
+                changed = True
+                active = [a for a in active if a not in finished]
+                for a in finished:
+                    events += 1
+                    s = state[a[0]]
+                    s.bundles_left[a[1]] -= 1
+                    if s.bundles_left[a[1]] == 0:
+                        end_node(a[0], a[1])
+        else:
+            now = t_next
+        while heap and heap[0][0] <= now and not done:
+            _, _, j, i = heapq.heappop(heap)
+            events += 1
+            node = state[j].spec.nodes[i]
+            if node.bundles:
+                state[j].bundles_left[i] = len(node.bundles)
+                for b in node.bundles:
+                    active.append([j, i, b.work, b.work, b.cap, b.crossings])
+                changed = True
+            else:
+                end_node(j, i)
+        if changed and active:
+            rates = _rates(active, capacity)
+        changed = False
+    return [_result(state, j, window, tolerance, done and steps is None) for j in range(len(state))]
+
+
+def _rates(active: list[list], capacity: np.ndarray) -> np.ndarray:
+    """Max-min rates per edge of the active bundles: every shared link at its capacity, every bundle
+    at most its alone rate (a private link of that capacity)."""
+    flow_of, link_of, load = [], [], []
+    caps = list(capacity)
+    for f, a in enumerate(active):
+        for link, m in a[5]:
+            flow_of.append(f)
+            link_of.append(link)
+            load.append(m)
+        flow_of.append(f)
+        link_of.append(len(caps))
+        load.append(1.0)
+        caps.append(a[4])
+    return max_min_rates(np.array(flow_of), np.array(link_of), len(active), np.array(caps),
+                         multiplicity=np.array(load))
+
+
+def _slowest(state: list[_Job]) -> int:
+    return max(range(len(state)), key=lambda j: (state[j].ends[-1] / len(state[j].ends), -j))
+
+
+def _should_stop(state: list[_Job], steps: int | None, window: int, tolerance: float, max_steps: int) -> bool:
+    if steps is not None:
+        return all(len(s.ends) >= steps for s in state)
+    if any(not s.ends for s in state):
+        return False
+    slow = state[_slowest(state)]
+    if len(slow.ends) >= max_steps:
+        return True
+    spans = _spans(state, window)
+    if spans is None:
+        return False
+    return all(_converged(s, spans, tolerance) for s in state)
+
+
+def _spans(state: list[_Job], window: int) -> tuple[float, float, float] | None:
+    """(t_a, t_m, t_b): the last two windows of the slowest job's steps before the horizon (every job's
+    latest step end), its first step left out."""
+    horizon = min(s.ends[-1] for s in state)
+    slow = state[_slowest(state)]
+    ends = slow.ends[:bisect_right(slow.ends, horizon * (1 + 1e-12))]
+    if len(ends) < 2 * window + 1:
+        return None
+    return ends[-1 - 2 * window], ends[-1 - window], ends[-1]
+
+
+def _mean_over(s: _Job, a: float, b: float) -> tuple[float, float] | None:
+    """(mean step, mean communication) of the job's steps ending within [a, b], or None for fewer than two."""
+    lo = bisect_left(s.ends, a * (1 - 1e-12))
+    hi = bisect_right(s.ends, b * (1 + 1e-12))
+    if hi - lo < 2:
+        return None
+    return (s.ends[hi - 1] - s.ends[lo]) / (hi - 1 - lo), sum(s.comms[lo + 1:hi]) / (hi - 1 - lo)
+
+
+def _converged(s: _Job, spans, tolerance: float) -> bool:
+    last, before = _mean_over(s, spans[1], spans[2]), _mean_over(s, spans[0], spans[1])
+    return last is not None and before is not None and abs(last[0] - before[0]) <= tolerance * last[0]
+
+
+def _result(state: list[_Job], j: int, window: int, tolerance: float, settled: bool) -> PhaseSteady:
+    """Job j's mean step over the last window of the slowest job (the whole run when shorter)."""
+    s = state[j]
+    first = s.ends[0] if s.ends else math.nan
+    spans = _spans(state, window) if len(state) > 1 else None
+    measured = _mean_over(s, spans[1], spans[2]) if spans else None
+    converged = len(state) == 1 or (settled and spans is not None and _converged(s, spans, tolerance))
+    if measured is None:  # too few steps in the span: the mean of its steps after the first
+        if len(s.ends) >= 2:
+            measured = ((s.ends[-1] - s.ends[0]) / (len(s.ends) - 1), sum(s.comms[1:]) / (len(s.ends) - 1))
+        else:
+            measured = (first, s.comms[0] if s.comms else 0.0)
+    return PhaseSteady(measured[0], measured[1], first, len(s.ends), converged)

@@ -1,0 +1,170 @@
+"""Jobs that share links, timed by collective phases: the contention model of record for sweeps.
+
+    PhaseContention(fabric).steady({job: StepGraph on its own GPUs, ...}) -> {job: ComponentStep}
+
+Each communication node takes its fabric's time alone (fabric.collective_seconds:
+analytical, flow or ns-3, with calibration); where a node's channels cross a
+link that another job of the component also crosses, that time is split into
+start-up latency and bundles (demand.py) that share those links with the other
+jobs' bundles (engine.py). Links only one job crosses are in each bundle's
+alone rate. Components are memoised by a canonical signature: jobs in order of
+their own signature, shared links renumbered in order of first use; the engine
+runs on the canonical form, so one signature always gives one answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Mapping
+
+from artist.network.links import LinkId, link_bandwidth_bps
+from artist.network.phase.demand import CollectiveDemand, collective_demand
+from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseSteady, run_component
+from artist.parallel.graph import StepGraph
+from artist.placement import Placement
+
+PHASE_VERSION = "1"  # bump when an answer changes
+MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
+
+
+@dataclass(frozen=True)
+class ComponentStep:
+    shared: PhaseSteady  # the job's steady step with the component
+    alone: PhaseSteady  # its step alone in the same model (the reference its slowdown is measured against)
+
+
+def fabric_setting(fabric, name: str, default):
+    """A backend setting (algorithm, channels) read through the Cached / Calibrated wrappers."""
+    while fabric is not None:
+        if hasattr(fabric, name):
+            return getattr(fabric, name)
+        fabric = getattr(fabric, "inner", None)
+    return default
+
+
+class PhaseContention:
+    name = "phase"
+
+    def __init__(self, fabric):
+        self.fabric = fabric
+        self.topology = fabric.topology
+        self.algorithm = fabric_setting(fabric, "algorithm", "ring")
+        self.channels = fabric_setting(fabric, "channels", 1)
+        self._demands: dict = {}
+        self._alone_seconds: dict = {}
+        self._components: dict = {}
+        self._alone: dict = {}
+        self.components_run = 0  # engine runs (memo misses) in this process
+
+    def identity(self) -> dict:
+        return {"contention_model": self.name, "version": PHASE_VERSION, "fabric": self.fabric.identity()}
+
+    # ---- one collective -----------------------------------------------------
+    def _demand(self, kind: str, group: tuple[int, ...], nbytes: int) -> CollectiveDemand:
+        key = (kind, group, nbytes)
+        found = self._demands.get(key)
+        if found is None:
+            if len(self._demands) >= MAX_MEMO:
+                self._demands.clear()
+            found = self._demands[key] = collective_demand(self.topology, kind, group, nbytes, self.algorithm,
+                                                           self.channels)
+        return found
+
+    def _collective_seconds(self, kind: str, group: tuple[int, ...], nbytes: int) -> float:
+        key = (kind, group, nbytes)
+        found = self._alone_seconds.get(key)
+        if found is None:
+            if len(self._alone_seconds) >= MAX_MEMO:
+                self._alone_seconds.clear()
+            found = self._alone_seconds[key] = float(self.fabric.collective_seconds(
+                Placement(self.topology, group), int(nbytes), kind))
+        return found
+
+    # ---- a component ----------------------------------------------------------
+    def steady(self, graphs: Mapping[str, StepGraph]) -> dict[str, ComponentStep]:
+        """Every job's steady step with all of them on the fabric, and alone (module docstring)."""
+        jobs = list(graphs)
+        links_of = {j: self._links(graphs[j]) for j in jobs}
+        crossed: dict[LinkId, int] = {}
+        for j in jobs:
+            for link in links_of[j]:
+                crossed[link] = crossed.get(link, 0) + 1
+        shared = {link for link, n in crossed.items() if n > 1}
+        local = {j: self._phase_job(graphs[j], shared) for j in jobs}
+        # canonical order: by each job's own signature (its nodes, its shared links in first use, their capacities)
+        signature = {j: _digest(_relabel([local[j]])) for j in jobs}
+        order = sorted(jobs, key=lambda j: (signature[j], jobs.index(j)))
+        (canonical, links) = _relabel([local[j] for j in order])
+        capacity = tuple(link_bandwidth_bps(self.topology, link) / 8.0 for link in links)
+        key = (canonical, capacity)
+        found = self._components.get(key)
+        if found is None:
+            alone = [self._alone_step(job, capacity) for job in canonical]
+            shared_steps = run_component(canonical, capacity, alone=alone)
+            self.components_run += 1
+            if len(self._components) >= MAX_MEMO:
+                self._components.clear()
+            found = self._components[key] = tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
+        return {j: found[k] for k, j in enumerate(order)}
+
+    def _alone_step(self, job: PhaseJob, capacity: tuple[float, ...]) -> PhaseSteady:
+        key = (job, capacity)
+        found = self._alone.get(key)
+        if found is None:
+            if len(self._alone) >= MAX_MEMO:
+                self._alone.clear()
+            found = self._alone[key] = run_component([job], capacity, steps=1)[0]
+        return found
+
+    def _links(self, graph: StepGraph) -> set[LinkId]:
+        out: set[LinkId] = set()
+        for node in graph.nodes:
+            if node.is_communication:
+                for bundle in self._demand(node.kind, node.group, int(node.nbytes)).bundles:
+                    out.update(bundle.links)
+        return out
+
+    def _phase_job(self, graph: StepGraph, shared: set[LinkId]) -> tuple[PhaseNode, ...]:
+        """The job's nodes with its bundles' crossings of shared links as link ids (relabelled later)."""
+        nodes = []
+        for node in graph.nodes:
+            if not node.is_communication:
+                nodes.append(PhaseNode(node.deps, float(node.seconds), False))
+                continue
+            alone = self._collective_seconds(node.kind, node.group, int(node.nbytes))
+            demand = self._demand(node.kind, node.group, int(node.nbytes))
+            if not any(link in shared for b in demand.bundles for link in b.links):
+                nodes.append(PhaseNode(node.deps, alone, True))
+                continue
+            bandwidth = demand.bandwidth_seconds
+            latency = max(0.0, alone - bandwidth)
+            fraction = min(1.0, alone / bandwidth) if bandwidth > 0 else 0.0
+            bundles = tuple(PhaseBundle(b.edge_bytes * fraction, rate,
+                                        tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
+                            for b, rate in zip(demand.bundles, demand.alone_rates))
+            nodes.append(PhaseNode(node.deps, latency, True, bundles))
+        return tuple(nodes)
+
+
+def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
+    """The jobs with their shared link ids renumbered 0.. in order of first use, and those links."""
+    index: dict[LinkId, int] = {}
+    out = []
+    for nodes in jobs:
+        renumbered = []
+        for node in nodes:
+            if node.bundles:
+                bundles = tuple(PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
+                                                                 for link, m in b.crossings))
+                                for b in node.bundles)
+                node = PhaseNode(node.deps, node.seconds, node.communication, bundles)
+            renumbered.append(node)
+        out.append(PhaseJob(tuple(renumbered)))
+    return tuple(out), tuple(index)
+
+
+def _digest(relabelled) -> str:
+    """A stable text digest of a relabelled job (its repr: floats in full, link ids renumbered)."""
+    jobs, _ = relabelled
+    return hashlib.sha1(repr(jobs).encode()).hexdigest()

@@ -1,0 +1,121 @@
+"""The phase contention model (artist/network/phase/): hand-computed shares, the per-transfer flow engine on
+small cases, its shortcuts against its own full run, and the canonical memo."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import small_topology_mapping
+from fabric_helpers import NIC_GBPS, colliding_pairs, ecmp_topology
+
+from artist.network.analytical import AnalyticalModel, StartupLatency
+from artist.network.flow import FlowModel
+from artist.network.flow.scenarios import contention_scenarios
+from artist.network.phase import PhaseContention
+from artist.network.phase.engine import run_component
+from artist.network.steady import steady_step_times
+from artist.parallel.graph import Node, StepGraph
+from artist.perf.compute import ComputeModel
+from artist.perf.model import PerfModel
+from artist.placement import Placement
+from artist.topology import Topology
+from artist.workload import ModelProfile
+
+NO_LATENCY = StartupLatency(0.0, 0.0, 0.0)
+PORT_BYTES_PER_S = 100e9 / 8  # fabric_helpers: NICs and spine ports at 100 Gb/s
+
+
+def _topology():
+    """2 racks x 2 machines x 1 GPU, one 100 Gb/s spine port per rack (2 NICs at 2:1), no latencies."""
+    data = small_topology_mapping(racks=2, machines_per_rack=2, gpus_per_machine=1, oversubscription=2.0)
+    for tier in data["tiers"].values():
+        tier.update(link_latency_us=0.0, switch_latency_us=0.0)
+    data["tiers"]["rack"]["bandwidth_gbps"] = data["tiers"]["spine"]["bandwidth_gbps"] = NIC_GBPS
+    data["tiers"]["spine"]["model"] = "ecmp"
+    return Topology.from_mapping(data, "<test>")
+
+
+def _ring(gpus, nbytes, deps=(), first=0):
+    return Node(first, "all_reduce", deps=deps, group=tuple(gpus), nbytes=nbytes)
+
+
+def test_two_rings_on_one_port_halve():
+    topo = _topology()
+    nbytes = 64 << 20
+    model = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY))
+    a = StepGraph((_ring((0, 2), nbytes),))  # racks 0 and 1: both directions of the one port per rack
+    b = StepGraph((_ring((1, 3), nbytes),))
+    got = model.steady({"a": a, "b": b})
+    # a 2-GPU ring all-reduce: each edge carries 2 x nbytes / 2 = nbytes, at a port's rate alone, half shared
+    alone = nbytes / PORT_BYTES_PER_S
+    for job in ("a", "b"):
+        assert got[job].alone.step_seconds == pytest.approx(alone, rel=1e-9)
+        assert got[job].shared.step_seconds == pytest.approx(2 * alone, rel=1e-9)
+        assert got[job].shared.converged
+
+
+def test_compute_and_allreduce_beside_a_bulk_sender_take_3t_and_6t():
+    """Job a: compute T, then an all-reduce of T alone; job b: one send of 4T alone, back to back, on the
+    same port. While a communicates, each has half the port: a's all-reduce takes 2T (a: 3T per step);
+    b moves 2T of its 4T per 3T of a's period, half-rate for 2T and full for T (b: 6T per step)."""
+    topo = _topology()
+    t = 1e-3
+    nbytes = int(t * PORT_BYTES_PER_S)  # the 2-GPU ring's edge carries nbytes: T at the port's rate
+    a = StepGraph((Node(0, "compute", seconds=t, group=(0, 2)), _ring((0, 2), nbytes, deps=(0,), first=1)))
+    b = StepGraph((Node(0, "send_recv", group=(1, 3), nbytes=4 * nbytes),))
+    got = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY)).steady({"a": a, "b": b})
+    assert got["a"].alone.step_seconds == pytest.approx(2 * t, rel=1e-6)
+    assert got["b"].alone.step_seconds == pytest.approx(4 * t, rel=1e-6)
+    assert got["a"].shared.step_seconds == pytest.approx(3 * t, rel=1e-6)
+    assert got["b"].shared.step_seconds == pytest.approx(6 * t, rel=1e-6)
+
+
+def test_jobs_on_disjoint_ports_are_not_slowed_and_keep_their_estimates():
+    topo = ecmp_topology(oversubscription=2.0)
+    a, b = colliding_pairs(topo, collide=False)
+    model = ModelProfile("one", tensor_bytes=(16 << 20,), compute_seconds=1e-4, reference_gpu="A100")
+    perf = PerfModel(FlowModel(topo), ComputeModel(topo), "shared")
+    shared = perf.shared({"a": (model, Placement(topo, a)), "b": (model, Placement(topo, b))})
+    for job, gpus in (("a", a), ("b", b)):
+        assert shared[job].step_seconds == perf.estimate(model, Placement(topo, gpus)).step_seconds
+        assert shared[job].comm.details["contention_model"] == "phase"
+
+
+def test_the_memo_serves_a_relabelled_component_and_answers_do_not_depend_on_job_order():
+    topo = ecmp_topology(racks=4, machines_per_rack=2, oversubscription=2.0)
+    fabric = FlowModel(topo)
+    model = PhaseContention(fabric)
+    graphs = {"a": StepGraph((_ring((0, 2), 8 << 20),)), "b": StepGraph((_ring((1, 3), 4 << 20),))}
+    first = model.steady(graphs)
+    reordered = model.steady({"b": graphs["b"], "a": graphs["a"]})
+    assert model.components_run == 1
+    assert {j: s.shared.step_seconds for j, s in first.items()} == \
+        {j: s.shared.step_seconds for j, s in reordered.items()}
+
+
+@pytest.mark.parametrize("name", ["s07", "s14", "s17"])
+def test_phase_model_is_close_to_the_per_transfer_flow_engine(name):
+    """Small scenarios of benchmarks/contention_accuracy.py: every job's steady step within 5 % of the
+    per-transfer engine's (the benchmark measures all of them; these are a smoke check)."""
+    scenario = next(s for s in contention_scenarios(24, 14, 1) if s.name.startswith(name))
+    flow = FlowModel(scenario.topology, channels=scenario.channels)
+    reference = steady_step_times(flow, scenario.graphs)
+    got = PhaseContention(FlowModel(scenario.topology, channels=scenario.channels)).steady(scenario.graphs)
+    for job, graph in scenario.graphs.items():
+        alone = steady_step_times(flow, {job: graph})[job].step_seconds
+        phase = alone + got[job].shared.step_seconds - got[job].alone.step_seconds
+        assert phase == pytest.approx(reference[job].step_seconds, rel=0.05)
+
+
+def test_skipping_undisturbed_steps_gives_the_full_runs_answer():
+    """A fast job beside a slow one: the steps the fast job takes while the slow one computes are skipped
+    at its alone time; the answer equals the run that simulates every step."""
+    topo = _topology()
+    model = PhaseContention(AnalyticalModel(topo))
+    fast = StepGraph((Node(0, "compute", seconds=1e-4, group=(0, 2)), _ring((0, 2), 1 << 20, deps=(0,), first=1)))
+    slow = StepGraph((Node(0, "compute", seconds=2e-2, group=(1, 3)), _ring((1, 3), 64 << 20, deps=(0,), first=1)))
+    model.steady({"fast": fast, "slow": slow})
+    (key, found), = model._components.items()
+    jobs, capacity = key
+    full = run_component(jobs, capacity)
+    for got, reference in zip(found, full):
+        assert got.shared.step_seconds == pytest.approx(reference.step_seconds, rel=1e-9)
