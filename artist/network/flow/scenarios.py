@@ -84,3 +84,100 @@ def contention_scenarios(count: int = 24, seed: int = 14, scale: int = 1) -> lis
         out.append(Scenario(f"s{i:02d}-{model}-{ratio:g}to1-{len(graphs)}jobs", topology, rng.choice((1, 2)),
                             graphs))
     return out
+
+
+LARGE_SPINES = (("ecmp", 2.0), ("ecmp", 4.0), ("ecmp", 8.0), ("bundle", 4.0))
+
+
+def large_scenario_topology(model: str, oversubscription: float) -> Topology:
+    """8 racks x 4 machines x 2 GPUs, the same invented links as scenario_topology (so 8:1 leaves one
+    port per rack on an ecmp spine)."""
+    data = scenario_topology(model, oversubscription)
+    return Topology.from_mapping({
+        "name": f"contention-large-{model}-{oversubscription:g}to1", "racks": 8, "machines_per_rack": 4,
+        "gpus_per_machine": 2, "gpu_type": "A100",
+        "tiers": {name: {"bandwidth_gbps": t.bandwidth_bps / 1e9, "link_latency_us": t.link_latency_s * 1e6,
+                         "switch_latency_us": t.switch_latency_s * 1e6, "source": t.source,
+                         **({"oversubscription": oversubscription, "model": model} if name == "spine" else {})}
+                  for name, t in (("machine", data.machine), ("rack", data.rack), ("spine", data.spine))},
+    }, "<contention scenarios>")
+
+
+def _moe_graph(rng: random.Random, gpus: tuple[int, ...], scale: int) -> StepGraph:
+    """An MoE-like step: per layer, compute then an all-to-all dispatch and an all-to-all combine."""
+    nodes: list[Node] = []
+    previous: tuple[int, ...] = ()
+    for _ in range(rng.choice((2, 3))):
+        c = len(nodes)
+        nodes.append(Node(c, "compute", deps=previous, seconds=rng.uniform(0.1e-3, 0.8e-3) * scale, group=gpus))
+        nbytes = rng.choice((1, 2, 4)) * MIB * scale
+        nodes.append(Node(c + 1, "all_to_all", deps=(c,), group=gpus, nbytes=nbytes))
+        nodes.append(Node(c + 2, "all_to_all", deps=(c + 1,), group=gpus, nbytes=nbytes))
+        previous = (c + 2,)
+    return StepGraph(tuple(nodes))
+
+
+def _pipeline_graph(rng: random.Random, gpus: tuple[int, ...], scale: int) -> StepGraph:
+    """A 1F1B-like step of two stages (the first half of the GPUs, the second half) and m micro-batches:
+    forward compute, activations sent stage to stage, backward compute, gradients sent back, then each
+    stage's data-parallel all-reduce."""
+    half = len(gpus) // 2
+    first, second = gpus[:half], gpus[half:]
+    micro = rng.choice((2, 4))
+    forward = rng.uniform(0.05e-3, 0.3e-3) * scale
+    activation = rng.choice((1, 2)) * MIB * scale // 2
+    nodes: list[Node] = []
+    last_first: tuple[int, ...] = ()
+    last_second: tuple[int, ...] = ()
+    for _ in range(micro):
+        f = len(nodes)
+        nodes.append(Node(f, "compute", deps=last_first, seconds=forward, group=first))
+        sends = []
+        for k in range(half):  # each first-stage GPU sends to its peer of the second stage
+            nodes.append(Node(len(nodes), "send_recv", deps=(f,), group=(first[k], second[k]), nbytes=activation))
+            sends.append(len(nodes) - 1)
+        b = len(nodes)
+        nodes.append(Node(b, "compute", deps=tuple(sends) + last_second, seconds=3 * forward, group=second))
+        back = []
+        for k in range(half):
+            nodes.append(Node(len(nodes), "send_recv", deps=(b,), group=(second[k], first[k]), nbytes=activation))
+            back.append(len(nodes) - 1)
+        g = len(nodes)
+        nodes.append(Node(g, "compute", deps=tuple(back), seconds=2 * forward, group=first))
+        last_first, last_second = (g,), (b,)
+    gradients = rng.choice((2, 4)) * MIB * scale
+    if half > 1:
+        nodes.append(Node(len(nodes), "all_reduce", deps=last_first, group=first, nbytes=gradients))
+        nodes.append(Node(len(nodes), "all_reduce", deps=last_second, group=second, nbytes=gradients))
+    return StepGraph(tuple(nodes))
+
+
+def large_contention_scenarios(count: int = 24, seed: int = 29, scale: int = 1) -> list[Scenario]:
+    """`count` larger scenarios on large_scenario_topology: 8-32 jobs of 2-8 GPUs at random over 8 racks,
+    each step DDP-like (scenarios' _graph), MoE-like (_moe_graph) or 1F1B-like (_pipeline_graph), compute
+    times drawn per job so that periods differ; spines ecmp 2:1, 4:1, 8:1 and bundle 4:1."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        model, ratio = LARGE_SPINES[i % len(LARGE_SPINES)]
+        topology = large_scenario_topology(model, ratio)
+        free = list(range(topology.gpus))
+        rng.shuffle(free)
+        jobs = (8, 12, 16, 24, 32)[i % 5]
+        graphs = {}
+        for j in range(jobs):
+            size = min(rng.choice((2, 2, 4, 4, 6, 8)), len(free) // (jobs - j))
+            if size < 2:
+                break
+            gpus = tuple(sorted(free[:size]))
+            del free[:size]
+            kind = rng.random()
+            if kind < 0.5:
+                graphs[f"j{j}"] = _graph(rng, gpus, scale)
+            elif kind < 0.75:
+                graphs[f"j{j}"] = _moe_graph(rng, gpus, scale)
+            else:
+                graphs[f"j{j}"] = _pipeline_graph(rng, gpus, scale)
+        out.append(Scenario(f"L{i:02d}-{model}-{ratio:g}to1-{len(graphs)}jobs", topology, rng.choice((1, 2)),
+                            graphs))
+    return out

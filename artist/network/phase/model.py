@@ -83,9 +83,19 @@ class PhaseContention:
 
     # ---- a component ----------------------------------------------------------
     def steady(self, graphs: Mapping[str, StepGraph]) -> dict[str, ComponentStep]:
-        """Every job's steady step with all of them on the fabric, and alone (module docstring)."""
+        """Every job's steady step with all of them on the fabric, and alone (module docstring). Jobs are
+        first split into groups that really cross a common link (a loop's component is every job with a
+        leaf in common, but ECMP may send their traffic over different ports): each group is timed and
+        memoised apart, so an event re-times only the group it touches."""
         jobs = list(graphs)
         links_of = {j: self._links(graphs[j]) for j in jobs}
+        out: dict[str, ComponentStep] = {}
+        for group in _link_groups(jobs, links_of):
+            out.update(self._steady_group({j: graphs[j] for j in group}, links_of))
+        return {j: out[j] for j in jobs}
+
+    def _steady_group(self, graphs: Mapping[str, StepGraph], links_of) -> dict[str, ComponentStep]:
+        jobs = list(graphs)
         crossed: dict[LinkId, int] = {}
         for j in jobs:
             for link in links_of[j]:
@@ -101,7 +111,7 @@ class PhaseContention:
         found = self._components.get(key)
         if found is None:
             alone = [self._alone_step(job, capacity) for job in canonical]
-            shared_steps = run_component(canonical, capacity, alone=alone)
+            shared_steps = run_component(canonical, capacity, alone=alone) if len(canonical) > 1 else alone
             self.components_run += 1
             if len(self._components) >= MAX_MEMO:
                 self._components.clear()
@@ -145,6 +155,28 @@ class PhaseContention:
                             for b, rate in zip(demand.bundles, demand.alone_rates))
             nodes.append(PhaseNode(node.deps, latency, True, bundles))
         return tuple(nodes)
+
+
+def _link_groups(jobs: list[str], links_of: Mapping[str, set]) -> list[list[str]]:
+    """The jobs grouped by links in common (transitively), each group in the jobs' order."""
+    parent = {j: j for j in jobs}
+
+    def find(j: str) -> str:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    first_on: dict[LinkId, str] = {}
+    for j in jobs:
+        for link in sorted(links_of[j]):
+            a, b = find(j), find(first_on.setdefault(link, j))
+            if a != b:
+                parent[max(a, b, key=jobs.index)] = min(a, b, key=jobs.index)
+    groups: dict[str, list[str]] = {}
+    for j in jobs:
+        groups.setdefault(find(j), []).append(j)
+    return list(groups.values())
 
 
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
