@@ -174,7 +174,7 @@ def main() -> None:
           f"{statistics.median(abs(d) for d in slow_errors):.3f}, max {max(abs(d) for d in slow_errors):.3f}")
     if not args.first_step:
         print(f"scenarios where some job did not settle within the step cap (*): {unsettled}")
-    print(f"seconds (this run; ns-3 answers reused from --ns3-results are not timed): "
+    print("seconds (this run; ns-3 answers reused from --ns3-results are not timed): "
           + ", ".join(f"{name} wall {wall[name]:.1f} cpu {cpu[name]:.1f}" for name in wall)
           + " (machine shared with other work)")
 

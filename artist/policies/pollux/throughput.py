@@ -209,8 +209,19 @@ def fit(obs: Observations, start: ThroughputParams | None = None) -> ThroughputP
         # chain rule: d/dz = d/dx x for the logged parameters
         return value, np.where(logged[free], grad[free] * x[free], grad[free])
 
-    result = minimize(loss, z0, jac=True, method="L-BFGS-B", bounds=Bounds(zlo, zhi),
-                      options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 500})
+    def search(z):
+        return minimize(loss, z, jac=True, method="L-BFGS-B", bounds=Bounds(zlo, zhi),
+                        options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 500})
+
+    result = search(z0)
+    if start is None and not fixed[6]:
+        # A cold fit also starts from gamma 2 (overlap half-way): from gamma ~1 L-BFGS-B can stall in a
+        # flat valley on some machines' floating point (measured: exact synthetic data fitted with
+        # alpha_local 7 % and beta_local 85 % off, loss 5x the true parameters'). Kept only when clearly
+        # better, so fits that converge from the default start are unchanged.
+        other = search(np.where(free == 6, 2.0, z0))
+        if other.fun < 0.9 * result.fun:
+            result = other
     x = unpack(result.x)
     if not multi_node.any():
         # prior: crossing nodes costs at least 10 % more than staying on one (artifact's post-fit rule)
