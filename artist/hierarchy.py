@@ -63,9 +63,14 @@ class Hierarchy:
     upper: tuple[Level, ...]  # levels 2, 3, ... bottom-up (level 1 is the topology's spine)
     racks: int
     groups: tuple[int, ...] = ()  # regular form: units per block at levels 1 .. top-1
-    explicit: tuple[tuple[int, ...], ...] = ()  # explicit form: parent block of each unit, levels 1 .. top-1
+    members: tuple[tuple[int, ...], ...] = ()  # explicit form: parent block of each unit, levels 1 .. top-1
     names: tuple[tuple[str, ...], ...] = ()  # explicit form: unit names of levels 0 (racks) .. top-1
     source: str = ""  # the membership file
+
+    @property
+    def explicit(self) -> bool:
+        """True for membership read from a `switches` file (names listed), False for `group` fields."""
+        return bool(self.names)
 
     @property
     def depth(self) -> int:
@@ -75,8 +80,8 @@ class Hierarchy:
     @functools.cached_property
     def parents(self) -> tuple[tuple[int, ...], ...]:
         """parents[i-1][u]: the level-i block of unit u of level i-1 (racks at level 0), i = 1 .. top-1."""
-        if self.explicit:
-            return (self.explicit[0][:self.racks],) + self.explicit[1:]
+        if self.members:
+            return (self.members[0][:self.racks],) + self.members[1:]
         out, units = [], self.racks
         for group in self.groups:
             out.append(tuple(u // group for u in range(units)))
@@ -107,8 +112,8 @@ class Hierarchy:
 
     def with_racks(self, racks: int) -> "Hierarchy":
         if self.explicit:
-            if racks > len(self.explicit[0]):
-                raise ValueError(f"{self.source} lists {len(self.explicit[0])} racks; {racks} asked")
+            if racks > len(self.names[0]):
+                raise ValueError(f"{self.source} lists {len(self.names[0])} racks; {racks} asked")
         else:
             check_whole_blocks(racks, self.groups)
         return dataclasses.replace(self, racks=racks)
@@ -117,7 +122,7 @@ class Hierarchy:
         """Cache-key material: the upper levels and the membership of the racks in use."""
         params: dict = {"levels": [level.parameters() for level in self.upper]}
         if self.explicit:
-            text = repr(self.parents).encode()
+            text = repr((self.racks, self.parents)).encode()
             params["membership"] = hashlib.sha256(text).hexdigest()[:16]
         else:
             params["groups"] = list(self.groups)

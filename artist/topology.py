@@ -426,9 +426,7 @@ class Topology:
 
         machines_per_rack = f.integer("machines_per_rack", minimum=1, maximum=MAX_GPUS)
         hierarchy = _hierarchy(f, spine_f, source, machines_per_rack)
-        racks = f.integer("racks", None if hierarchy and hierarchy.explicit else ..., minimum=1, maximum=MAX_GPUS)
-        if racks is None:
-            racks = hierarchy.racks
+        racks = hierarchy.racks if hierarchy else f.integer("racks", minimum=1, maximum=MAX_GPUS)
         gpus_per_machine = f.integer("gpus_per_machine", minimum=1, maximum=MAX_GPUS)
         nics, nic_of_gpu = _nics(rack_f, gpus_per_machine)
         if racks * machines_per_rack * gpus_per_machine > MAX_GPUS:
@@ -496,13 +494,13 @@ def _tier(f: Fields, name: str) -> Tier:
 def _hierarchy(f: Fields, spine_f: Fields, source: str, machines_per_rack: int) -> Hierarchy | None:
     """The `levels` above the spine and their membership (`group` fields or a `switches` CSV), or None."""
     if not f.has("levels"):
-        for key, where in (("switches", f), ("group", spine_f)):
-            if where.has(key):
-                raise where.error(key, "only with levels above the spine (field 'levels'): the spine alone is the "
-                                       "top and joins every rack")
-        return None
-    raw = f.raw("levels")
-    if not isinstance(raw, list) or not 1 <= len(raw) < MAX_LEVELS:
+        if spine_f.has("group"):
+            raise spine_f.error("group", "only with levels above the spine (field 'levels'): the spine alone is "
+                                         "the top and joins every rack")
+        if not f.has("switches"):
+            return None
+    raw = f.raw("levels", [])
+    if not isinstance(raw, list) or len(raw) >= MAX_LEVELS or (f.has("levels") and not raw):
         raise f.error("levels", f"expected a list of 1 to {MAX_LEVELS - 1} levels above the spine, bottom-up")
     explicit = f.has("switches")
     levels, groups, taken = [], [], set()
@@ -536,7 +534,7 @@ def _hierarchy(f: Fields, spine_f: Fields, source: str, machines_per_rack: int) 
     parents, names = read_membership(path, ("spine",) + tuple(level.name for level in levels), machines_per_rack)
     listed = len(names[0])
     racks = f.integer("racks", listed, minimum=1, maximum=listed)
-    return Hierarchy(tuple(levels), racks, explicit=parents, names=names, source=str(path))
+    return Hierarchy(tuple(levels), racks, members=parents, names=names, source=str(path))
 
 
 def _tier_figures(f: Fields) -> tuple[float, float, float, str]:
