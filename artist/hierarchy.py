@@ -208,8 +208,8 @@ def read_membership(path: Path, level_names: tuple[str, ...], machines_per_rack:
         parent_level = entries[parent][0]
         if parent_level != order[rank[level] + 1]:
             raise InputError(src, f"line {line}, column 'parent'",
-                             f"{level} {name!r} hangs under {parent_level} {parent!r}; a {level}'s parent is a "
-                             f"{order[rank[level] + 1]} (missing level)")
+                             f"{level} {name!r} hangs under {parent_level} {parent!r}, but the level above "
+                             f"{level} is {order[rank[level] + 1]} (missing level)")
     by_level: dict[str, list[str]] = {name: [] for name in order}
     for name, (level, _, _) in entries.items():
         by_level[level].append(name)
