@@ -257,3 +257,29 @@ def test_regular_racks_must_fill_whole_blocks():
     with pytest.raises(ValueError, match="whole blocks"):
         deep(racks=4).with_racks(3)
     assert deep(racks=4).with_racks(6).racks == 6  # three whole spine blocks
+
+
+# ---- ns-3 on a 4-level fabric (GPU -> NVSwitch, NIC -> ToR, ToR -> spine block, block -> core) --------
+@pytest.mark.ns3
+def test_ns3_times_a_transfer_across_the_core_as_the_wire_and_the_flow_backend_do():
+    ns3 = pytest.importorskip("artist.network.ns3")
+    from artist.network.analytical import StartupLatency
+    from artist.network.collectives import Schedule, Transfer
+
+    topo = deep()  # every link 100 Gb/s; GPUs 0 and 4 meet at the core (4:1, one port per spine block)
+    nbytes = 16_000_000
+    no_startup = StartupLatency(base_s=0.0, nvlink_step_s=0.0, net_step_s=0.0)
+    schedule = Schedule("p2p", (0, 4), nbytes, 1, (Transfer(0, 1, nbytes, 0, 0, ()),))
+    worker = ns3.Ns3Worker()
+    try:
+        worker.ensure_started()
+        seconds = ns3.Ns3Model(topo, latency=no_startup, worker=worker).run_schedules(
+            [schedule], [0.0], "core")["collective_seconds"][0]
+    finally:
+        worker.close()
+    # the wire: 16 MB at 100 Gb/s plus the path's links and switches (conftest figures, the core's 1 / 2 µs)
+    path_s = (2 * 0.01 + 2 * 0.15 + 2 * 1.0 + 2 * 0.13 + 2 * 0.5 + 2.0) * US
+    assert seconds == pytest.approx(nbytes * 8 / BPS + path_s, rel=0.03)
+    flow = FlowModel(topo, latency=no_startup).time({"j": allreduce_graph((0, 4), 2 * nbytes)})["j"].step_seconds
+    # the flow backend's 2-rank all-reduce of 2S: two dependent steps of S each way, so twice the transfer
+    assert seconds == pytest.approx(flow / 2, rel=0.03)

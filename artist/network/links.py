@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from artist.network.ecmp import ecmp_plane, ecmp_port
+from artist.network.ecmp import ecmp_port
 from artist.topology import Topology
 
 LinkId = tuple[str, int]
