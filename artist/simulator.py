@@ -31,7 +31,7 @@ from typing import Callable, Mapping, Sequence
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
-from artist.perf.contention import contention_components, uplink_leaves
+from artist.perf.contention import contention_components, shared_uplinks
 from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step, spine_utilisation
 from artist.perf.hybrid_job import HybridJobModel, hybrid_job_model
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
@@ -278,7 +278,7 @@ class Simulator:
         state.version += 1
         del self.running[state.job_id]
         if self.shared:
-            self._touched_leaves.update(uplink_leaves(state.placement))
+            self._touched_leaves.update(shared_uplinks(state.placement))
 
     def _stop(self, state: JobState, migrating: bool) -> None:
         self._leave_placement(state, WAITING)
@@ -315,7 +315,7 @@ class Simulator:
         self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
         state.alone_estimate = estimate
         if self.shared:
-            self._touched_leaves.update(uplink_leaves(placement))
+            self._touched_leaves.update(shared_uplinks(placement))
 
     def _rerate(self) -> None:
         """Re-rate every running job of a contention component that touches a leaf (rack) where a job
@@ -323,7 +323,7 @@ class Simulator:
         touched, self._touched_leaves = self._touched_leaves, set()
         placements = {job_id: state.placement for job_id, state in self.running.items()}
         affected = [component for component in contention_components(placements)
-                    if any(touched.intersection(uplink_leaves(placements[j])) for j in component)]
+                    if any(touched.intersection(shared_uplinks(placements[j])) for j in component)]
         if not affected:
             self._record_spine()
             return
@@ -348,7 +348,7 @@ class Simulator:
         """The spine's utilisation now, from the running leaf-spanning jobs' bytes per step and step times."""
         loads = {}
         for job_id, state in self.running.items():
-            if not uplink_leaves(state.placement):
+            if not shared_uplinks(state.placement):
                 continue
             key = (state.model, state.placement.gpus)
             per_link = self._spine_bytes.get(key)

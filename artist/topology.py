@@ -24,6 +24,16 @@ Three tiers, each with its own links:
   spine_ports = rack NIC capacity / (oversubscription x port bandwidth); a
   transfer between racks takes the plane chosen by the ECMP hash
   (artist/network/ecmp.py) up from its rack and down to the other.
+- ``levels`` (optional, artist/hierarchy.py): switch levels above the spine
+  (aggregation -> core -> ...). The spine's switches then come in blocks
+  (``tiers.spine.group`` racks per block, or an explicit ``switches`` CSV),
+  each level groups the blocks of the level below, the top joins everything.
+  Every level has its own port speed, latencies, oversubscription (the level
+  below's downstream capacity / its uplink capacity into this level) and model
+  (``bundle``: one ideal uplink per unit below; ``ecmp``: that capacity as
+  individual hashed ports, a whole number per unit, the same for every unit).
+  Traffic climbs only to the lowest level where its two GPUs' racks share a
+  block and comes back down.
 
 GPU ids are global and dense: GPU g sits on machine g // gpus_per_machine,
 machine m in rack m // machines_per_rack; NIC n (global) is NIC n % nics of
@@ -38,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from artist.errors import InputError
+from artist.hierarchy import (MAX_LEVELS, Hierarchy, Level, check_level_name, check_whole_blocks, level_from_fields,
+                              read_membership)
 from artist.limits import MAX_GPUS
 from artist.yamlio import Fields, load_yaml_mapping
 
@@ -86,6 +98,7 @@ class Topology:
     gpu_types: dict = field(default_factory=dict, compare=False, hash=False)
     source: str = ""
     path: str = ""
+    hierarchy: Hierarchy | None = None  # levels above the spine and their membership; None: the spine is the top
 
     # ---- sizes -------------------------------------------------------------
     @property
@@ -205,13 +218,120 @@ class Topology:
             raise ValueError(f"topology {self.name!r}: {ports} spine ports per rack; at most {MAX_SPINE_PORTS}")
         return ports
 
+    # ---- switch levels above the racks (artist/hierarchy.py) ------------------
+    @functools.cached_property
+    def levels(self) -> tuple[Level, ...]:
+        """Levels 1 (the spine) .. top, bottom-up."""
+        spine = Level("spine", self.spine.bandwidth_bps, self.spine.link_latency_s, self.spine.switch_latency_s,
+                      self.oversubscription, self.spine_model, self.spine.source)
+        return (spine,) + (self.hierarchy.upper if self.hierarchy else ())
+
+    def level_unit(self, leaf: int, level: int) -> int:
+        """The unit whose uplink into `level` a transfer from `leaf` climbs: the leaf itself for the
+        spine, else its rack's block at level - 1."""
+        if level == 1:
+            return leaf
+        return self.hierarchy.block(leaf // self.leaves_per_rack, level - 1)
+
+    def common_level(self, leaf_a: int, leaf_b: int) -> int:
+        """Lowest level whose block holds both leaves: 0 for one leaf, 1 for the spine, ..."""
+        if leaf_a == leaf_b:
+            return 0
+        if not self.hierarchy:
+            return 1
+        rack_a, rack_b = leaf_a // self.leaves_per_rack, leaf_b // self.leaves_per_rack
+        level = 1
+        while self.hierarchy.block(rack_a, level) != self.hierarchy.block(rack_b, level):
+            level += 1
+        return level
+
+    @functools.cached_property
+    def _upper_uplink_bps(self) -> tuple[tuple[float, ...], ...]:
+        """[i - 2][u]: capacity of unit u of level i-1 into level i (i >= 2): its downstream capacity (its
+        members' uplinks into it) / level i's oversubscription."""
+        h = self.hierarchy
+        if not h or h.depth < 2:
+            return ()
+        down = [0.0] * h.units(1)
+        for b in h.parents[0]:
+            down[b] += self.leaves_per_rack * self.leaf_uplink_bps
+        out = []
+        for i, level in enumerate(self.levels[1:], start=2):
+            up = [d / level.oversubscription for d in down]
+            out.append(tuple(up))
+            if i < h.depth:
+                down = [0.0] * h.units(i)
+                for u, parent in enumerate(h.parents[i - 1]):
+                    down[parent] += up[u]
+        return tuple(out)
+
+    def uplink_bps(self, level: int, unit: int) -> float:
+        """Capacity of unit's uplink bundle into `level` (per direction)."""
+        if level == 1:
+            return self.leaf_uplink_bps
+        return self._upper_uplink_bps[level - 2][unit]
+
+    def level_ports(self, level: int) -> int:
+        """Uplink ports per unit into an ``ecmp`` level: a whole number, the same for every unit."""
+        if level == 1:
+            return self.spine_ports
+        return self._upper_ports[level]
+
+    @functools.cached_property
+    def _upper_ports(self) -> dict[int, int]:
+        out = {}
+        for i, level in enumerate(self.levels[1:], start=2):
+            if level.model != "ecmp":
+                continue
+            counts = {}
+            for unit, bps in enumerate(self._upper_uplink_bps[i - 2]):
+                if bps > 0:  # a block left empty by a rack count cut carries nothing
+                    counts.setdefault(bps / level.bandwidth_bps, unit)
+            exact = sorted(counts)
+            ports = round(exact[0]) if exact else 1
+            if (len(exact) > 1 or ports < 1 or abs(ports - exact[0]) > 1e-9 * max(1.0, exact[0])
+                    or ports > MAX_SPINE_PORTS):
+                found = ", ".join(f"{e:g}" for e in exact[:4])
+                raise ValueError(f"topology {self.name!r}: uplink ports into level {level.name!r} (downstream "
+                                 f"capacity / (oversubscription {level.oversubscription:g} x "
+                                 f"{level.bandwidth_bps / 1e9:g} Gb/s)) come to {found} per unit; an ecmp level needs "
+                                 f"one whole number 1..{MAX_SPINE_PORTS} for every unit (or model: bundle)")
+            out[i] = ports
+        return out
+
+    def check_level_ports(self) -> None:
+        """ValueError when an ecmp level's port count is not one whole number (module docstring)."""
+        if self.spine_model == "ecmp":
+            self.spine_ports
+        self._upper_ports
+
+    def uplink_kinds(self, level: int) -> tuple[str, str]:
+        """Link kinds (up, down) of the uplinks into `level` (network/links.py)."""
+        ecmp = self.levels[level - 1].model == "ecmp"
+        if level == 1:
+            return ("port_up", "port_down") if ecmp else ("rack_up", "rack_down")
+        prefix = self.levels[level - 1].name + ("_port" if ecmp else "")
+        return f"{prefix}_up", f"{prefix}_down"
+
+    @functools.cached_property
+    def link_kinds(self) -> dict[str, tuple[int, bool]]:
+        """Link kind of every level's uplinks -> (level, True for individual ECMP ports)."""
+        out = {"rack_up": (1, False), "rack_down": (1, False), "port_up": (1, True), "port_down": (1, True)}
+        for i, level in enumerate(self.levels[1:], start=2):
+            for kind in self.uplink_kinds(i):
+                out[kind] = (i, level.model == "ecmp")
+        return out
+
     def with_racks(self, racks: int) -> "Topology":
         if racks < 1:
             raise ValueError(f"rack count must be >= 1, got {racks}")
         if racks * self.gpus_per_rack > MAX_GPUS:
             raise ValueError(f"{racks} racks of {self.gpus_per_rack} GPUs is {racks * self.gpus_per_rack} GPUs; "
                              f"at most {MAX_GPUS} are supported")
-        return dataclasses.replace(self, racks=racks)
+        hierarchy = self.hierarchy.with_racks(racks) if self.hierarchy else None
+        topology = dataclasses.replace(self, racks=racks, hierarchy=hierarchy)
+        topology.check_level_ports()
+        return topology
 
     def check_reference_gpu(self, reference_gpus) -> None:
         """Refuse a GPU type whose speed the file does not declare unless it is the model profiles'
@@ -247,6 +367,8 @@ class Topology:
         if self.nics != self.gpus_per_machine or self.nic_map != tuple(range(self.gpus_per_machine)):
             params["rack.nics_per_machine"] = self.nics
             params["rack.nic_of_gpu"] = list(self.nic_map)
+        if self.hierarchy:
+            params["spine.hierarchy"] = self.hierarchy.parameters()
         return params
 
     # ---- loading -----------------------------------------------------------
@@ -261,7 +383,7 @@ class Topology:
         f = Fields(data, source)
         f.unknown_keys({
             "name", "source", "racks", "machines_per_rack", "gpus_per_machine", "gpu_type",
-            "rack_gpu_types", "gpu_types", "tiers", "oversubscription", "notes",
+            "rack_gpu_types", "gpu_types", "tiers", "oversubscription", "notes", "levels", "switches",
         })
         tiers_f = f.sub("tiers")
         tiers_f.unknown_keys(set(TIER_NAMES))
@@ -302,8 +424,9 @@ class Topology:
         if spine_model not in SPINE_MODELS:
             raise spine_f.error("model", f"unknown spine model {spine_model!r}; known: {', '.join(SPINE_MODELS)}")
 
-        racks = f.integer("racks", minimum=1, maximum=MAX_GPUS)
         machines_per_rack = f.integer("machines_per_rack", minimum=1, maximum=MAX_GPUS)
+        hierarchy = _hierarchy(f, spine_f, source, machines_per_rack)
+        racks = hierarchy.racks if hierarchy else f.integer("racks", minimum=1, maximum=MAX_GPUS)
         gpus_per_machine = f.integer("gpus_per_machine", minimum=1, maximum=MAX_GPUS)
         nics, nic_of_gpu = _nics(rack_f, gpus_per_machine)
         if racks * machines_per_rack * gpus_per_machine > MAX_GPUS:
@@ -327,6 +450,7 @@ class Topology:
             gpu_types=gpu_types,
             source=f.string("source", ""),
             path=source,
+            hierarchy=hierarchy,
         )
         if spine_model == "ecmp":
             try:
@@ -334,6 +458,12 @@ class Topology:
             except ValueError as exc:
                 raise spine_f.error("oversubscription" if spine_f.has("oversubscription") else "bandwidth_gbps",
                                     str(exc)) from None
+        if hierarchy:
+            try:
+                topology = topology.with_racks(racks)  # the racks in use: whole blocks, ecmp ports per level
+            except ValueError as exc:
+                raise f.error("racks" if "whole blocks" in str(exc) or "lists" in str(exc) else "levels",
+                              str(exc)) from None
         return topology
 
     def with_spine_model(self, model: str) -> "Topology":
@@ -355,17 +485,64 @@ def _same_gpu(topology_name: str, reference: str) -> bool:
 def _tier(f: Fields, name: str) -> Tier:
     # Only the spine has an oversubscription; a field that changes no answer is refused, not ignored.
     f.unknown_keys({"bandwidth_gbps", "link_latency_us", "switch_latency_us", "source", "notes"}
-                   | ({"oversubscription", "model"} if name == "spine" else set())
+                   | ({"oversubscription", "model", "group"} if name == "spine" else set())
                    | ({"wiring", "nics_per_machine", "nic_of_gpu"} if name == "rack" else set()))
+    bps, link_s, switch_s, source = _tier_figures(f)
+    return Tier(name=name, bandwidth_bps=bps, link_latency_s=link_s, switch_latency_s=switch_s, source=source)
+
+
+def _hierarchy(f: Fields, spine_f: Fields, source: str, machines_per_rack: int) -> Hierarchy | None:
+    """The `levels` above the spine and their membership (`group` fields or a `switches` CSV), or None."""
+    if not f.has("levels"):
+        if spine_f.has("group"):
+            raise spine_f.error("group", "only with levels above the spine (field 'levels'): the spine alone is "
+                                         "the top and joins every rack")
+        if not f.has("switches"):
+            return None
+    raw = f.raw("levels", [])
+    if not isinstance(raw, list) or len(raw) >= MAX_LEVELS or (f.has("levels") and not raw):
+        raise f.error("levels", f"expected a list of 1 to {MAX_LEVELS - 1} levels above the spine, bottom-up")
+    explicit = f.has("switches")
+    levels, groups, taken = [], [], set()
+    if not explicit:
+        groups.append(spine_f.integer("group", minimum=1, maximum=MAX_GPUS))
+    elif spine_f.has("group"):
+        raise spine_f.error("group", "not with an explicit membership file (field 'switches')")
+    for i, entry in enumerate(raw):
+        lf = Fields(entry, source, f"levels[{i}].")
+        lf.unknown_keys({"name", "bandwidth_gbps", "link_latency_us", "switch_latency_us", "oversubscription",
+                         "model", "group", "source", "notes"})
+        name = lf.string("name")
+        check_level_name(lf, "name", name, taken)
+        tier = _tier_figures(lf)
+        levels.append(level_from_fields(lf, name, tier))
+        top = i == len(raw) - 1
+        if lf.has("group") and (top or explicit):
+            raise lf.error("group", "the top level joins everything" if top else
+                                    "not with an explicit membership file (field 'switches')")
+        if not top and not explicit:
+            groups.append(lf.integer("group", minimum=1, maximum=MAX_GPUS))
+    if not explicit:
+        racks = f.integer("racks", minimum=1, maximum=MAX_GPUS)
+        try:
+            check_whole_blocks(racks, tuple(groups))
+        except ValueError as exc:
+            raise f.error("racks", str(exc)) from None
+        return Hierarchy(tuple(levels), racks, groups=tuple(groups))
+    rel = f.string("switches")
+    path = Path(source).parent / rel
+    parents, names = read_membership(path, ("spine",) + tuple(level.name for level in levels), machines_per_rack)
+    listed = len(names[0])
+    racks = f.integer("racks", listed, minimum=1, maximum=listed)
+    return Hierarchy(tuple(levels), racks, members=parents, names=names, source=str(path))
+
+
+def _tier_figures(f: Fields) -> tuple[float, float, float, str]:
+    """(bandwidth bps, link latency s, switch latency s, source) of a tier or level."""
     if not f.has("source"):
         raise f.error("source", "every tier must say where its figures come from")
-    return Tier(
-        name=name,
-        bandwidth_bps=f.number("bandwidth_gbps", positive=True) * 1e9,
-        link_latency_s=f.number("link_latency_us", minimum=0.0) * 1e-6,
-        switch_latency_s=f.number("switch_latency_us", minimum=0.0) * 1e-6,
-        source=f.string("source"),
-    )
+    return (f.number("bandwidth_gbps", positive=True) * 1e9, f.number("link_latency_us", minimum=0.0) * 1e-6,
+            f.number("switch_latency_us", minimum=0.0) * 1e-6, f.string("source"))
 
 
 def _nics(f: Fields, gpus_per_machine: int) -> tuple[int, tuple[int, ...]]:

@@ -155,3 +155,97 @@ def test_poisson_interarrival_scales_with_the_cluster_and_weights_shape_the_dema
     assert [(j.gpus, j.iterations) for j in half] == [(j.gpus, j.iterations) for j in stated]
     only_8 = jobs_from_spec("batch:n=50,gpus=1|8,gpu_weights=0|1", models, 0)
     assert {j.gpus for j in only_8} == {8}
+
+
+# ---- switch hierarchies (topology `levels` and `switches`) ------------------------------------------
+HIERARCHY_YAML = """\
+name: deep
+switches: s.csv
+machines_per_rack: 2
+gpus_per_machine: 1
+gpu_type: A100
+tiers:
+  machine: {bandwidth_gbps: 100, link_latency_us: 0, switch_latency_us: 0, source: test}
+  rack: {bandwidth_gbps: 100, link_latency_us: 0, switch_latency_us: 0, source: test}
+  spine: {bandwidth_gbps: 100, link_latency_us: 0, switch_latency_us: 0, source: test}
+levels:
+  - {name: core, bandwidth_gbps: 100, link_latency_us: 0, switch_latency_us: 0, oversubscription: 1, source: test}
+"""
+HIERARCHY_CSV = ["name,level,parent", "core0,core,", "agg0,spine,core0", "agg1,spine,core0", "r0,rack,agg0",
+                 "r1,rack,agg1", "h0,host,r0"]
+
+
+def _cli_error(tmp_path, capsys, yaml_text=HIERARCHY_YAML, csv_lines=HIERARCHY_CSV) -> str:
+    """`artist simulate` on the topology: exit 2 and exactly one stderr line, no traceback."""
+    from artist.cli import main
+
+    (tmp_path / "s.csv").write_text("\n".join(csv_lines) + "\n")
+    path = write(tmp_path, "deep.yaml", yaml_text)
+    assert main(["simulate", "--topology", str(path), "--workload", "batch:n=2", "--backend", "analytical"]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_hierarchy_that_loads(tmp_path):
+    (tmp_path / "s.csv").write_text("\n".join(HIERARCHY_CSV) + "\n")
+    topo = load_topology(write(tmp_path, "deep.yaml", HIERARCHY_YAML))
+    assert topo.racks == 2 and topo.hierarchy.names == (("r0", "r1"), ("agg0", "agg1"))
+
+
+@pytest.mark.parametrize("csv_lines, expected", [
+    (HIERARCHY_CSV + ["h0,host,r1"],  # a host on two ToRs
+     r"s\.csv: line 8, column 'parent': host 'h0' is under 'r1' here and under 'r0' on line 7"),
+    (HIERARCHY_CSV[:3] + ["agg1,spine,r1"] + HIERARCHY_CSV[4:],  # r1 -> agg1 -> r1
+     r"s\.csv: line 4, column 'parent': cycle: agg1 -> r1 -> agg1"),
+    (HIERARCHY_CSV[:5] + ["r1,rack,"] + HIERARCHY_CSV[6:],
+     r"s\.csv: line 6, column 'parent': rack 'r1' has no spine \(missing level\)"),
+    (HIERARCHY_CSV[:5] + ["r1,rack,core0"] + HIERARCHY_CSV[6:],
+     r"s\.csv: line 6, column 'parent': rack 'r1' hangs under core 'core0', but the level above rack is spine"),
+    (HIERARCHY_CSV[:5] + ["r1,rack,agg9"] + HIERARCHY_CSV[6:],
+     r"s\.csv: line 6, column 'parent': unknown switch 'agg9'"),
+    (HIERARCHY_CSV + ["h0,host,r0"],
+     r"s\.csv: line 8: duplicate row \(same as line 7\)"),
+    (HIERARCHY_CSV + ["core1,core,"],
+     r"s\.csv: line 8: a second core 'core1': the top level is one switch"),
+    (HIERARCHY_CSV + ["r0,spine,core0"],
+     r"s\.csv: line 8: 'r0' is a spine here and a rack on line 5"),
+    (["name,parent"] + HIERARCHY_CSV[1:],
+     r"s\.csv: line 1: expected the header name,level,parent"),
+])
+def test_bad_switch_membership_is_one_line_naming_the_row(tmp_path, capsys, csv_lines, expected):
+    line = _cli_error(tmp_path, capsys, csv_lines=csv_lines)
+    assert re.search(expected, line), line
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("oversubscription: 1, source", "oversubscription: 0, source",
+     r"deep\.yaml: field 'levels\[0\]\.oversubscription': must be > 0, got 0"),
+    ("oversubscription: 1, source", "oversubscription: -2, source",
+     r"field 'levels\[0\]\.oversubscription': must be > 0"),
+    ("spine: {bandwidth_gbps: 100,", "spine: {oversubscription: 0, bandwidth_gbps: 100,",
+     r"field 'tiers\.spine\.oversubscription': must be > 0"),
+    ("{name: core,", "{name: rack,", r"field 'levels\[0\]\.name': level name 'rack'"),
+    ("switches: s.csv\n", "racks: 4\n", r"field 'tiers\.spine\.group': missing"),
+    ("oversubscription: 1, source", "oversubscription: 1, group: 2, source",
+     r"field 'levels\[0\]\.group': the top level joins everything"),
+    ("switches: s.csv\n", "switches: s.csv\nracks: 3\n", r"field 'racks': must be <= 2, got 3"),
+    ("  - {name: core", "  - {name: agg, bandwidth_gbps: 100, link_latency_us: 0, switch_latency_us: 0, "
+     "source: test}\n  - {name: core", r"s\.csv: line 3, column 'parent': spine 'agg0' hangs under core 'core0', "
+                                        r"but the level above spine is agg \(missing level\)"),
+])
+def test_bad_levels_are_one_line_naming_the_field(tmp_path, capsys, old, new, expected):
+    assert old in HIERARCHY_YAML
+    line = _cli_error(tmp_path, capsys, yaml_text=HIERARCHY_YAML.replace(old, new))
+    assert re.search(expected, line), line
+
+
+def test_regular_hierarchy_needs_whole_blocks_and_a_group_below_the_top(tmp_path, capsys):
+    regular = HIERARCHY_YAML.replace("switches: s.csv\n", "racks: 3\n").replace(
+        "source: test}\nlevels", "source: test, group: 2}\nlevels")
+    assert re.search(r"field 'racks': 3 racks do not fill whole blocks of 2", _cli_error(tmp_path, capsys, regular))
+    two_levels = regular.replace("racks: 3", "racks: 4").replace(
+        "  - {name: core", "  - {name: agg, bandwidth_gbps: 100, link_latency_us: 0, switch_latency_us: 0, "
+                           "source: test}\n  - {name: core")
+    assert re.search(r"field 'levels\[0\]\.group': missing", _cli_error(tmp_path, capsys, two_levels))

@@ -109,6 +109,16 @@ for _name, _type, _racks, _mpr, _gpm, _nic, _machine_Bps in (
                            speeds={_type: 1.0}, rack_types=[_type] * _racks)
 
 
+# Alibaba Lingjun (Crux, SIGCOMM 2024): 119 ToRs from the dataset's topo.csv ((PSW, ASW) pairs); 8 hosts per
+# ToR, 8 GPUs per host and one 400 Gb/s NIC per GPU (HPN: 8 NICs of 2 x 200 Gb/s) are the file's assumptions,
+# with DGX A100 NVSwitch figures and 400 Gb/s ports at 1:1 above the ToR.
+EXPECTED["lingjun"] = dict(
+    gpus=119 * 8 * 8, gpus_per_machine=8, machines_per_rack=8,
+    machine_Bps=600 * GB / 2, rack_Bps=400e9 / 8, spine_Bps=400e9 / 8,
+    speeds={"A100": 1.0}, rack_types=["A100"] * 119,
+)
+
+
 def shipped() -> list[Path]:
     return sorted(TOPOLOGIES.glob("*.yaml"))
 

@@ -207,8 +207,10 @@ def run_jobs(args, topology) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    above = "".join(f"; {level.name} {level.model}, oversubscription {level.oversubscription:g}"
+                    for level in topology.levels[1:])  # levels above the spine, if any
     print(f"{len(jobs)} job(s) on {topology.name} (spine {topology.spine_model}, oversubscription "
-          f"{topology.oversubscription:g}), backend {args.backend}, {args.algorithm} x{args.channels}")
+          f"{topology.oversubscription:g}{above}), backend {args.backend}, {args.algorithm} x{args.channels}")
     print("shared: steady state (every job repeats its step until stable; steps = steps measured, "
           "* = not settled within the cap)")
     print(f"{'job':40} {'alone s':>12} {'shared s':>12} {'slowdown':>9} {'steps':>6}")

@@ -17,6 +17,12 @@ modelled). Hashing rack-relative positions, not global GPU ids, means every
 rack switch applies the same function to its own ports, so renumbering racks
 is a symmetry of the fabric: placements that differ only in which racks they
 use take the same time (network/symmetry.py, the cache keys).
+
+Levels above the spine (topology ``levels`` with ``model: ecmp``) hash the
+same fields plus the level number i >= 2, so each level picks its port on its
+own (switches of different tiers seed their hash differently):
+
+    k_i = crc32(struct.pack("<IIII", src % R, dst % R, channel, i)) mod ports_i
 """
 
 from __future__ import annotations
@@ -32,3 +38,12 @@ def ecmp_plane(topology: Topology, src: int, dst: int, channel: int = 0) -> int:
     per_rack = topology.gpus_per_rack
     key = struct.pack("<III", src % per_rack, dst % per_rack, channel)
     return zlib.crc32(key) % topology.spine_ports
+
+
+def ecmp_port(topology: Topology, src: int, dst: int, channel: int, level: int) -> int:
+    """Uplink port index into `level` (1: the spine plane, ecmp_plane) of the transfer src -> dst."""
+    if level == 1:
+        return ecmp_plane(topology, src, dst, channel)
+    per_rack = topology.gpus_per_rack
+    key = struct.pack("<IIII", src % per_rack, dst % per_rack, channel, level)
+    return zlib.crc32(key) % topology.level_ports(level)

@@ -9,6 +9,14 @@ Directional link ids:
                                       (spine tier, ``ecmp`` model; k from network/ecmp.py's hash)
 A leaf switch is a rack's switch (leaf = rack), or with rail-optimised wiring a
 rack's switch of rail k (leaf = rack x GPUs per machine + k; topology.leaf_of).
+Levels above the spine (topology ``levels``, named e.g. ``core``), for unit u of
+the level below (a block of level i-1, topology.level_unit):
+  ("core_up", u) / ("core_down", u)             u's uplink bundle into the level (``bundle``)
+  ("core_port_up", j) / ("core_port_down", j)   u's uplink port k, j = u * ports + k (``ecmp``;
+                                                k from ecmp.py's hash for the level)
+A transfer climbs to the lowest level whose block holds both GPUs' racks
+(topology.common_level): at each level up the sender's unit's uplink (its ECMP
+port k), at each level down the receiver's unit's matching downlink (port k).
 
 Intra-machine traffic goes over the NVSwitch, everything else over the NICs
 (each GPU's own, or the one it shares with other GPUs of its machine),
@@ -21,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from artist.network.ecmp import ecmp_plane
+from artist.network.ecmp import ecmp_port
 from artist.topology import Topology
 
 LinkId = tuple[str, int]
@@ -47,7 +55,17 @@ def link_bandwidth_bps(topology: Topology, link: LinkId) -> float:
         return topology.leaf_uplink_bps
     if kind in ("port_up", "port_down"):
         return topology.spine.bandwidth_bps
+    if kind in topology.link_kinds:
+        level, port = topology.link_kinds[kind]
+        if port:
+            return topology.levels[level - 1].bandwidth_bps
+        return topology.uplink_bps(level, link[1])
     raise KeyError(f"unknown link kind {kind!r}")
+
+
+def is_uplink(kind: str) -> bool:
+    """True for a switch's uplink above the racks (any level), False for GPU and NIC links."""
+    return kind not in ("gpu_up", "gpu_down", "nic_up", "nic_down")
 
 
 def path(topology: Topology, src: int, dst: int, channel: int = 0) -> Path:
@@ -65,14 +83,25 @@ def path(topology: Topology, src: int, dst: int, channel: int = 0) -> Path:
     if rs == rd:
         return Path((("nic_up", t.nic_of(src)), ("nic_down", t.nic_of(dst))),
                     2 * t.rack.link_latency_s + t.rack.switch_latency_s, NET)
-    if t.spine_model == "ecmp":
-        k = ecmp_plane(t, src, dst, channel)
-        ports = t.spine_ports
-        spine = (("port_up", rs * ports + k), ("port_down", rd * ports + k))
-    else:
-        spine = (("rack_up", rs), ("rack_down", rd))
-    return Path(
-        (("nic_up", t.nic_of(src)),) + spine + (("nic_down", t.nic_of(dst)),),
-        2 * t.rack.link_latency_s + 2 * t.spine.link_latency_s + 2 * t.rack.switch_latency_s + t.spine.switch_latency_s,
-        NET,
-    )
+    return _climb(t, src, dst, rs, rd, channel)
+
+
+def _climb(t: Topology, src: int, dst: int, leaf_s: int, leaf_d: int, channel: int) -> Path:
+    """The route between two GPUs on different leaves, up to their common level and down (module docstring)."""
+    top = t.common_level(leaf_s, leaf_d)
+    up, down = [], []
+    # links first, then switches: with the spine as the top this is the flat fabric's float order, bit for bit
+    latency = 2 * t.rack.link_latency_s + sum(2 * level.link_latency_s for level in t.levels[:top])
+    latency += 2 * t.rack.switch_latency_s
+    for i in range(1, top + 1):
+        level = t.levels[i - 1]
+        us, ud = t.level_unit(leaf_s, i), t.level_unit(leaf_d, i)
+        kind_up, kind_down = t.uplink_kinds(i)
+        if level.model == "ecmp":
+            k, ports = ecmp_port(t, src, dst, channel, i), t.level_ports(i)
+            us, ud = us * ports + k, ud * ports + k
+        up.append((kind_up, us))
+        down.append((kind_down, ud))
+        latency += (1 if i == top else 2) * level.switch_latency_s
+    return Path((("nic_up", t.nic_of(src)),) + tuple(up) + tuple(reversed(down)) + (("nic_down", t.nic_of(dst)),),
+                latency, NET)

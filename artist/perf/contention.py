@@ -13,6 +13,11 @@ leaves (without rails: rack-spanning jobs through common racks); every other
 job is alone. (On an ecmp spine two jobs on a common rack may still hash onto
 disjoint ports: the co-simulation of their component then shows no slowdown,
 a component is an upper bound on who interacts, never a miss.)
+
+Levels above the spine (topology ``levels``): a job whose racks span several
+blocks of level i-1 also crosses those blocks' uplinks into level i, so two jobs
+spanning blocks (e.g. aggregation blocks, through the core) share a component
+when they have such a block in common, even with no leaf in common.
 """
 
 from __future__ import annotations
@@ -33,6 +38,23 @@ def uplink_leaves(placement: Placement) -> tuple[int, ...]:
         return tuple(racks) if len(racks) > 1 else ()
     leaves = sorted({topology.leaf_of(g) for g in placement.gpus})
     return tuple(leaves) if len(leaves) > 1 else ()
+
+
+def shared_uplinks(placement: Placement) -> tuple[tuple, ...]:
+    """Every switch uplink the job's traffic may cross, at any level: ("leaf", leaf) for the spine
+    (uplink_leaves), (i, block) for a block of level i-1 whose uplinks into level i it crosses."""
+    leaves = uplink_leaves(placement)
+    tokens = [("leaf", leaf) for leaf in leaves]
+    hierarchy = placement.topology.hierarchy
+    if not leaves or hierarchy is None:
+        return tuple(tokens)
+    racks = sorted({leaf // placement.topology.leaves_per_rack for leaf in leaves})
+    for level in range(2, hierarchy.depth + 1):
+        blocks = sorted({hierarchy.block(rack, level - 1) for rack in racks})
+        if len(blocks) < 2:  # inside one block of level - 1: no higher uplink either
+            break
+        tokens.extend((level, block) for block in blocks)
+    return tuple(tokens)
 
 
 def shared_nic_links(placement: Placement) -> list[tuple]:
@@ -59,7 +81,7 @@ def contention_components(placements: Mapping[str, Placement]) -> list[list[str]
     first_on_link: dict[tuple, str] = {}
     for job, placement in placements.items():
         parent[job] = job
-        for link in [("leaf", leaf) for leaf in uplink_leaves(placement)] + shared_nic_links(placement):
+        for link in list(shared_uplinks(placement)) + shared_nic_links(placement):
             other = first_on_link.setdefault(link, job)
             a, b = find(job), find(other)
             if a != b:

@@ -4,7 +4,8 @@ A data-parallel step all-reduces the whole gradient over the job's GPUs (in
 buckets; a ring moves bytes in proportion to the payload, so one all-reduce of
 the total stands for the buckets, up to chunk rounding). Its transfers' routes
 (links.py, with the ECMP plane of each channel) give the bytes per step on every
-spine link (leaf uplink bundles or ports); divided by the step time, a rate. A
+spine link (leaf uplink bundles or ports; with levels above the spine, their uplinks too);
+divided by the step time, a rate. A
 link's utilisation is the sum of the running jobs' rates over its capacity,
 averaged over a step (bursts within a step are not seen). Independent of the
 backend: it needs only the schedule, the routes and the step times.
@@ -16,11 +17,8 @@ from collections import defaultdict
 from typing import Mapping
 
 from artist.network.collectives import collective_schedule
-from artist.network.links import LinkId, link_bandwidth_bps, path
+from artist.network.links import LinkId, is_uplink, link_bandwidth_bps, path
 from artist.placement import Placement
-
-SPINE_LINKS = ("rack_up", "rack_down", "port_up", "port_down")
-
 
 def spine_bytes_per_step(placement: Placement, nbytes: int, algorithm: str = "ring",
                          channels: int = 1) -> dict[LinkId, float]:
@@ -32,7 +30,7 @@ def spine_bytes_per_step(placement: Placement, nbytes: int, algorithm: str = "ri
     out: dict[LinkId, float] = defaultdict(float)
     for t in schedule.transfers:
         for link in path(topology, schedule.ranks[t.src], schedule.ranks[t.dst], t.channel).links:
-            if link[0] in SPINE_LINKS:
+            if is_uplink(link[0]):
                 out[link] += t.nbytes
     return dict(out)
 
@@ -56,7 +54,7 @@ def graph_spine_bytes_per_step(graph, topology, algorithm: str = "ring", channel
             per_node = memo[key] = defaultdict(float)
             for t in schedule.transfers:
                 for link in path(topology, schedule.ranks[t.src], schedule.ranks[t.dst], t.channel).links:
-                    if link[0] in SPINE_LINKS:
+                    if is_uplink(link[0]):
                         per_node[link] += t.nbytes
         for link, nbytes in per_node.items():
             out[link] += nbytes

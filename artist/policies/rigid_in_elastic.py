@@ -114,7 +114,7 @@ def fabric_topology(cluster):
                          f"machines per rack and GPUs per machine ({listed})")
     rack_types = tuple(p.gpu_type for p in cluster.pools for _ in range(p.topology.racks))
     return dataclasses.replace(first, name=f"{cluster.name} (one fabric)", racks=len(rack_types),
-                               rack_gpu_types=rack_types, gpu_types={}, spine_model="bundle",
+                               rack_gpu_types=rack_types, gpu_types={}, spine_model="bundle", hierarchy=None,
                                rack_wiring="switch", nics_per_machine=0, nic_of_gpu=())
 
 

@@ -13,6 +13,11 @@ ones the job's transfers cross:
   applied; the bundle of spine ports is one link of that capacity);
 - ``ecmp`` spine: per leaf and plane k used, the leaf's uplink port k to spine
   switch k at the spine port bandwidth (links.py's port links).
+- levels above the spine (topology ``levels``): one node per switch block of every
+  level (a block's ECMP planes collapse into its node: the ports stay separate links,
+  which is where the model's capacity limits are); per unit below and level, its
+  uplink bundle or each of its ports used, as links.py's ids. The spine's blocks are
+  then nodes too, each leaf linked to its own block's node.
 Every route is links.path() for the transfer's channel, so intra-machine traffic
 crosses the NVSwitch, inter-machine traffic the NICs, and inter-rack traffic the
 spine plane the ECMP hash picks, as in the analytical and flow models. Links are
@@ -93,7 +98,7 @@ class _NetworkBuilder:
         self.link_names: list[str] = []
         # (src, dst, channel) -> (route id, link kind); channel 0 for all on a bundle spine
         self.routes: dict[tuple[int, int, int], tuple[int, str]] = {}
-        self.per_channel = topology.spine_model == "ecmp"
+        self.per_channel = any(level.model == "ecmp" for level in topology.levels)
         self.route_steps: list[list[tuple[int, int]]] = []
 
     def _switch(self, key: tuple) -> int:
@@ -118,6 +123,12 @@ class _NetworkBuilder:
         elif kind == "attach":  # GPU index -> its shared NIC's node (see the module docstring)
             a, b = self.rank_of[index], self._switch(("nic", t.nic_of(index)))
             delay = 0.0
+        elif kind.startswith("level"):  # an uplink into a level, under levels above the spine
+            level, unit = self._level_unit(link_id)
+            a, b = self._level_ends(level, unit)
+            lower = t.rack if level == 1 else t.levels[level - 2]
+            delay = (t.levels[level - 1].link_latency_s + lower.switch_latency_s / 2
+                     + t.levels[level - 1].switch_latency_s / 2)
         elif kind == "port":  # ecmp: leaf index // ports, plane index % ports
             leaf, plane = divmod(index, t.spine_ports)
             a, b = self._switch(("rackswitch", leaf)), self._switch(("spine", plane))
@@ -134,6 +145,27 @@ class _NetworkBuilder:
         self.link_names.append(f"{kind}{index}")
         return self.links[key]
 
+    def _kind(self, link_kind: str) -> tuple[str, int]:
+        """(our link key, direction) of a links.py link kind; under levels above the spine every uplink,
+        the spine's too, is a link "level<i>" between block nodes."""
+        if self.t.hierarchy is not None and link_kind in self.t.link_kinds:
+            return f"level{self.t.link_kinds[link_kind][0]}", 1 if link_kind.endswith("_down") else 0
+        return _LINK_OF[link_kind]
+
+    def _level_unit(self, link_id: tuple) -> tuple[int, int]:
+        """(level, unit below) of an uplink id into a level (links.py: a port's id is unit x ports + k)."""
+        level, port = self.t.link_kinds[link_id[0]]
+        return level, link_id[1] // self.t.level_ports(level) if port else link_id[1]
+
+    def _level_ends(self, level: int, unit: int) -> tuple[int, int]:
+        """Nodes of unit's uplink into `level`: the unit's switch (a leaf, or a block of level - 1) and its
+        parent block's node."""
+        t = self.t
+        if level == 1:
+            return self._switch(("rackswitch", unit)), self._switch(("block", 1, t.level_unit(unit, 2)))
+        parent = t.hierarchy.parent(unit, level - 1)
+        return self._switch(("block", level - 1, unit)), self._switch(("block", level, parent))
+
     def route(self, src_rank: int, dst_rank: int, channel: int = 0) -> tuple[int, str]:
         """Route id and link kind (nvlink / net) between two GPU nodes for a transfer of `channel`."""
         key = (src_rank, dst_rank, channel if self.per_channel else 0)
@@ -143,7 +175,7 @@ class _NetworkBuilder:
             p = path(self.t, src, dst, key[2])
             steps = []
             for link_id in p.links:
-                kind, direction = _LINK_OF[link_id[0]]
+                kind, direction = self._kind(link_id[0])
                 if kind == "nic" and direction == 0 and self.t.shared_nics:
                     steps.append((self._link("attach", src, ("attach", src)), 0))
                 steps.append((self._link(kind, link_id[1], link_id), direction))
