@@ -135,6 +135,20 @@ def test_two_rings_through_one_oversubscribed_core_port_halve_each_other_on_the_
         assert (shared[job].step_seconds - latency) / bandwidth_alone == pytest.approx(2.0, rel=0.01)
 
 
+def test_two_rings_through_one_oversubscribed_core_port_halve_each_other_in_the_phase_model():
+    # the same two jobs, timed in steady state by the phase contention model (network/phase/): their
+    # bandwidth parts share the core port, so each step takes its alone time plus one more bandwidth part
+    from artist.network.phase import PhaseContention
+
+    topo = deep()
+    a, b, s = (0, 4), (1, 5), 64 * MIB
+    got = PhaseContention(FlowModel(topo)).steady({"a": allreduce_graph(a, s), "b": allreduce_graph(b, s)})
+    bandwidth_alone = 2 * (s / 2) * 8 / BPS
+    for job in ("a", "b"):
+        added = got[job].shared.step_seconds - got[job].alone.step_seconds
+        assert added == pytest.approx(bandwidth_alone, rel=0.01)
+
+
 def test_analytical_time_across_the_core_is_the_hand_computed_alpha_beta():
     topo = deep()
     s = 64 * MIB
