@@ -83,7 +83,8 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
     union = sorted({g for graph in graphs.values() for g in graph.gpus})
     gpu_map = canonical_gpu_map(topology, union) if union else {}
     relabelled = {job: graph.relabel(gpu_map) for job, graph in graphs.items()}
-    order = sorted(graphs, key=lambda job: (relabelled[job].signature(), job))
+    # by signature (a digest of the whole graph): worth computing only when there are graphs to order
+    order = sorted(graphs, key=lambda job: (relabelled[job].signature(), job)) if len(graphs) > 1 else list(graphs)
     graphs_part = [relabelled[job].key_material() for job in order]
     material = {
         "key_version": KEY_VERSION,
