@@ -26,9 +26,10 @@ key's "model" part tells them apart.
 
 from __future__ import annotations
 
+from hashlib import sha256
 from typing import Mapping
 
-from artist.jsonkey import digest
+from artist.jsonkey import canonical_json, digest, encoded_mapping
 from artist.parallel.graph import StepGraph
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
 from artist.network.symmetry import ecmp_gpu_map, fabric_key, shape_symmetric
@@ -86,14 +87,15 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
     # by signature (a digest of the whole graph): worth computing only when there are graphs to order
     order = sorted(graphs, key=lambda job: (relabelled[job].signature(), job)) if len(graphs) > 1 else list(graphs)
     graphs_part = [relabelled[job].key_material() for job in order]
+    graphs_text = canonical_json(graphs_part)  # encoded once: the model digest, the key and the stored row reuse it
     material = {
         "key_version": KEY_VERSION,
         "graphs": graphs_part,
-        "model": digest(graphs_part)[:16],
+        "model": sha256(graphs_text.encode()).hexdigest()[:16],  # = digest(graphs_part)[:16]
         "links": touched_link_parameters(Placement(topology, tuple(union))) if union else {},
         "backend": inner.identity(),
     }
-    return material, order, relabelled
+    return encoded_mapping(material, {"graphs": graphs_text}), order, relabelled
 
 
 def collective_key_material(inner, group: Placement, nbytes: int, kind: str = "all_reduce") -> dict:
