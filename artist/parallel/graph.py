@@ -56,6 +56,7 @@ class StepGraph:
     samples: int = 0  # global batch the step trains on (0: not stated)
 
     def __post_init__(self):
+        checked: set[tuple[int, ...]] = set()  # collective groups found sorted and distinct
         for i, node in enumerate(self.nodes):
             if node.id != i:
                 raise ValueError(f"node {i} has id {node.id}; ids must be 0..n-1 in order")
@@ -66,9 +67,10 @@ class StepGraph:
             if node.kind == "send_recv":
                 if len(node.group) != 2 or node.group[0] == node.group[1]:
                     raise ValueError(f"node {i}: send_recv needs (src, dst) of two different GPUs, got {node.group}")
-            elif node.kind in COLLECTIVES:
+            elif node.kind in COLLECTIVES and node.group not in checked:  # a step repeats a few groups
                 if not node.group or list(node.group) != sorted(set(node.group)):
                     raise ValueError(f"node {i}: a collective's group must be sorted distinct GPUs, got {node.group}")
+                checked.add(node.group)
             if node.nbytes < 0 or not (node.seconds >= 0 and math.isfinite(node.seconds)):
                 raise ValueError(f"node {i}: bytes and seconds must be finite and >= 0")
 

@@ -26,10 +26,11 @@ key's "model" part tells them apart.
 
 from __future__ import annotations
 
+import json
 from hashlib import sha256
 from typing import Mapping
 
-from artist.jsonkey import canonical_json, digest, encoded_mapping
+from artist.jsonkey import digest, encoded_mapping
 from artist.parallel.graph import StepGraph
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
 from artist.network.symmetry import ecmp_gpu_map, fabric_key, shape_symmetric
@@ -84,10 +85,15 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
     union = sorted({g for graph in graphs.values() for g in graph.gpus})
     gpu_map = canonical_gpu_map(topology, union) if union else {}
     relabelled = {job: graph.relabel(gpu_map) for job, graph in graphs.items()}
-    # by signature (a digest of the whole graph): worth computing only when there are graphs to order
-    order = sorted(graphs, key=lambda job: (relabelled[job].signature(), job)) if len(graphs) > 1 else list(graphs)
-    graphs_part = [relabelled[job].key_material() for job in order]
-    graphs_text = canonical_json(graphs_part)  # encoded once: the model digest, the key and the stored row reuse it
+    # Each graph's key material is made and encoded once: its text is what StepGraph.signature digests
+    # (the graphs' order) and, joined, canonical_json of the list (lists of numbers and strings: no keys to
+    # sort, no NaN), which the model digest, the key and the stored row reuse.
+    parts = {job: relabelled[job].key_material() for job in graphs}
+    texts = {job: json.dumps(parts[job], separators=(",", ":")) for job in graphs}
+    order = sorted(graphs, key=lambda job: (sha256(texts[job].encode()).hexdigest()[:16], job)) \
+        if len(graphs) > 1 else list(graphs)
+    graphs_part = [parts[job] for job in order]
+    graphs_text = "[" + ",".join(texts[job] for job in order) + "]"
     material = {
         "key_version": KEY_VERSION,
         "graphs": graphs_part,
