@@ -104,6 +104,24 @@ class FreeMap:
             return RACK
         return NETWORK
 
+    def best_tier_with(self, n: int, gpus: Iterable[int]) -> str | None:
+        """best_tier_possible(n) as it would be after give(gpus), without copying or changing the map
+        (Gandiva asks it of every running job at every scheduling moment; most cannot move up a tier)."""
+        given = self._by_machine(gpus)
+        if n > self.total_free + sum(len(g) for g in given.values()):
+            return None
+        if n <= self.topology.gpus_per_machine and max(
+                [max(self.free_count)] + [self.free_count[m] + len(g) for m, g in given.items()]) >= n:
+            return MACHINE
+        if n <= self.topology.gpus_per_rack:
+            mpr = self.topology.machines_per_rack
+            rack_free = {}
+            for m, g in given.items():
+                rack_free[m // mpr] = rack_free.get(m // mpr, self.rack_free[m // mpr]) + len(g)
+            if max([max(self.rack_free)] + list(rack_free.values())) >= n:
+                return RACK
+        return NETWORK
+
     def find(self, n: int, max_tier: str = NETWORK) -> Placement | None:
         """Most consolidated placement of n free GPUs, no worse than max_tier.
 

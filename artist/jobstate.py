@@ -73,6 +73,7 @@ class JobState(JobFacts):
     # and the iterations' time at the shared rates and at the rates alone
     alone_estimate: StepEstimate | None = None
     rate_changes: int = 0
+    met_contention: bool = False  # shared mode: ran at some time in a contention component of >= 2 jobs
     shared_step_total: float = 0.0
     alone_step_total: float = 0.0
 

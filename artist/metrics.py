@@ -15,7 +15,7 @@ JOB_COLUMNS = [
     "collective_seconds_per_iteration", "preemptions", "migrations", "placements", "final_tier", "placement_history",
 ]
 # Added in "shared" contention mode only (isolated tables keep their columns, byte for byte).
-CONTENTION_COLUMNS = ["contention_slowdown", "rate_changes"]
+CONTENTION_COLUMNS = ["contention_slowdown", "rate_changes", "met_contention"]
 
 
 def job_table(result: SimulationResult) -> pd.DataFrame:
@@ -50,6 +50,7 @@ def job_table(result: SimulationResult) -> pd.DataFrame:
             # time of its iterations with co-runners / alone, and how often co-runners changed its rate
             "contention_slowdown": s.contention_slowdown,
             "rate_changes": s.rate_changes,
+            "met_contention": s.met_contention,  # ran at some time in a contention component of >= 2 jobs
         })
     shared = getattr(result, "contention", "isolated") == "shared"
     return pd.DataFrame(rows, columns=JOB_COLUMNS + (CONTENTION_COLUMNS if shared else []))
@@ -103,11 +104,35 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
         "migrations": int(jobs["migrations"].sum()),
     }
     if "contention_slowdown" in jobs:
-        out["contention_slowdown_mean"] = float(done["contention_slowdown"].mean()) if len(done) else float("nan")
-        out["contention_slowdown_max"] = float(done["contention_slowdown"].max()) if len(done) else float("nan")
+        slowdown = done["contention_slowdown"].to_numpy()
+        out["contention_slowdown_mean"] = float(slowdown.mean()) if len(done) else float("nan")
+        out["contention_slowdown_max"] = float(slowdown.max()) if len(done) else float("nan")
         spine = [row[1] for row in getattr(result, "spine_utilisation", [])]
         out["spine_utilisation_peak"] = max(spine, default=0.0)
+        out.update(contention_summary(result, jobs, slowdown))
     return out
+
+
+def contention_summary(result: SimulationResult, jobs: pd.DataFrame, slowdown) -> dict:
+    """Shared mode: the share of jobs that ever ran in a contention component of >= 2 jobs, the median
+    and p99 of the finished jobs' contention slowdowns (JobState.contention_slowdown: their iterations'
+    time at the shared rates over the same iterations alone), and the spine's busiest-link and mean-link
+    utilisation averaged over time from 0 to the makespan (spine_table's steps)."""
+    met = jobs["met_contention"].to_numpy(dtype=bool) if "met_contention" in jobs else np.zeros(len(jobs), bool)
+    rows = getattr(result, "spine_utilisation", [])
+    busiest = mean = 0.0
+    if rows and result.makespan > 0:
+        ends = [t for t, *_ in rows[1:]] + [result.makespan]
+        spans = [max(0.0, end - row[0]) for row, end in zip(rows, ends)]
+        busiest = sum(w * row[1] for w, row in zip(spans, rows)) / result.makespan
+        mean = sum(w * row[2] for w, row in zip(spans, rows)) / result.makespan
+    return {
+        "met_contention_fraction": float(met.mean()) if len(met) else float("nan"),
+        "contention_slowdown_p50": float(np.percentile(slowdown, 50)) if len(slowdown) else float("nan"),
+        "contention_slowdown_p99": float(np.percentile(slowdown, 99)) if len(slowdown) else float("nan"),
+        "spine_busiest_utilisation_mean": busiest,
+        "spine_mean_utilisation_mean": mean,
+    }
 
 
 def summary_table(result: SimulationResult) -> pd.DataFrame:

@@ -324,6 +324,11 @@ class Simulator:
         placements = {job_id: state.placement for job_id, state in self.running.items()}
         affected = [component for component in contention_components(placements)
                     if any(touched.intersection(shared_uplinks(placements[j])) for j in component)]
+        # a component of >= 2 jobs forms only when a job starts on a touched leaf, so it is among the affected
+        for component in affected:
+            if len(component) > 1:
+                for job_id in component:
+                    self.running[job_id].met_contention = True
         if not affected:
             self._record_spine()
             return

@@ -422,3 +422,12 @@ def test_several_jobs_get_their_own_answers_from_a_shared_entry(topo, model, tmp
             assert same_timeline(answers[job], timing_of(inner, graph)), job
     assert (cached.session.misses, cached.session.hits) == (1, 1)
     assert timing_of(inner, first["a"]).step_seconds != timing_of(inner, first["b"]).step_seconds
+
+
+def test_a_mapping_composed_from_encoded_parts_has_the_text_json_gives_it():
+    from artist.jsonkey import canonical_json, encoded_mapping
+
+    value = {"z": [1, 2.5, "é"], "graphs": [["compute", [0], 1.0, [3, 4], 0]], "a": {"y": None, "b": True}}
+    parts = {"graphs": '[["compute",[0],1.0,[3,4],0]]'}
+    expected = '{"a":{"b":true,"y":null},"graphs":[["compute",[0],1.0,[3,4],0]],"z":[1,2.5,"\\u00e9"]}'
+    assert canonical_json(encoded_mapping(value, parts)) == expected == canonical_json(dict(value))

@@ -3,6 +3,8 @@ simulations with such jobs through every policy (analytical backend), checked ag
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from alpha_beta import BASE, NV_BPS, NV_HOP
 from conftest import make_topology
@@ -190,3 +192,30 @@ def test_llm_generator_with_plan_auto_runs_through_dally():
     result = simulate(TOPO, jobs, MODELS, make_policy("dally"), AnalyticalModel(TOPO),
                       SimulatorConfig(check_invariants=True))
     assert all(s.finish is not None for s in result.jobs)
+
+
+def test_llm_fraction_mixes_llm_jobs_into_a_poisson_stream_on_its_arrivals():
+    """llm_fraction=F: each arrival of the data-parallel stream carries, with probability F, the LLM job the
+    llm generator draws for the same seed and position instead (coin flips from their own stream)."""
+    ddp_text = "poisson:n=200,interarrival=30,gpus=1|2|4"
+    ddp = jobs_from_spec(ddp_text, MODELS, seed=5)
+    llm = jobs_from_spec("llm:n=200,interarrival=30,gpus=8|16", MODELS, seed=5)
+    mixed = jobs_from_spec(ddp_text + ",llm_fraction=0.25,llm_gpus=8|16", MODELS, seed=5)
+    assert [j.arrival for j in mixed] == [j.arrival for j in ddp]  # one arrival stream
+    chosen = [m == d for m, d in zip(mixed, ddp)]
+    for m, d, l_job, kept in zip(mixed, ddp, llm, chosen):
+        assert m == (d if kept else replace(l_job, arrival=d.arrival))
+    assert 30 <= chosen.count(False) <= 70  # about 50 of 200 (binomial, sd ~6)
+    assert jobs_from_spec(ddp_text + ",llm_fraction=1,llm_gpus=8|16", MODELS, seed=5) == \
+        [replace(l_job, arrival=d.arrival) for l_job, d in zip(llm, ddp)]
+    assert jobs_from_spec(ddp_text + ",llm_fraction=0.25,llm_gpus=8|16", MODELS, seed=5) == mixed  # deterministic
+
+
+@pytest.mark.parametrize("text, field", [
+    ("poisson:n=5,llm_gpus=8", "llm_gpus"),  # LLM settings without a share of LLM jobs
+    ("poisson:n=5,llm_fraction=1.5", "llm_fraction"),
+    ("batch:n=5,llm_fraction=0.5,llm_models=resnet50", "llm_models"),
+])
+def test_llm_fraction_errors_name_the_parameter(text, field):
+    with pytest.raises(InputError, match=f"parameter '{field}'"):
+        jobs_from_spec(text, MODELS, seed=0)

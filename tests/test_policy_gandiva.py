@@ -91,3 +91,19 @@ def test_simulated_migration_happens_when_the_slot_frees(topo):
     assert x.history[1].tier == MACHINE and x.history[1].restore_seconds == 30.0
     assert x.migrations == 1 and x.preemptions == 0
     assert all(by_id[j].migrations == 0 for j in "acd")
+
+
+def test_best_tier_with_a_jobs_gpus_back_is_read_off_the_counts():
+    """FreeMap.best_tier_with(n, gpus): the tier best_tier_possible gives once gpus are given back, by hand.
+    2 racks x 2 machines x 4 GPUs; free: machine 0 has 1 GPU free, machine 2 has 3, the rest busy."""
+    from artist.cluster import FreeMap
+    from artist.placement import NETWORK
+
+    topo = make_topology(racks=2, machines_per_rack=2, gpus_per_machine=4)
+    free = FreeMap(topo, [(3,), (), (8, 9, 10), ()])
+    assert free.best_tier_with(4, (0, 1, 2)) == MACHINE  # machine 0 whole again
+    assert free.best_tier_with(4, (4, 5, 6)) == RACK  # rack 0: 1 free + 3 given back, no machine with 4
+    assert free.best_tier_with(4, (4, 12, 13)) == RACK  # rack 1: 3 free + 2 back on machine 3; no machine has 4
+    assert free.best_tier_with(8, (4, 5, 6, 12)) == NETWORK  # rack 0: 1 + 3 = 4, rack 1: 3 + 1 = 4
+    assert free.best_tier_with(9, (4,)) is None  # 4 free + 1 back
+    assert free.total_free == 4 and free.free_by_machine == [(3,), (), (8, 9, 10), ()]  # untouched

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
 NodeKind = Literal["compute", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"]
@@ -56,19 +56,21 @@ class StepGraph:
     samples: int = 0  # global batch the step trains on (0: not stated)
 
     def __post_init__(self):
+        checked: set[tuple[int, ...]] = set()  # collective groups found sorted and distinct
         for i, node in enumerate(self.nodes):
             if node.id != i:
                 raise ValueError(f"node {i} has id {node.id}; ids must be 0..n-1 in order")
             if node.kind not in KINDS:
                 raise ValueError(f"node {i}: unknown kind {node.kind!r}; known: {', '.join(KINDS)}")
-            if any(not 0 <= d < i for d in node.deps):
+            if node.deps and not (0 <= min(node.deps) and max(node.deps) < i):
                 raise ValueError(f"node {i}: dependencies {node.deps} must name earlier nodes")
             if node.kind == "send_recv":
                 if len(node.group) != 2 or node.group[0] == node.group[1]:
                     raise ValueError(f"node {i}: send_recv needs (src, dst) of two different GPUs, got {node.group}")
-            elif node.kind in COLLECTIVES:
+            elif node.kind in COLLECTIVES and node.group not in checked:  # a step repeats a few groups
                 if not node.group or list(node.group) != sorted(set(node.group)):
                     raise ValueError(f"node {i}: a collective's group must be sorted distinct GPUs, got {node.group}")
+                checked.add(node.group)
             if node.nbytes < 0 or not (node.seconds >= 0 and math.isfinite(node.seconds)):
                 raise ValueError(f"node {i}: bytes and seconds must be finite and >= 0")
 
@@ -81,24 +83,55 @@ class StepGraph:
         return [n for n in self.nodes if n.is_communication]
 
     def relabel(self, gpu_map: Mapping[int, int]) -> "StepGraph":
-        """The same graph on other GPUs (collective groups re-sorted, send_recv keeps direction)."""
+        """The same graph on other GPUs (collective groups re-sorted, send_recv keeps direction).
+        A step graph names a few groups many times (an LLM step: ~10^5 nodes, tens of groups), so each
+        group is relabelled once; a node whose group does not change is kept as it is. A map that is
+        one-to-one on the graph's GPUs keeps a valid graph valid, so its nodes are not checked again."""
+        groups: dict = {}
         nodes = []
         for n in self.nodes:
-            group = tuple(gpu_map[g] for g in n.group)
-            if n.kind != "send_recv":
-                group = tuple(sorted(group))
-            nodes.append(replace(n, group=group))
+            key = (n.kind == "send_recv", n.group)
+            group = groups.get(key)
+            if group is None:
+                group = tuple(gpu_map[g] for g in n.group)
+                if not key[0]:
+                    group = tuple(sorted(group))
+                groups[key] = group
+            nodes.append(n if group == n.group else Node(n.id, n.kind, n.deps, n.seconds, group, n.nbytes))
+        used = {g for _, group in groups for g in group}
+        if len({gpu_map[g] for g in used}) == len(used):
+            return _checked_graph(tuple(nodes), self.samples)
         return StepGraph(tuple(nodes), self.samples)
 
     def key_material(self) -> list:
-        """The graph as JSON-ready lists, floats at KEY_DIGITS significant digits."""
-        return [[n.kind, list(n.deps), float(f"{n.seconds:.{KEY_DIGITS}g}"), list(n.group), n.nbytes]
-                for n in self.nodes]
+        """The graph as JSON-ready lists, floats at KEY_DIGITS significant digits (each distinct
+        duration and group converted once: the same lists, the same JSON)."""
+        seconds: dict[float, float] = {}
+        groups: dict[tuple, list] = {}
+        out = []
+        for n in self.nodes:
+            rounded = seconds.get(n.seconds)
+            if rounded is None:
+                rounded = seconds[n.seconds] = float(f"{n.seconds:.{KEY_DIGITS}g}")
+            group = groups.get(n.group)
+            if group is None:
+                group = groups[n.group] = list(n.group)
+            out.append([n.kind, list(n.deps), rounded, group, n.nbytes])
+        return out
 
     def signature(self) -> str:
         """Digest of the graph as it stands (GPU ids included): cache-key material."""
         text = json.dumps(self.key_material(), separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _checked_graph(nodes: tuple[Node, ...], samples: int) -> StepGraph:
+    """A StepGraph of nodes known to pass StepGraph's checks (a valid graph relabelled one-to-one),
+    built without running them again: they cost more than the relabelling on a large graph."""
+    graph = object.__new__(StepGraph)
+    object.__setattr__(graph, "nodes", nodes)
+    object.__setattr__(graph, "samples", samples)
+    return graph
 
 
 @dataclass(frozen=True)
@@ -122,7 +155,11 @@ def schedule_graph(graph: StepGraph, durations: Sequence[float]) -> GraphSchedul
         raise ValueError(f"{len(durations)} durations for {len(graph.nodes)} nodes")
     end: list[float] = []
     for node, seconds in zip(graph.nodes, durations):
-        start = max((end[d] for d in node.deps), default=0.0)
+        deps = node.deps
+        if len(deps) == 1:  # most nodes: the same float max() would give, without its generator
+            start = end[deps[0]]
+        else:
+            start = max((end[d] for d in deps), default=0.0)
         end.append(start + seconds)
     return GraphSchedule(tuple(float(s) for s in durations), tuple(end))
 

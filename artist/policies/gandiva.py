@@ -54,6 +54,10 @@ class Gandiva(Policy):
         movable.sort(key=lambda s: (-TIER_ORDER[s.placement.tier], s.job_id))
         for state in movable:
             current = state.placement
+            # the tier find() would reach with the job's own GPUs back, read off the counts: most jobs
+            # cannot move up, and for them the trial copy below would be wasted
+            if TIER_ORDER[free.best_tier_with(state.gpus, current.gpus)] >= TIER_ORDER[current.tier]:
+                continue
             trial = free.copy()
             trial.give(current.gpus)
             target = trial.find(state.gpus)

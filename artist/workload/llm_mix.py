@@ -1,4 +1,5 @@
-"""A mixed LLM workload: a Poisson stream of hybrid-parallel jobs of LLM-zoo models, each with a fixed plan.
+"""A mixed LLM workload: a Poisson stream of hybrid-parallel jobs of LLM-zoo models, each with a fixed plan;
+and a stream mixing them into data-parallel jobs (llm_fraction= of the batch and poisson generators).
 
     llm:n=40,interarrival=900,models=gpt3-1.3b|gpt3-6.7b|llama2-13b,gpus=8|16|32,global_batch=512
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from artist.workload.generators import JobMix, poisson_jobs
 from artist.workload.job import Job
 
@@ -20,6 +23,7 @@ from artist.workload.job import Job
 DEFAULT_LLM_MODELS = ("gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "llama2-7b", "llama2-13b")
 DEFAULT_LLM_GPUS = (8, 16, 32, 64)
 DEFAULT_GLOBAL_BATCH = 512  # sequences per step: the smallest batch of Megatron-LM's Table 1 (Narayanan et al. 2021)
+MIX_STREAM = 0x11A  # any constant: names mix_in_llm_jobs' coin-flip stream apart from the job draws of a seed
 
 
 def llm_jobs(n: int, mix: JobMix, mean_interarrival_s: float, seed: int, global_batch: int = DEFAULT_GLOBAL_BATCH,
@@ -40,3 +44,13 @@ def llm_jobs(n: int, mix: JobMix, mean_interarrival_s: float, seed: int, global_
                                       gpus_per_machine).text()
         out.append(replace(job, job_id="l" + job.job_id[1:], plan=plans[key], global_batch=global_batch))
     return out
+
+
+def mix_in_llm_jobs(ddp: list[Job], llm: list[Job], fraction: float, seed: int) -> list[Job]:
+    """Job i is llm[i] with probability `fraction`, else ddp[i], each keeping ddp[i]'s arrival (one
+    arrival stream, two kinds of jobs). The coin flips come from their own stream (seed, MIX_STREAM),
+    so the DDP and LLM draws stay what poisson_jobs / llm_jobs draw for that seed."""
+    if len(ddp) != len(llm):
+        raise ValueError(f"{len(ddp)} DDP jobs and {len(llm)} LLM jobs: one of each per arrival expected")
+    coins = np.random.default_rng([seed, MIX_STREAM]).random(len(ddp))
+    return [replace(b, arrival=a.arrival) if coin < fraction else a for a, b, coin in zip(ddp, llm, coins)]

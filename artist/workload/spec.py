@@ -11,6 +11,9 @@ Generators also take gpus=1|2|4|8 (choices), gpu_weights=.4|.3|.2|.1 (their rela
 frequencies; default: uniform), min_iter=, max_iter=, models=a|b. Poisson streams also take
 interarrival_gpus=G: the interarrival is stated for a cluster of G GPUs and scaled by
 G / (the cluster's GPUs), so that the offered load is the same at every cluster size.
+Batch and Poisson streams also take llm_fraction=F: each job is, with probability F, an LLM-zoo job
+(as the llm generator draws it, with llm_models=, llm_gpus=, global_batch=) instead of a data-parallel one,
+on the same arrivals (llm_mix.mix_in_llm_jobs).
 llm streams take LLM-zoo models (default: llm_mix.DEFAULT_LLM_MODELS), gpus= (default 8|16|32|64),
 global_batch= (default 512) and gpu_memory_gib= (default 80) for the plan rule, plan=rule|auto, and length in steps
 (min_iter default 100, max_iter default 10000).
@@ -82,6 +85,8 @@ class _Params:
         allowed = {"n", "gpus", "gpu_weights", "min_iter", "max_iter", "models"}
         if kind in ("poisson", "llm"):
             allowed |= {"interarrival", "interarrival_gpus"}
+        if kind in ("batch", "poisson"):
+            allowed |= {"llm_fraction", "llm_models", "llm_gpus", "global_batch"}
         if kind == "llm":
             allowed |= {"global_batch", "gpu_memory_gib", "plan"}
         for key in self.values:
@@ -146,13 +151,7 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
         if name not in models:
             raise p.error("models", f"unknown model {name!r}; known: {', '.join(sorted(models))}")
     if "gpus" in p.values:
-        try:
-            choices = tuple(int(x) for x in p.values["gpus"].split("|"))
-        except ValueError:
-            raise p.error("gpus", f"expected integers separated by '|', got {p.values['gpus']!r}") from None
-        bad = [c for c in choices if not 1 <= c <= MAX_GPUS]
-        if bad:
-            raise p.error("gpus", f"GPU counts must be in [1, {MAX_GPUS}], got {bad[0]}")
+        choices = _gpu_counts(p, "gpus")
     lengths = (100, 10_000) if kind == "llm" else (1000, 100_000)  # LLM jobs: training steps of seconds each
     min_iter = p.integer("min_iter", lengths[0], 1, MAX_ITERATIONS)
     max_iter = p.integer("max_iter", max(lengths[1], min_iter), 1, MAX_ITERATIONS)
@@ -162,7 +161,7 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
                  min_iterations=min_iter, max_iterations=max_iter)
     n = p.integer("n", 100, 1, MAX_GENERATED_JOBS)
     if kind == "batch":
-        return batch_jobs(n, mix, seed)
+        return _with_llm_jobs(p, batch_jobs(n, mix, seed), 1.0, seed)
     interarrival = p.number("interarrival", 60.0, MAX_ARRIVAL_S)
     if "interarrival_gpus" in p.values:
         stated_for = p.integer("interarrival_gpus", 0, 1, MAX_GPUS)
@@ -183,8 +182,48 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
         except ValueError as exc:
             raise p.error("models", str(exc)) from None
     else:
-        jobs = poisson_jobs(n, mix, interarrival, seed)
+        jobs = _with_llm_jobs(p, poisson_jobs(n, mix, interarrival, seed), interarrival, seed)
     if jobs[-1].arrival > MAX_ARRIVAL_S:
         raise p.error("interarrival", f"the last of {n} arrivals falls at {jobs[-1].arrival:.3g} s, past the "
                                       f"{MAX_ARRIVAL_S:g} s limit (artist.limits): use fewer jobs or shorter gaps")
     return jobs
+
+
+def _with_llm_jobs(p: _Params, jobs: list[Job], interarrival: float, seed: int) -> list[Job]:
+    """The data-parallel jobs as drawn, or with llm_fraction= a share of them swapped for LLM-zoo jobs
+    on the same arrivals (llm_mix.mix_in_llm_jobs): llm_models= and llm_gpus= as the llm generator's
+    models= and gpus= (same defaults), its default length (100 to 10 000 steps) and plan rule."""
+    llm_keys = [k for k in ("llm_models", "llm_gpus", "global_batch") if k in p.values]
+    if "llm_fraction" not in p.values:
+        if llm_keys:
+            raise p.error(llm_keys[0], "only with llm_fraction= (the share of jobs that are LLM-zoo jobs)")
+        return jobs
+    fraction = p.number("llm_fraction", 0.0, 1.0)
+    from artist.workload.llm_mix import (DEFAULT_GLOBAL_BATCH, DEFAULT_LLM_GPUS, DEFAULT_LLM_MODELS, llm_jobs,
+                                         mix_in_llm_jobs)
+    from artist.workload.zoo import ZOO
+
+    names = tuple(p.values["llm_models"].split("|")) if "llm_models" in p.values else DEFAULT_LLM_MODELS
+    for name in names:
+        if name not in ZOO:
+            raise p.error("llm_models", f"unknown LLM-zoo model {name!r}; known: {', '.join(sorted(ZOO))}")
+    choices = _gpu_counts(p, "llm_gpus") if "llm_gpus" in p.values else DEFAULT_LLM_GPUS
+    mix = JobMix(models=names, gpu_choices=choices, min_iterations=100, max_iterations=10_000)
+    global_batch = p.integer("global_batch", DEFAULT_GLOBAL_BATCH, 1, 1 << 24)
+    try:
+        llm = llm_jobs(len(jobs), mix, interarrival, seed, global_batch)
+    except ValueError as exc:
+        raise p.error("llm_models", str(exc)) from None
+    return mix_in_llm_jobs(jobs, llm, fraction, seed)
+
+
+def _gpu_counts(p: _Params, key: str) -> tuple[int, ...]:
+    """GPU counts separated by '|', each in [1, MAX_GPUS]."""
+    try:
+        choices = tuple(int(x) for x in p.values[key].split("|"))
+    except ValueError:
+        raise p.error(key, f"expected integers separated by '|', got {p.values[key]!r}") from None
+    bad = [c for c in choices if not 1 <= c <= MAX_GPUS]
+    if bad:
+        raise p.error(key, f"GPU counts must be in [1, {MAX_GPUS}], got {bad[0]}")
+    return choices

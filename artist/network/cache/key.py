@@ -26,9 +26,11 @@ key's "model" part tells them apart.
 
 from __future__ import annotations
 
+import json
+from hashlib import sha256
 from typing import Mapping
 
-from artist.jsonkey import digest
+from artist.jsonkey import digest, encoded_mapping
 from artist.parallel.graph import StepGraph
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
 from artist.network.symmetry import ecmp_gpu_map, fabric_key, shape_symmetric
@@ -83,16 +85,23 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
     union = sorted({g for graph in graphs.values() for g in graph.gpus})
     gpu_map = canonical_gpu_map(topology, union) if union else {}
     relabelled = {job: graph.relabel(gpu_map) for job, graph in graphs.items()}
-    order = sorted(graphs, key=lambda job: (relabelled[job].signature(), job))
-    graphs_part = [relabelled[job].key_material() for job in order]
+    # Each graph's key material is made and encoded once: its text is what StepGraph.signature digests
+    # (the graphs' order) and, joined, canonical_json of the list (lists of numbers and strings: no keys to
+    # sort, no NaN), which the model digest, the key and the stored row reuse.
+    parts = {job: relabelled[job].key_material() for job in graphs}
+    texts = {job: json.dumps(parts[job], separators=(",", ":")) for job in graphs}
+    order = sorted(graphs, key=lambda job: (sha256(texts[job].encode()).hexdigest()[:16], job)) \
+        if len(graphs) > 1 else list(graphs)
+    graphs_part = [parts[job] for job in order]
+    graphs_text = "[" + ",".join(texts[job] for job in order) + "]"
     material = {
         "key_version": KEY_VERSION,
         "graphs": graphs_part,
-        "model": digest(graphs_part)[:16],
+        "model": sha256(graphs_text.encode()).hexdigest()[:16],  # = digest(graphs_part)[:16]
         "links": touched_link_parameters(Placement(topology, tuple(union))) if union else {},
         "backend": inner.identity(),
     }
-    return material, order, relabelled
+    return encoded_mapping(material, {"graphs": graphs_text}), order, relabelled
 
 
 def collective_key_material(inner, group: Placement, nbytes: int, kind: str = "all_reduce") -> dict:

@@ -143,6 +143,19 @@ def _process_start(pid: int) -> str:
         return ""
 
 
+_OWN_START: dict[int, str] = {}
+
+
+def _own_process_start() -> str:
+    """_process_start of this process, read once per process (by pid: a forked child reads its own):
+    every claim records it, and a /proc read per claim cost ~1 ms on a loaded machine."""
+    pid = os.getpid()
+    start = _OWN_START.get(pid)
+    if start is None:
+        start = _OWN_START[pid] = _process_start(pid)
+    return start
+
+
 def _process_state(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -542,7 +555,7 @@ class LatencyStore:
             token = os.urandom(16).hex()
             conn.execute("INSERT INTO inflight(key, token, owner_host, owner_pid, owner_start, claimed_at) "
                          "VALUES (?, ?, ?, ?, ?, ?)",
-                         (key, token, _HOST, os.getpid(), _process_start(os.getpid()), time.time()))
+                         (key, token, _HOST, os.getpid(), _own_process_start(), time.time()))
             return Claim(key, token)
 
     def _is_stale(self, holder) -> bool:
