@@ -71,16 +71,18 @@ def _cpu_seconds() -> float:
     return total
 
 
-def measure(model, graphs, first_step: bool) -> dict:
-    """{job: {"shared": s, "alone": s, "steps": n, "converged": bool}} for one backend."""
+def measure(model, graphs, first_step: bool, caps: dict | None = None) -> dict:
+    """{job: {"shared": s, "alone": s, "steps": n, "converged": bool}} for one backend; caps: steady-state
+    step caps (max_steps, fast_steps) other than steady.py's."""
+    caps = caps or {}
     if first_step:
         shared = {j: t.step_seconds for j, t in model.time(graphs).items()}
         alone = {j: model.time({j: g})[j].step_seconds for j, g in graphs.items()}
         return {j: {"shared": shared[j], "alone": alone[j], "steps": 1, "converged": True} for j in graphs}
-    together = steady_step_times(model, graphs)
+    together = steady_step_times(model, graphs, **caps)
     out = {}
     for j, g in graphs.items():
-        by_itself = steady_step_times(model, {j: g})[j]
+        by_itself = steady_step_times(model, {j: g}, **caps)[j]
         out[j] = {"shared": together[j].step_seconds, "alone": by_itself.step_seconds,
                   "steps": together[j].steps_run, "converged": together[j].converged and by_itself.converged}
     return out
@@ -110,10 +112,17 @@ def main() -> None:
     parser.add_argument("--model", default="flow", choices=("flow", "phase"), help="the model compared")
     parser.add_argument("--reference", default="ns3", choices=("ns3", "flow"), help="what it is compared with")
     parser.add_argument("--scenarios", default="standard", choices=("standard", "large", "all"))
+    parser.add_argument("--reference-steps", default=None, metavar="MAX,FAST",
+                        help="the reference's steady-state step caps (slowest job, any job; default steady.py's "
+                             "40,1000): the per-transfer engine on the large scenarios takes hours at the default")
     args = parser.parse_args()
     if args.model == "flow" and args.reference == "flow":
         parser.error("--reference flow needs --model phase")
     window = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}
+    caps = {}
+    if args.reference_steps:
+        slowest, fastest = (int(v) for v in args.reference_steps.split(","))
+        caps = {"max_steps": slowest, "fast_steps": fastest}
     kept = {}
     if args.ns3_results and os.path.exists(args.ns3_results):
         with open(args.ns3_results) as f:
@@ -132,7 +141,7 @@ def main() -> None:
         scenarios += large_contention_scenarios(24, 29, args.scale)
     for sc in scenarios:
         got = {}
-        key = json.dumps([sc.name, args.seed, args.scale, args.first_step, window]
+        key = json.dumps([sc.name, args.seed, args.scale, args.first_step, window] + ([caps] if caps else [])
                          + ([args.arbitration] if args.arbitration != "fifo" else []), sort_keys=True)
         backends = {"flow": lambda: FlowModel(sc.topology, channels=sc.channels, sharing=args.sharing, **window),
                     "ns3": lambda: Ns3Model(sc.topology, channels=sc.channels, arbitration=args.arbitration,
@@ -145,7 +154,7 @@ def main() -> None:
             if name == "phase":
                 got[name] = measure_phase(sc.topology, sc.channels, sc.graphs, got[ref])
             else:
-                got[name] = measure(backends[name](), sc.graphs, args.first_step)
+                got[name] = measure(backends[name](), sc.graphs, args.first_step, caps)
             wall[name] += time.perf_counter() - started
             cpu[name] += _cpu_seconds() - cpu_started
         if "ns3" in got:

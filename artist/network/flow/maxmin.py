@@ -83,17 +83,18 @@ def max_min_rates(flow_of: np.ndarray, link_of: np.ndarray, flows: int, capacity
 
 
 def max_min_rates_small(flow_links: list[list[int]], capacity: dict[int, float], weights: list[float],
-                        priority: list[int] | None = None) -> list[float]:
+                        priority: list[int] | None = None, loads: list[list[float]] | None = None) -> list[float]:
     """The same progressive filling in plain Python, for the few flows of one component (numpy's
     per-call overhead dominates there): flow_links[i] lists flow i's links, capacity maps link ->
-    bytes/s. Same ties (relative 1e-12) and the same order of operations per link as max_min_rates."""
+    bytes/s. Same ties (relative 1e-12) and the same order of operations per link as max_min_rates.
+    loads[i][k]: the multiplicity of flow i on its k-th link (max_min_rates' multiplicity; default 1)."""
     flows = len(flow_links)
     rate = [0.0] * flows
     remaining = dict(capacity)
-    members: dict[int, list[int]] = {}
+    members: dict[int, list[tuple[int, float]]] = {}
     for f, links in enumerate(flow_links):
-        for link in links:
-            members.setdefault(link, []).append(f)
+        for k, link in enumerate(links):
+            members.setdefault(link, []).append((f, 1.0 if loads is None else loads[f][k]))
     levels = [0] * flows if priority is None else list(priority)
     frozen = [False] * flows
     for priority_level in sorted(set(levels)):
@@ -103,16 +104,16 @@ def max_min_rates_small(flow_links: list[list[int]], capacity: dict[int, float],
             share = {}
             for link, fs in members.items():
                 w = 0.0
-                for f in fs:
+                for f, m in fs:
                     if filling[f]:
-                        w += weights[f]
+                        w += weights[f] if loads is None else weights[f] * m
                 if w > 0:
                     share[link] = remaining[link] / w
             if not share:
                 raise ValueError("a flow crosses no link")
             level = min(share.values())
             newly = sorted({f for link, x in share.items() if x <= level * (1.0 + _TIE)
-                            for f in members[link] if not frozen[f]})
+                            for f, _ in members[link] if not frozen[f]})
             for f in newly:
                 if filling[f]:
                     rate[f] = weights[f] * level
@@ -120,8 +121,9 @@ def max_min_rates_small(flow_links: list[list[int]], capacity: dict[int, float],
                     left -= 1
                 frozen[f] = True
             for f in newly:
-                for link in flow_links[f]:
-                    remaining[link] = max(0.0, remaining[link] - rate[f])
+                for k, link in enumerate(flow_links[f]):
+                    used = rate[f] if loads is None else rate[f] * loads[f][k]
+                    remaining[link] = max(0.0, remaining[link] - used)
     if not all(frozen):
         raise ValueError("a flow crosses no link")
     return rate

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from artist.network.flow.maxmin import max_min_rates
+from artist.network.flow.maxmin import max_min_rates, max_min_rates_small
 
 TOLERANCE = 0.005  # relative change of the mean step between the last two windows (choice)
 WINDOW = 4  # steps of the slowest job per window (choice)
@@ -224,9 +224,18 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     return [_result(state, j, window, tolerance, done and steps is None) for j in range(len(state))]
 
 
+SMALL = 24  # active bundles: below this, plain Python beats numpy's per-call overhead (flow/engine.py's figure)
+
+
 def _rates(active: list[list], capacity: np.ndarray) -> np.ndarray:
     """Max-min rates per edge of the active bundles: every shared link at its capacity, every bundle
-    at most its alone rate (a private link of that capacity)."""
+    at most its alone rate (a private link of that capacity, numbered -1 - bundle)."""
+    if len(active) < SMALL:
+        flow_links = [[link for link, _ in a[5]] + [-1 - f] for f, a in enumerate(active)]
+        loads = [[m for _, m in a[5]] + [1.0] for a in active]
+        caps = {link: float(capacity[link]) for a in active for link, _ in a[5]}
+        caps.update({-1 - f: a[4] for f, a in enumerate(active)})
+        return np.asarray(max_min_rates_small(flow_links, caps, [1.0] * len(active), loads=loads))
     flow_of, link_of, load = [], [], []
     caps = list(capacity)
     for f, a in enumerate(active):
