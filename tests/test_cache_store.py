@@ -608,3 +608,21 @@ def test_created_before_orders_like_created_at():
     assert created_before(3600, now) == "2024-05-01T11:00:00.000000Z"
     assert created_before(0, now) < "2024-05-01T12:00:00.000001Z"
     assert created_before(1e15, now) == "0001-01-01T00:00:00.000000Z"  # past year 1: nothing dated is older
+
+
+def test_the_in_process_key_memo_is_bounded_by_nodes_and_keeps_answers(topo, store_path, monkeypatch):
+    """Questions kept in memory hold their graphs; past MEMO_MAX_NODES the memo starts afresh. Answers are
+    the store's and the answer memo's, so a forgotten question is a hit again, never simulated twice."""
+    import artist.network.cache.cached as cached_module
+
+    inner = CountingInner(topo)
+    cached = Cached(inner, LatencyStore(store_path))
+    a, b = step_graph(placement_from_shape(topo, [[4], [4]])), step_graph(placement_from_shape(topo, [[2], [2]]))
+    monkeypatch.setattr(cached_module, "MEMO_MAX_NODES", len(a.nodes) + len(b.nodes) - 1)  # room for one only
+    first = cached.time({"job": a})["job"]
+    cached.time({"job": b})  # a's question forgotten: the two do not fit
+    assert len(cached._keys) == 1 and cached._key_nodes == len(b.nodes)
+    again = cached.time({"job": a})["job"]
+    assert len(inner.calls) == 2 and again.result.cache_hit and same_timeline(first, again)
+    twice = cached.time({"job": a})["job"]  # a kept now (b forgotten): key and order only
+    assert twice.result.cache_hit and same_timeline(first, twice) and len(inner.calls) == 2

@@ -23,6 +23,11 @@ from artist.network.symmetry import fabric_key
 from artist.placement import Placement
 
 
+# Step-graph nodes of the questions Cached keeps keys for in memory (each question holds its graphs): ~10^6
+# nodes is a few hundred MB; past it the memo starts afresh (keys are recomputed, answers unchanged).
+MEMO_MAX_NODES = 2_000_000
+
+
 @dataclass
 class SessionStats:
     """What one Cached instance did in this process."""
@@ -54,9 +59,11 @@ class Cached:
         self.store = store if isinstance(store, LatencyStore) else LatencyStore(store)
         self.memo_enabled = memo
         self._memo: dict[str, StoredAnswer] = {}
-        # in-process shortcut: (backend identity, question) -> (key, material, order, relabelled graphs); the
-        # identity is read every time, so a backend whose settings change after creation gets new keys
+        # in-process shortcut: (backend identity, question) -> (key, job order) of a step question, (key,
+        # material) of a collective's; the identity is read every time, so a backend whose settings change
+        # after creation gets new keys
         self._keys: dict = {}
+        self._key_nodes = 0  # step-graph nodes of the questions in _keys
         self.session = SessionStats()
         # A backend that keeps parts of answers (ns-3 exact reuse: collectives run alone) keeps them here too,
         # so that other processes and later runs reuse them.
@@ -76,14 +83,24 @@ class Cached:
         return self.inner.identity()  # caching never changes an answer
 
     def _graph_key(self, graphs: Mapping[str, StepGraph]):
+        """(key, material, order, relabelled graphs); material and relabelled are None when the question
+        was asked before in this process (only the key and order are kept: a miss needs the rest once).
+        The questions kept are bounded by their nodes (MEMO_MAX_NODES): shared contention asks about
+        every component's repeated steps, each question large and rarely asked twice."""
         question = (canonical_json(self.inner.identity()), tuple(sorted(graphs.items())))
         found = self._keys.get(question) if self.memo_enabled else None
-        if found is None:
-            material, order, relabelled = graphs_key_material(self.inner, graphs, self.inner.topology)
-            found = (cache_key(material), material, order, relabelled)
-            if self.memo_enabled:
-                self._keys[question] = found
-        return found
+        if found is not None:
+            return found[0], None, found[1], None
+        material, order, relabelled = graphs_key_material(self.inner, graphs, self.inner.topology)
+        key = cache_key(material)
+        if self.memo_enabled:
+            nodes = sum(len(graph.nodes) for graph in graphs.values())
+            if self._key_nodes + nodes > MEMO_MAX_NODES:
+                self._keys.clear()
+                self._key_nodes = 0
+            self._keys[question] = (key, order)
+            self._key_nodes += nodes
+        return key, material, order, relabelled
 
     def key_for(self, graphs: Mapping[str, StepGraph]) -> str:
         return self._graph_key(graphs)[0]
@@ -91,6 +108,8 @@ class Cached:
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         started = time.perf_counter()
         key, material, order, relabelled = self._graph_key(graphs)
+        if material is None and key not in self._memo:  # asked before, answered nowhere yet: a miss needs these
+            material, order, relabelled = graphs_key_material(self.inner, graphs, self.inner.topology)
 
         def simulate() -> CachedTiming:
             asked = [relabelled[job] for job in order]
