@@ -78,7 +78,7 @@ def test_the_llm_sweep_and_its_isolated_twin_differ_only_in_contention():
 
     shared = load_sweep_spec(REPO / "sweeps" / "llm-congested-small.yaml")
     isolated = load_sweep_spec(REPO / "sweeps" / "llm-congested-small-isolated.yaml")
-    assert len(shared.runs) == len(isolated.runs) == 3
+    assert len(shared.runs) == len(isolated.runs) == 9
     assert {r.simulator.contention for r in shared.runs} == {"shared"}
     assert {r.simulator.contention for r in isolated.runs} == {"isolated"}
     assert [r.axes for r in shared.runs] == [r.axes for r in isolated.runs]
