@@ -104,7 +104,6 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     events = 0
     active: list[list] = []  # [job, node, remaining, work, cap, crossings]
     changed = False
-    rates = np.zeros(0)
     done = False
 
     def push(when: float, job: int, node: int) -> None:
@@ -180,25 +179,30 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         t_timer = heap[0][0] if heap else math.inf
         t_next = t_timer
         if active:
-            remaining = np.fromiter((a[2] for a in active), dtype=np.float64, count=len(active))
-            with np.errstate(divide="ignore"):
-                drain = np.where(rates > 0, remaining / np.where(rates > 0, rates, 1.0), math.inf)
-            first = int(np.argmin(drain))
-            t_drain = now + float(drain[first])
+            # plain Python over the few active bundles (numpy's per-call overhead dominates here); the
+            # same float operations as array arithmetic: drain = remaining / rate, left = remaining - rate x dt
+            first, t_drain = None, math.inf
+            for a in active:
+                if a[6] > 0:
+                    t = a[2] / a[6]
+                    if t < t_drain:
+                        first, t_drain = a, t
+            t_drain += now
             t_next = min(t_timer, t_drain)
-            left = remaining - rates * (t_next - now)
-            if t_drain <= t_timer:
-                left[first] = 0.0
+            dt = t_next - now
+            drained_first = t_drain <= t_timer
             now = t_next
             finished = []
-            for a, r in zip(active, left.tolist()):
-                if r <= 1e-9 * a[3]:
+            for a in active:
+                left = 0.0 if (drained_first and a is first) else a[2] - a[6] * dt
+                if left <= 1e-9 * a[3]:
                     finished.append(a)
                 else:
-                    a[2] = r
+                    a[2] = left
             if finished:
                 changed = True
-                active = [a for a in active if a not in finished]
+                gone = {id(a) for a in finished}
+                active = [a for a in active if id(a) not in gone]
                 for a in finished:
                     events += 1
                     s = state[a[0]]
@@ -214,12 +218,13 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
             if node.bundles:
                 state[j].bundles_left[i] = len(node.bundles)
                 for b in node.bundles:
-                    active.append([j, i, b.work, b.work, b.cap, b.crossings])
+                    active.append([j, i, b.work, b.work, b.cap, b.crossings, 0.0])  # ..., rate
                 changed = True
             else:
                 end_node(j, i)
         if changed and active:
-            rates = _rates(active, capacity)
+            for a, r in zip(active, _rates(active, capacity).tolist()):
+                a[6] = r
         changed = False
     return [_result(state, j, window, tolerance, done and steps is None) for j in range(len(state))]
 
