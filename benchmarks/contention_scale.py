@@ -197,7 +197,7 @@ def main() -> int:
                 print(describe(row), flush=True)
     if rows and "gpus" in next((r for r in rows if "gpus" in r), {}):
         first = next(r for r in rows if "gpus" in r)
-        print(f"\n{first['gpus']} GPUs, backend {first['backend']}; workload at the largest size: "
+        print(f"\n{first['gpus']} GPUs, backend {first['backend']}; workload of the largest finished run: "
               f"{max((r for r in rows if 'workload' in r), key=lambda r: r['jobs'])['workload']}")
     print()
     for policy in policies:
