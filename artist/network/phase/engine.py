@@ -50,9 +50,10 @@ class PhaseBundle:
 @dataclass(frozen=True)
 class PhaseNode:
     deps: tuple[int, ...]
-    seconds: float  # the fixed part: compute, a start-up latency, or a whole undisturbed collective
-    communication: bool
+    seconds: float  # the fixed part: compute, a start-up latency, or whole undisturbed collectives
+    communication: bool  # a collective with bundles: its whole duration counts as communication
     bundles: tuple[PhaseBundle, ...] = ()  # drained after the fixed part
+    comm_seconds: float = 0.0  # of a node without bundles: the part of `seconds` that is communication
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,8 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         node = s.spec.nodes[i]
         if node.communication:
             s.comm += now - s.started[i]
+        else:
+            s.comm += node.comm_seconds
         s.left -= 1
         for d in s.dependents[i]:
             s.deps_left[d] -= 1

@@ -145,7 +145,7 @@ class PhaseContention:
             alone = self._collective_seconds(node.kind, node.group, int(node.nbytes))
             demand = self._demand(node.kind, node.group, int(node.nbytes))
             if not any(link in shared for b in demand.bundles for link in b.links):
-                nodes.append(PhaseNode(node.deps, alone, True))
+                nodes.append(PhaseNode(node.deps, alone, False, comm_seconds=alone))
                 continue
             bandwidth = demand.bandwidth_seconds
             latency = max(0.0, alone - bandwidth)
@@ -154,7 +154,37 @@ class PhaseContention:
                                         tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
                             for b, rate in zip(demand.bundles, demand.alone_rates))
             nodes.append(PhaseNode(node.deps, latency, True, bundles))
-        return tuple(nodes)
+        return merge_timer_chains(nodes)
+
+
+def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
+    """The nodes with every chain of timers (nodes without bundles, each the only successor of the one
+    before and depending on it alone) made one timer of their summed durations. Exact: no other node
+    waits for a chain's inner ends. Why: an LLM step is ~10 k nodes, most of them per-layer compute and
+    machine-local collectives in such chains, each an event at every simulated step."""
+    successors = [0] * len(nodes)
+    for node in nodes:
+        for d in node.deps:
+            successors[d] += 1
+    out: list[PhaseNode] = []
+    new_of: list[int] = []
+    tail_of: dict[int, int] = {}  # new timer index -> the old index its chain ends with
+    for i, node in enumerate(nodes):
+        if not node.bundles and len(node.deps) == 1:
+            k = new_of[node.deps[0]]
+            if not out[k].bundles and tail_of.get(k) == node.deps[0] and successors[node.deps[0]] == 1:
+                head = out[k]
+                out[k] = PhaseNode(head.deps, head.seconds + node.seconds, False,
+                                   comm_seconds=head.comm_seconds + node.comm_seconds)
+                tail_of[k] = i
+                new_of.append(k)
+                continue
+        deps = tuple(sorted({new_of[d] for d in node.deps}))
+        new_of.append(len(out))
+        if not node.bundles:
+            tail_of[len(out)] = i
+        out.append(PhaseNode(deps, node.seconds, node.communication, node.bundles, node.comm_seconds))
+    return tuple(out)
 
 
 def _link_groups(jobs: list[str], links_of: Mapping[str, set]) -> list[list[str]]:
@@ -190,7 +220,7 @@ def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], t
                 bundles = tuple(PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
                                                                  for link, m in b.crossings))
                                 for b in node.bundles)
-                node = PhaseNode(node.deps, node.seconds, node.communication, bundles)
+                node = PhaseNode(node.deps, node.seconds, node.communication, bundles, node.comm_seconds)
             renumbered.append(node)
         out.append(PhaseJob(tuple(renumbered)))
     return tuple(out), tuple(index)
