@@ -119,3 +119,19 @@ def test_skipping_undisturbed_steps_gives_the_full_runs_answer():
     full = run_component(jobs, capacity)
     for got, reference in zip(found, full):
         assert got.shared.step_seconds == pytest.approx(reference.step_seconds, rel=1e-9)
+
+
+def test_a_run_stopped_by_the_event_cap_reports_unsettled_jobs_without_failing():
+    """The event cap stops a run before the long job ends one step: it gets the time it ran (a lower bound
+    of its step) and converged False; the short job its measured steps."""
+    topo = _topology()
+    model = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY))
+    long = StepGraph(tuple([_ring((0, 2), 1 << 20)] + [Node(i, "compute", deps=(i - 1,), seconds=1e-3, group=(0, 2))
+                                                       for i in range(1, 50)]))
+    short = StepGraph((_ring((1, 3), 1 << 20),))
+    model.steady({"long": long, "short": short})
+    (key, _), = model._components.items()
+    jobs, capacity = key
+    got = run_component(jobs, capacity, max_events=20)
+    assert any(not g.converged and g.steps == 0 for g in got)
+    assert all(g.step_seconds > 0 for g in got)

@@ -240,7 +240,7 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
             for a, r in zip(active, _rates(active, capacity).tolist()):
                 a[6] = r
         changed = False
-    return [_result(state, j, window, tolerance, done and steps is None) for j in range(len(state))]
+    return [_result(state, j, window, tolerance, done and steps is None, now) for j in range(len(state))]
 
 
 SMALL = 24  # active bundles: below this, plain Python beats numpy's per-call overhead (flow/engine.py's figure)
@@ -291,6 +291,8 @@ def _should_stop(state: list[_Job], steps: int | None, window: int, tolerance: f
 def _spans(state: list[_Job], window: int) -> tuple[float, float, float] | None:
     """(t_a, t_m, t_b): the last two windows of the slowest job's steps before the horizon (every job's
     latest step end), its first step left out."""
+    if any(not s.ends for s in state):  # stopped (event cap) before some job ended one step
+        return None
     horizon = min(s.ends[-1] for s in state)
     slow = state[_slowest(state)]
     ends = slow.ends[:bisect_right(slow.ends, horizon * (1 + 1e-12))]
@@ -313,10 +315,14 @@ def _converged(s: _Job, spans, tolerance: float) -> bool:
     return last is not None and before is not None and abs(last[0] - before[0]) <= tolerance * last[0]
 
 
-def _result(state: list[_Job], j: int, window: int, tolerance: float, settled: bool) -> PhaseSteady:
-    """Job j's mean step over the last window of the slowest job (the whole run when shorter)."""
+def _result(state: list[_Job], j: int, window: int, tolerance: float, settled: bool, now: float) -> PhaseSteady:
+    """Job j's mean step over the last window of the slowest job (the whole run when shorter). A job that
+    had not ended one step when the run stopped (the event cap) gets the time it had run, a lower bound of
+    its step, and converged False."""
     s = state[j]
-    first = s.ends[0] if s.ends else math.nan
+    if not s.ends:
+        return PhaseSteady(now, s.comm, now, 0, False)
+    first = s.ends[0]
     spans = _spans(state, window) if len(state) > 1 else None
     measured = _mean_over(s, spans[1], spans[2]) if spans else None
     converged = len(state) == 1 or (settled and spans is not None and _converged(s, spans, tolerance))
