@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from artist.cluster import AllocationError, ClusterState
-from artist.network.base import FabricModel
+from artist.network.base import FabricModel, fabric_setting
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
 from artist.perf.contention import contention_components, shared_uplinks
 from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step, spine_utilisation
@@ -358,8 +358,8 @@ class Simulator:
             key = (state.model, state.placement.gpus)
             per_link = self._spine_bytes.get(key)
             if per_link is None:
-                algorithm, channels = _fabric_setting(self.perf.fabric, "algorithm", "ring"), \
-                    _fabric_setting(self.perf.fabric, "channels", 1)
+                algorithm, channels = fabric_setting(self.perf.fabric, "algorithm", "ring"), \
+                    fabric_setting(self.perf.fabric, "channels", 1)
                 if isinstance(state.model, HybridJobModel):  # its step graph's rack-crossing nodes
                     per_link = graph_spine_bytes_per_step(self.perf.step_graph(state.model, state.placement)[0],
                                                           self.topology, algorithm, channels)
@@ -405,15 +405,6 @@ class Simulator:
                 self.utilisation[-1] = (self.now, allocated)
             else:
                 self.utilisation.append((self.now, allocated))
-
-
-def _fabric_setting(fabric, name: str, default):
-    """A backend setting (algorithm, channels) read through the Cached / Calibrated wrappers."""
-    while fabric is not None:
-        if hasattr(fabric, name):
-            return getattr(fabric, name)
-        fabric = getattr(fabric, "inner", None)
-    return default
 
 
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,

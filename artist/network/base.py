@@ -82,3 +82,12 @@ def time_node_by_node(graph: StepGraph, seconds_of: Callable, result: CommResult
     seconds_of(node) for every communication node, compute nodes their own seconds."""
     durations = [seconds_of(n) if n.is_communication else n.seconds for n in graph.nodes]
     return GraphTiming.of(graph, durations, result)
+
+
+def fabric_setting(fabric, name: str, default):
+    """A backend setting (algorithm, channels) read through the Cached / Calibrated wrappers."""
+    while fabric is not None:
+        if hasattr(fabric, name):
+            return getattr(fabric, name)
+        fabric = getattr(fabric, "inner", None)
+    return default

@@ -18,6 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Mapping
 
+from artist.network.base import fabric_setting
 from artist.network.links import LinkId, link_bandwidth_bps
 from artist.network.phase.demand import CollectiveDemand, collective_demand
 from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseSteady, run_component
@@ -32,15 +33,6 @@ MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not 
 class ComponentStep:
     shared: PhaseSteady  # the job's steady step with the component
     alone: PhaseSteady  # its step alone in the same model (the reference its slowdown is measured against)
-
-
-def fabric_setting(fabric, name: str, default):
-    """A backend setting (algorithm, channels) read through the Cached / Calibrated wrappers."""
-    while fabric is not None:
-        if hasattr(fabric, name):
-            return getattr(fabric, name)
-        fabric = getattr(fabric, "inner", None)
-    return default
 
 
 class PhaseContention:
