@@ -176,14 +176,14 @@ class PerfModel:
         key = ("shared",) + tuple((job, model, placement.topology, placement.gpus)
                                   for job, (model, placement) in jobs.items())
         found = self._shared_memo.get(key)
+        if found is None and len(jobs) == 1 and self.contention_model == "phase":
+            (job, (model, placement)), = jobs.items()
+            found = {job: self.estimate(model, placement)}  # no step graph on its own GPUs needed
         if found is None:
             graphs, compute = {}, {}
             for job, (model, placement) in jobs.items():
                 graphs[job], compute[job] = self.step_graph(model, placement)
-            if len(jobs) == 1 and self.contention_model == "phase":
-                (job, (model, placement)), = jobs.items()
-                found = {job: self.estimate(model, placement)}
-            elif len(jobs) == 1:
+            if len(jobs) == 1:
                 job = next(iter(jobs))
                 timing = self.fabric.time(graphs)[job]
                 found = {job: estimate_from_timing(graphs[job], timing, compute[job],
