@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from artist.grouping import groups_sharing
 from artist.placement import Placement
 
 
@@ -69,24 +70,5 @@ def shared_nic_links(placement: Placement) -> list[tuple]:
 def contention_components(placements: Mapping[str, Placement]) -> list[list[str]]:
     """Job ids grouped into components, each component's jobs in the mapping's order, components in
     the order of their first job; jobs under one leaf (one rack without rails) are components of one."""
-    parent: dict[str, str] = {}
-    order = {job: i for i, job in enumerate(placements)}
-
-    def find(job: str) -> str:
-        while parent[job] != job:
-            parent[job] = parent[parent[job]]
-            job = parent[job]
-        return job
-
-    first_on_link: dict[tuple, str] = {}
-    for job, placement in placements.items():
-        parent[job] = job
-        for link in list(shared_uplinks(placement)) + shared_nic_links(placement):
-            other = first_on_link.setdefault(link, job)
-            a, b = find(job), find(other)
-            if a != b:
-                parent[max(a, b, key=order.get)] = min(a, b, key=order.get)
-    groups: dict[str, list[str]] = {}
-    for job in placements:
-        groups.setdefault(find(job), []).append(job)
-    return list(groups.values())
+    return groups_sharing({job: list(shared_uplinks(placement)) + shared_nic_links(placement)
+                           for job, placement in placements.items()})

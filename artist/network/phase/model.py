@@ -18,6 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Mapping
 
+from artist.grouping import groups_sharing
 from artist.network.base import fabric_setting
 from artist.network.links import LinkId, link_bandwidth_bps
 from artist.network.phase.demand import CollectiveDemand, collective_demand
@@ -82,7 +83,7 @@ class PhaseContention:
         jobs = list(graphs)
         links_of = {j: self._links(graphs[j]) for j in jobs}
         out: dict[str, ComponentStep] = {}
-        for group in _link_groups(jobs, links_of):
+        for group in groups_sharing({j: links_of[j] for j in jobs}):
             out.update(self._steady_group({j: graphs[j] for j in group}, links_of))
         return {j: out[j] for j in jobs}
 
@@ -177,28 +178,6 @@ def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
             tail_of[len(out)] = i
         out.append(PhaseNode(deps, node.seconds, node.communication, node.bundles, node.comm_seconds))
     return tuple(out)
-
-
-def _link_groups(jobs: list[str], links_of: Mapping[str, set]) -> list[list[str]]:
-    """The jobs grouped by links in common (transitively), each group in the jobs' order."""
-    parent = {j: j for j in jobs}
-
-    def find(j: str) -> str:
-        while parent[j] != j:
-            parent[j] = parent[parent[j]]
-            j = parent[j]
-        return j
-
-    first_on: dict[LinkId, str] = {}
-    for j in jobs:
-        for link in sorted(links_of[j]):
-            a, b = find(j), find(first_on.setdefault(link, j))
-            if a != b:
-                parent[max(a, b, key=jobs.index)] = min(a, b, key=jobs.index)
-    groups: dict[str, list[str]] = {}
-    for j in jobs:
-        groups.setdefault(find(j), []).append(j)
-    return list(groups.values())
 
 
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
