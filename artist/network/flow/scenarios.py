@@ -63,6 +63,22 @@ def _graph(rng: random.Random, gpus: tuple[int, ...], scale: int) -> StepGraph:
     return StepGraph(tuple(nodes))
 
 
+def _random_jobs(rng: random.Random, topology: Topology, jobs: int, sizes: tuple[int, ...], graph_of) -> dict:
+    """Up to `jobs` jobs on disjoint GPUs drawn at random (a size from `sizes`, at most an even share of what
+    is left; stop below 2 GPUs), each graph_of(gpus): job id -> StepGraph."""
+    free = list(range(topology.gpus))
+    rng.shuffle(free)
+    graphs = {}
+    for j in range(jobs):
+        size = min(rng.choice(sizes), len(free) // (jobs - j))
+        if size < 2:
+            break
+        gpus = tuple(sorted(free[:size]))
+        del free[:size]
+        graphs[f"j{j}"] = graph_of(gpus)
+    return graphs
+
+
 def contention_scenarios(count: int = 24, seed: int = 14, scale: int = 1) -> list[Scenario]:
     """`count` scenarios; scale multiplies every payload and compute time (the same placements)."""
     rng = random.Random(seed)
@@ -70,17 +86,7 @@ def contention_scenarios(count: int = 24, seed: int = 14, scale: int = 1) -> lis
     for i in range(count):
         model, ratio = SPINES[i % len(SPINES)]
         topology = scenario_topology(model, ratio)
-        free = list(range(topology.gpus))
-        rng.shuffle(free)
-        jobs = 2 + i % 7  # 2..8 jobs
-        graphs = {}
-        for j in range(jobs):
-            size = min(rng.choice((2, 4, 6, 8)), len(free) // (jobs - j))
-            if size < 2:
-                break
-            gpus = tuple(sorted(free[:size]))
-            del free[:size]
-            graphs[f"j{j}"] = _graph(rng, gpus, scale)
+        graphs = _random_jobs(rng, topology, 2 + i % 7, (2, 4, 6, 8), lambda gpus: _graph(rng, gpus, scale))
         out.append(Scenario(f"s{i:02d}-{model}-{ratio:g}to1-{len(graphs)}jobs", topology, rng.choice((1, 2)),
                             graphs))
     return out
@@ -152,6 +158,16 @@ def _pipeline_graph(rng: random.Random, gpus: tuple[int, ...], scale: int) -> St
     return StepGraph(tuple(nodes))
 
 
+def _large_graph(rng: random.Random, gpus: tuple[int, ...], scale: int) -> StepGraph:
+    """A DDP-like step half the time, MoE-like a quarter, 1F1B-like a quarter."""
+    kind = rng.random()
+    if kind < 0.5:
+        return _graph(rng, gpus, scale)
+    if kind < 0.75:
+        return _moe_graph(rng, gpus, scale)
+    return _pipeline_graph(rng, gpus, scale)
+
+
 def large_contention_scenarios(count: int = 24, seed: int = 29, scale: int = 1) -> list[Scenario]:
     """`count` larger scenarios on large_scenario_topology: 8-32 jobs of 2-8 GPUs at random over 8 racks,
     each step DDP-like (scenarios' _graph), MoE-like (_moe_graph) or 1F1B-like (_pipeline_graph), compute
@@ -161,23 +177,8 @@ def large_contention_scenarios(count: int = 24, seed: int = 29, scale: int = 1) 
     for i in range(count):
         model, ratio = LARGE_SPINES[i % len(LARGE_SPINES)]
         topology = large_scenario_topology(model, ratio)
-        free = list(range(topology.gpus))
-        rng.shuffle(free)
-        jobs = (8, 12, 16, 24, 32)[i % 5]
-        graphs = {}
-        for j in range(jobs):
-            size = min(rng.choice((2, 2, 4, 4, 6, 8)), len(free) // (jobs - j))
-            if size < 2:
-                break
-            gpus = tuple(sorted(free[:size]))
-            del free[:size]
-            kind = rng.random()
-            if kind < 0.5:
-                graphs[f"j{j}"] = _graph(rng, gpus, scale)
-            elif kind < 0.75:
-                graphs[f"j{j}"] = _moe_graph(rng, gpus, scale)
-            else:
-                graphs[f"j{j}"] = _pipeline_graph(rng, gpus, scale)
+        graphs = _random_jobs(rng, topology, (8, 12, 16, 24, 32)[i % 5], (2, 2, 4, 4, 6, 8),
+                              lambda gpus: _large_graph(rng, gpus, scale))
         out.append(Scenario(f"L{i:02d}-{model}-{ratio:g}to1-{len(graphs)}jobs", topology, rng.choice((1, 2)),
                             graphs))
     return out

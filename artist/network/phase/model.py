@@ -55,24 +55,12 @@ class PhaseContention:
 
     # ---- one collective -----------------------------------------------------
     def _demand(self, kind: str, group: tuple[int, ...], nbytes: int) -> CollectiveDemand:
-        key = (kind, group, nbytes)
-        found = self._demands.get(key)
-        if found is None:
-            if len(self._demands) >= MAX_MEMO:
-                self._demands.clear()
-            found = self._demands[key] = collective_demand(self.topology, kind, group, nbytes, self.algorithm,
-                                                           self.channels)
-        return found
+        return _memoised(self._demands, (kind, group, nbytes), lambda: collective_demand(
+            self.topology, kind, group, nbytes, self.algorithm, self.channels))
 
     def _collective_seconds(self, kind: str, group: tuple[int, ...], nbytes: int) -> float:
-        key = (kind, group, nbytes)
-        found = self._alone_seconds.get(key)
-        if found is None:
-            if len(self._alone_seconds) >= MAX_MEMO:
-                self._alone_seconds.clear()
-            found = self._alone_seconds[key] = float(self.fabric.collective_seconds(
-                Placement(self.topology, group), int(nbytes), kind))
-        return found
+        return _memoised(self._alone_seconds, (kind, group, nbytes), lambda: float(self.fabric.collective_seconds(
+            Placement(self.topology, group), int(nbytes), kind)))
 
     # ---- a component ----------------------------------------------------------
     def steady(self, graphs: Mapping[str, StepGraph]) -> dict[str, ComponentStep]:
@@ -101,24 +89,18 @@ class PhaseContention:
         (canonical, links) = _relabel([local[j] for j in order])
         capacity = tuple(link_bandwidth_bps(self.topology, link) / 8.0 for link in links)
         key = (canonical, capacity)
-        found = self._components.get(key)
-        if found is None:
+
+        def timed() -> tuple[ComponentStep, ...]:
+            self.components_run += 1
             alone = [self._alone_step(job, capacity) for job in canonical]
             shared_steps = run_component(canonical, capacity, alone=alone) if len(canonical) > 1 else alone
-            self.components_run += 1
-            if len(self._components) >= MAX_MEMO:
-                self._components.clear()
-            found = self._components[key] = tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
+            return tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
+
+        found = _memoised(self._components, key, timed)
         return {j: found[k] for k, j in enumerate(order)}
 
     def _alone_step(self, job: PhaseJob, capacity: tuple[float, ...]) -> PhaseSteady:
-        key = (job, capacity)
-        found = self._alone.get(key)
-        if found is None:
-            if len(self._alone) >= MAX_MEMO:
-                self._alone.clear()
-            found = self._alone[key] = run_component([job], capacity, steps=1)[0]
-        return found
+        return _memoised(self._alone, (job, capacity), lambda: run_component([job], capacity, steps=1)[0])
 
     def _links(self, graph: StepGraph) -> set[LinkId]:
         out: set[LinkId] = set()
@@ -178,6 +160,16 @@ def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
             tail_of[len(out)] = i
         out.append(PhaseNode(deps, node.seconds, node.communication, node.bundles, node.comm_seconds))
     return tuple(out)
+
+
+def _memoised(memo: dict, key, make):
+    """memo[key], made by make() when missing; the memo starts afresh at MAX_MEMO entries."""
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= MAX_MEMO:
+            memo.clear()
+        found = memo[key] = make()
+    return found
 
 
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
