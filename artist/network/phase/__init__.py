@@ -19,13 +19,15 @@ steps at its alone time.
 
 Accuracy (benchmarks/contention_accuracy.py --model phase; every job's steady
 shared step, the reference's own step alone plus what the phase model adds;
-error = phase / reference - 1), measured 2026-11-27 on a loaded 2-core machine:
+error = phase / reference - 1), measured 2026-11-27 on a loaded 2-core machine
+with the engine's constants as they are (engine.py: tolerance 1 %, 32 steps,
+200 k events; ns-3's answers those of the same scenarios' earlier run):
 
     reference                          scenarios  jobs  median |err|  max |err|  slowdown diff median / max
-    ns-3, round-robin arbitration      24 (s..)   114     1.59 %       22.10 %        0.024 / 0.389
-    per-transfer flow engine           24 (s..)   114     1.68 %       17.14 %           -  / 0.311
+    ns-3, round-robin arbitration      24 (s..)   114     1.85 %       18.82 %        0.025 / 0.331
+    per-transfer flow engine           24 (s..)   114     1.40 %       17.14 %        0.021 / 0.311
 
-    cost on the 24 scenarios: phase 3.6 CPU-s, ns-3 367 CPU-s (100x), flow 160 CPU-s (45x)
+    cost on the 24 scenarios: phase 1.5 CPU-s, ns-3 367 CPU-s, flow 156 CPU-s (~100x both)
 
 The goals (median <= 3 %, max <= 10 %, slowdown within 0.05) hold for the
 median, not for the maximum. The largest errors are two regimes the model does
@@ -36,7 +38,7 @@ channel sends in bursts at the full NIC rate while the other waits out its
 start-up latency, and those bursts collide on a spine port, which per-edge
 fluid rates averaged over the channels do not see); (2) small, latency-heavy
 rings beside large ones on a heavily shared port (s06, s12, s21: up to
-+22 %; the phase model puts a collective's whole start-up latency first, so its
++19 %; the phase model puts a collective's whole start-up latency first, so its
 bandwidth part meets the large ring's full share). Two variants that spread the
 latency over the bandwidth part were measured against the flow engine and
 rejected: fluid mean rates (median 1.70 %, max 17.3 %) and a mean-field model of
