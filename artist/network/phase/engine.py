@@ -38,6 +38,7 @@ TOLERANCE = 0.01  # relative change of the mean step between the last two window
 WINDOW = 4  # steps of the slowest job per window (choice)
 MAX_STEPS = 32  # steps of the slowest job (a cap: no input runs without bound)
 MAX_EVENTS = 200_000  # events per run (a cap: a component of long LLM steps stops there, converged False)
+MAX_RATE_MEMO = 50_000  # active sets whose rates are kept per run (a bound on memory, not a tuning)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,11 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     seq = 0
     now = 0.0
     events = 0
-    active: list[list] = []  # [job, node, remaining, work, cap, crossings]
+    active: list[list] = []  # [job, node, remaining, work, cap, crossings, rate, class]
+    # rates depend only on the active bundles' classes (crossings and cap): a step's phases recur, so the
+    # sets recur; computed in class order, one answer per set whatever the order the bundles started in
+    class_of: dict = {}
+    rates_of: dict = {}
     changed = False
     users = [0] * len(capacity)  # active bundles crossing each shared link
     done = False
@@ -233,12 +238,20 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                         if users[link] > 1:
                             changed = True
                         rate = min(rate, float(capacity[link]) / m)
-                    active.append([j, i, b.work, b.work, b.cap, b.crossings, rate])
+                    active.append([j, i, b.work, b.work, b.cap, b.crossings, rate,
+                                   class_of.setdefault((b.crossings, b.cap), len(class_of))])
             else:
                 end_node(j, i)
         if changed and active:
-            for a, r in zip(active, _rates(active, capacity).tolist()):
-                a[6] = r
+            key = tuple(sorted([a[7] for a in active]))
+            found = rates_of.get(key)
+            if found is None:
+                if len(rates_of) >= MAX_RATE_MEMO:
+                    rates_of.clear()
+                ordered = sorted(active, key=lambda a: a[7])
+                found = rates_of[key] = dict(zip([a[7] for a in ordered], _rates(ordered, capacity).tolist()))
+            for a in active:
+                a[6] = found[a[7]]
         changed = False
     return [_result(state, j, window, tolerance, done and steps is None, now) for j in range(len(state))]
 
