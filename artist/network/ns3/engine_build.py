@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
@@ -152,7 +152,11 @@ def _key_inputs(sources: Mapping[str, str], toolchain: Toolchain) -> dict:
 
 
 def library_key(sources: Mapping[str, str], toolchain: Toolchain) -> str:
-    canonical = json.dumps(_key_inputs(sources, toolchain), sort_keys=True)
+    return _key_of(_key_inputs(sources, toolchain))
+
+
+def _key_of(key_inputs: dict) -> str:
+    canonical = json.dumps(key_inputs, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]  # 128 bits: no collision in practice
 
 
@@ -182,17 +186,18 @@ def compile_command(toolchain: Toolchain, cc_files: list[Path], output: Path) ->
             *(f"-l{prefix}-{module}" for module in NS3_MODULES)]
 
 
-def _failure_message(cmd: list[str], code: int, output: str) -> str:
+def _failure_message(cmd: list[str], code: int, output: str, label: str = "the ns-3 engine") -> str:
     """The command, the tail of the compiler's output, and last its first error line: one-line
     summaries (artist.cli prints a message's first and last lines) then name the actual problem."""
     first = next((line.strip() for line in output.splitlines() if "error" in line or "undefined reference" in line),
                  "(no line says error; see above)")
-    return (f"compiling the ns-3 engine failed (exit {code}):\n{shlex.join(cmd)}\n"
+    return (f"compiling {label} failed (exit {code}):\n{shlex.join(cmd)}\n"
             f"--- compiler output (last {ERROR_TAIL_CHARS} characters) ---\n{output[-ERROR_TAIL_CHARS:]}\n"
             f"--- first error: {first}")
 
 
-def _compile(sources: Mapping[str, str], toolchain: Toolchain, key_dir: Path, target: Path) -> None:
+def _compile(sources: Mapping[str, str], command: Callable[[list[Path], Path], list[str]], key_dir: Path,
+             target: Path, label: str) -> None:
     src_dir = key_dir / "src"
     src_dir.mkdir(exist_ok=True)
     for name, text in sources.items():
@@ -201,15 +206,15 @@ def _compile(sources: Mapping[str, str], toolchain: Toolchain, key_dir: Path, ta
     fd, tmp_name = tempfile.mkstemp(prefix=f".{LIBRARY_NAME}.", suffix=".tmp", dir=key_dir)
     os.close(fd)
     tmp = Path(tmp_name)
-    cmd = compile_command(toolchain, cc_files, tmp)
+    cmd = command(cc_files, tmp)
     try:
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=src_dir)
         except subprocess.TimeoutExpired:
-            raise EngineBuildError(f"compiling the ns-3 engine took over {COMPILE_TIMEOUT_S:.0f} s: "
+            raise EngineBuildError(f"compiling {label} took over {COMPILE_TIMEOUT_S:.0f} s: "
                                    f"{shlex.join(cmd)}") from None
         if out.returncode != 0:
-            raise EngineBuildError(_failure_message(cmd, out.returncode, (out.stdout + out.stderr).strip()))
+            raise EngineBuildError(_failure_message(cmd, out.returncode, (out.stdout + out.stderr).strip(), label))
         os.chmod(tmp, 0o755)  # readable by everyone who may use this installation (mkstemp made it 0600)
         os.replace(tmp, target)  # atomic: a reader sees no library or a whole one
     finally:
@@ -218,8 +223,17 @@ def _compile(sources: Mapping[str, str], toolchain: Toolchain, key_dir: Path, ta
 
 def build_library(sources: Mapping[str, str], toolchain: Toolchain, root: Path | None = None) -> BuiltLibrary:
     """The library for these sources, compiled now unless a build with the same key exists."""
-    key = library_key(sources, toolchain)
-    key_dir = (root or cache_root()) / key
+    return build_cached(sources, _key_inputs(sources, toolchain), lambda cc, out: compile_command(toolchain, cc, out),
+                        root or cache_root(), "the ns-3 engine")
+
+
+def build_cached(sources: Mapping[str, str], key_inputs: dict, command: Callable[[list[Path], Path], list[str]],
+                 root: Path, label: str) -> BuiltLibrary:
+    """A library compiled by command(cc_files, output) from these sources into root/<key>/ (key: a hash of
+    key_inputs, which must name every input of the build), unless it is there already; one compile per key
+    across processes (module docstring). Also used for engines without ns-3 (network/phase/native.py)."""
+    key = _key_of(key_inputs)
+    key_dir = root / key
     target = key_dir / LIBRARY_NAME
     if target.exists():  # the common case: no lock, no compiler run
         return BuiltLibrary(target, key, compiled=False, compile_seconds=0.0)
@@ -232,9 +246,9 @@ def build_library(sources: Mapping[str, str], toolchain: Toolchain, root: Path |
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be compiling this key: wait for it
         if target.exists():
             return BuiltLibrary(target, key, compiled=False, compile_seconds=0.0)
-        (key_dir / "build.json").write_text(json.dumps(_key_inputs(sources, toolchain), indent=1, sort_keys=True))
+        (key_dir / "build.json").write_text(json.dumps(key_inputs, indent=1, sort_keys=True))
         started = time.perf_counter()
-        _compile(sources, toolchain, key_dir, target)
+        _compile(sources, command, key_dir, target, label)
         return BuiltLibrary(target, key, compiled=True, compile_seconds=time.perf_counter() - started)
     finally:
         os.close(lock)  # releases the flock

@@ -1,0 +1,615 @@
+// The phase contention engine (engine.py's run_component) compiled: the same algorithm, the same
+// floating-point operations in the same order, so the same answers bit for bit (tests compare the
+// two on every scenario they run). engine.py is the reference and the documentation; this file follows
+// it function by function. Built once per installation by native.py (artist/network/ns3/engine_build.py's
+// cache), loaded with ctypes; no ns-3 headers or libraries.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr double TIE = 1e-12;          // flow/maxmin.py's _TIE
+constexpr std::size_t SMALL = 24;      // engine.py's SMALL: below it, max_min_rates_small's order of operations
+constexpr std::size_t MAX_RATE_MEMO = 50000;  // engine.py's MAX_RATE_MEMO
+const double INF = std::numeric_limits<double>::infinity();
+
+struct Timer {
+  double when;
+  int64_t seq;
+  int job;
+  int node;
+};
+
+// heapq's order on (when, seq, ...): seq is unique, so a total order
+struct Later {
+  bool operator()(const Timer& a, const Timer& b) const {
+    return a.when > b.when || (a.when == b.when && a.seq > b.seq);
+  }
+};
+
+struct Active {
+  int job;
+  int node;
+  double remaining;
+  double work;
+  int cls;
+  double rate;
+};
+
+struct JobState {
+  int64_t first;  // index of its first node in the flat node arrays
+  int n;
+  std::vector<std::vector<int>> dependents;
+  std::vector<int> roots;
+  std::vector<int> deps_left;
+  std::vector<int> bundles_left;
+  std::vector<double> started;
+  int left = 0;
+  double step_start = 0.0;
+  double comm = 0.0;
+  std::vector<double> ends;
+  std::vector<double> comms;
+};
+
+struct VecHash {
+  std::size_t operator()(const std::vector<int>& v) const {
+    std::size_t h = 1469598103934665603ULL;
+    for (int x : v) {
+      h ^= static_cast<std::size_t>(x) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    }
+    return h;
+  }
+};
+
+struct Input {
+  int n_jobs;
+  const int64_t* job_node_off;
+  const double* node_seconds;
+  const uint8_t* node_comm;
+  const double* node_comm_seconds;
+  const int64_t* node_dep_off;
+  const int32_t* dep_idx;
+  const int64_t* node_bundle_off;
+  const double* bundle_work;
+  const int32_t* bundle_class;
+  int n_classes;
+  const double* class_cap;
+  const int64_t* class_cross_off;
+  const int32_t* cross_link;
+  const double* cross_load;
+  int n_links;
+  const double* capacity;
+  int64_t steps;  // < 0: steady state
+  int window;
+  double tolerance;
+  int64_t max_steps;
+  int64_t max_events;
+  const double* alone_steps;  // nullptr: no skipping
+  const double* alone_comms;
+};
+
+class Run {
+ public:
+  explicit Run(const Input& in) : in_(in), users_(in.n_links, 0) {
+    jobs_.resize(in.n_jobs);
+    for (int j = 0; j < in.n_jobs; ++j) {
+      JobState& s = jobs_[j];
+      s.first = in.job_node_off[j];
+      s.n = static_cast<int>(in.job_node_off[j + 1] - s.first);
+      s.dependents.assign(s.n, {});
+      for (int i = 0; i < s.n; ++i) {
+        int64_t g = s.first + i;
+        for (int64_t d = in.node_dep_off[g]; d < in.node_dep_off[g + 1]; ++d) s.dependents[in.dep_idx[d]].push_back(i);
+        if (in.node_dep_off[g + 1] == in.node_dep_off[g]) s.roots.push_back(i);
+      }
+      s.started.assign(s.n, 0.0);
+      s.bundles_left.assign(s.n, 0);
+    }
+  }
+
+  void run() {
+    for (int j = 0; j < in_.n_jobs; ++j) start_step(j);
+    std::vector<std::size_t> finished;
+    std::vector<Active> kept;
+    while (!heap_.empty() || !active_.empty()) {
+      if (done_ || events_ >= in_.max_events) break;
+      double t_timer = heap_.empty() ? INF : heap_.front().when;
+      double t_next = t_timer;
+      if (!active_.empty()) {
+        long first = -1;
+        double t_drain = INF;
+        for (std::size_t k = 0; k < active_.size(); ++k) {
+          const Active& a = active_[k];
+          if (a.rate > 0) {
+            double t = a.remaining / a.rate;
+            if (t < t_drain) {
+              first = static_cast<long>(k);
+              t_drain = t;
+            }
+          }
+        }
+        t_drain += now_;
+        t_next = std::min(t_timer, t_drain);
+        double dt = t_next - now_;
+        bool drained_first = t_drain <= t_timer;
+        now_ = t_next;
+        finished.clear();
+        for (std::size_t k = 0; k < active_.size(); ++k) {
+          Active& a = active_[k];
+          double left = (drained_first && static_cast<long>(k) == first) ? 0.0 : a.remaining - a.rate * dt;
+          if (left <= 1e-9 * a.work) {
+            finished.push_back(k);
+          } else {
+            a.remaining = left;
+          }
+        }
+        if (!finished.empty()) {
+          std::vector<Active> done_bundles;
+          done_bundles.reserve(finished.size());
+          for (std::size_t k : finished) {
+            const Active& a = active_[k];
+            for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+              int link = in_.cross_link[c];
+              users_[link] -= 1;
+              if (users_[link]) changed_ = true;
+            }
+            done_bundles.push_back(a);
+          }
+          kept.clear();
+          std::size_t f = 0;
+          for (std::size_t k = 0; k < active_.size(); ++k) {
+            if (f < finished.size() && finished[f] == k) {
+              ++f;
+            } else {
+              kept.push_back(active_[k]);
+            }
+          }
+          active_.swap(kept);
+          for (const Active& a : done_bundles) {
+            events_ += 1;
+            JobState& s = jobs_[a.job];
+            s.bundles_left[a.node] -= 1;
+            if (s.bundles_left[a.node] == 0) end_node(a.job, a.node);
+          }
+        }
+      } else {
+        now_ = t_next;
+      }
+      while (!heap_.empty() && heap_.front().when <= now_ && !done_) {
+        std::pop_heap(heap_.begin(), heap_.end(), Later());
+        Timer timer = heap_.back();
+        heap_.pop_back();
+        events_ += 1;
+        int j = timer.job, i = timer.node;
+        int64_t g = jobs_[j].first + i;
+        int64_t b0 = in_.node_bundle_off[g], b1 = in_.node_bundle_off[g + 1];
+        if (b1 > b0) {
+          jobs_[j].bundles_left[i] = static_cast<int>(b1 - b0);
+          for (int64_t b = b0; b < b1; ++b) {
+            int cls = in_.bundle_class[b];
+            double rate = in_.class_cap[cls];
+            for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+              int link = in_.cross_link[c];
+              users_[link] += 1;
+              if (users_[link] > 1) changed_ = true;
+              rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
+            }
+            active_.push_back(Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate});
+          }
+        } else {
+          end_node(j, i);
+        }
+      }
+      if (changed_ && !active_.empty()) {
+        const std::vector<std::pair<int, double>>& found = rates_for();
+        for (Active& a : active_) a.rate = lookup(found, a.cls);
+      }
+      changed_ = false;
+    }
+  }
+
+  const JobState& job(int j) const { return jobs_[j]; }
+  double now() const { return now_; }
+  bool done() const { return done_; }
+  int64_t events() const { return events_; }
+
+ private:
+  void push(double when, int job, int node) {
+    seq_ += 1;
+    heap_.push_back(Timer{when, seq_, job, node});
+    std::push_heap(heap_.begin(), heap_.end(), Later());
+  }
+
+  void start_step(int j) {
+    JobState& s = jobs_[j];
+    s.deps_left.resize(s.n);
+    for (int i = 0; i < s.n; ++i) {
+      int64_t g = s.first + i;
+      s.deps_left[i] = static_cast<int>(in_.node_dep_off[g + 1] - in_.node_dep_off[g]);
+    }
+    s.left = s.n;
+    s.step_start = now_;
+    s.comm = 0.0;
+    for (int i : s.roots) start_node(j, i);
+  }
+
+  void start_node(int j, int i) {
+    JobState& s = jobs_[j];
+    s.started[i] = now_;
+    push(now_ + in_.node_seconds[s.first + i], j, i);
+  }
+
+  void end_node(int j, int i) {
+    JobState& s = jobs_[j];
+    int64_t g = s.first + i;
+    if (in_.node_comm[g]) {
+      s.comm += now_ - s.started[i];
+    } else {
+      s.comm += in_.node_comm_seconds[g];
+    }
+    s.left -= 1;
+    for (int d : s.dependents[i]) {
+      s.deps_left[d] -= 1;
+      if (s.deps_left[d] == 0) start_node(j, d);
+    }
+    if (s.left == 0) {
+      s.ends.push_back(now_);
+      s.comms.push_back(s.comm);
+      if (should_stop()) {
+        done_ = true;
+      } else {
+        start_step(j);
+        if (in_.alone_steps != nullptr) skip_undisturbed(j);
+      }
+    }
+  }
+
+  void skip_undisturbed(int j) {
+    double alone = in_.alone_steps[j];
+    if (!active_.empty() || alone <= 0) return;
+    double horizon = INF;
+    for (const Timer& t : heap_) {
+      if (t.job != j) horizon = std::min(horizon, t.when);
+    }
+    if (!std::isfinite(horizon)) return;
+    double kf = std::floor((horizon - now_) / alone) - 1;
+    JobState& s = jobs_[j];
+    if (in_.steps >= 0) kf = std::min(kf, static_cast<double>(in_.steps - static_cast<int64_t>(s.ends.size())));
+    if (kf < 1) return;
+    int64_t k = static_cast<int64_t>(kf);
+    std::vector<Timer> others;
+    others.reserve(heap_.size());
+    for (const Timer& t : heap_) {
+      if (t.job != j) others.push_back(t);
+    }
+    heap_.swap(others);
+    std::make_heap(heap_.begin(), heap_.end(), Later());
+    double base = now_;
+    for (int64_t n = 1; n <= k; ++n) {
+      s.ends.push_back(base + static_cast<double>(n) * alone);
+      s.comms.push_back(in_.alone_comms[j]);
+    }
+    double saved = now_;
+    now_ = base + static_cast<double>(k) * alone;
+    start_step(j);
+    now_ = saved;
+  }
+
+  static double lookup(const std::vector<std::pair<int, double>>& found, int cls) {
+    // the last entry of the class, as a Python dict built from the pairs keeps (equal values anyway)
+    for (std::size_t k = found.size(); k-- > 0;) {
+      if (found[k].first == cls) return found[k].second;
+    }
+    return 0.0;
+  }
+
+  const std::vector<std::pair<int, double>>& rates_for() {
+    std::vector<int> key;
+    key.reserve(active_.size());
+    for (const Active& a : active_) key.push_back(a.cls);
+    std::sort(key.begin(), key.end());
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
+    std::vector<double> rates = key.size() < SMALL ? rates_small(key) : rates_numpy(key);
+    std::vector<std::pair<int, double>> found;
+    found.reserve(key.size());
+    for (std::size_t f = 0; f < key.size(); ++f) found.emplace_back(key[f], rates[f]);
+    return memo_.emplace(std::move(key), std::move(found)).first->second;
+  }
+
+  // flow/maxmin.py max_min_rates_small with engine.py _rates' flows: shared links 0..L-1, flow f's
+  // private link (its cap) numbered L + f; weights 1, one priority level.
+  std::vector<double> rates_small(const std::vector<int>& classes) {
+    const std::size_t flows = classes.size();
+    const int L = in_.n_links;
+    std::vector<double> rate(flows, 0.0);
+    std::vector<double> remaining(L + flows, 0.0);
+    std::vector<std::vector<std::pair<int, double>>> members(L + flows);
+    std::vector<int> used_links;
+    std::vector<char> listed(L + flows, 0);
+    for (std::size_t f = 0; f < flows; ++f) {
+      int cls = classes[f];
+      for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+        int link = in_.cross_link[c];
+        members[link].emplace_back(static_cast<int>(f), in_.cross_load[c]);
+        remaining[link] = in_.capacity[link];
+        if (!listed[link]) {
+          listed[link] = 1;
+          used_links.push_back(link);
+        }
+      }
+      int own = L + static_cast<int>(f);
+      members[own].emplace_back(static_cast<int>(f), 1.0);
+      remaining[own] = in_.class_cap[cls];
+      listed[own] = 1;
+      used_links.push_back(own);
+    }
+    std::vector<char> filling(flows, 1), frozen(flows, 0);
+    std::size_t left = flows;
+    std::vector<double> share(L + flows, INF);
+    std::vector<char> has_share(L + flows, 0);
+    std::vector<char> newly(flows, 0);
+    while (left) {
+      double level = INF;
+      bool any = false;
+      for (int link : used_links) {
+        double w = 0.0;
+        for (const auto& fm : members[link]) {
+          if (filling[fm.first]) w += 1.0 * fm.second;
+        }
+        has_share[link] = w > 0;
+        if (w > 0) {
+          share[link] = remaining[link] / w;
+          if (!any || share[link] < level) level = share[link];
+          any = true;
+        }
+      }
+      if (!any) throw std::runtime_error("a flow crosses no link");
+      std::fill(newly.begin(), newly.end(), 0);
+      for (int link : used_links) {
+        if (has_share[link] && share[link] <= level * (1.0 + TIE)) {
+          for (const auto& fm : members[link]) {
+            if (!frozen[fm.first]) newly[fm.first] = 1;
+          }
+        }
+      }
+      for (std::size_t f = 0; f < flows; ++f) {
+        if (!newly[f]) continue;
+        if (filling[f]) {
+          rate[f] = 1.0 * level;
+          filling[f] = 0;
+          left -= 1;
+        }
+        frozen[f] = 1;
+      }
+      for (std::size_t f = 0; f < flows; ++f) {
+        if (!newly[f]) continue;
+        int cls = classes[f];
+        for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+          int link = in_.cross_link[c];
+          double used = rate[f] * in_.cross_load[c];
+          remaining[link] = std::max(0.0, remaining[link] - used);
+        }
+        int own = L + static_cast<int>(f);
+        double used = rate[f] * 1.0;
+        remaining[own] = std::max(0.0, remaining[own] - used);
+      }
+    }
+    return rate;
+  }
+
+  // flow/maxmin.py max_min_rates (numpy, multiplicity = loads) with engine.py _rates' crossings:
+  // per flow its shared crossings then its private link L + f; bincount sums in crossing order.
+  std::vector<double> rates_numpy(const std::vector<int>& classes) {
+    const std::size_t flows = classes.size();
+    const int L = in_.n_links;
+    const std::size_t links = L + flows;
+    std::vector<int> flow_of, link_of;
+    std::vector<double> load;
+    std::vector<double> remaining(in_.capacity, in_.capacity + L);
+    for (std::size_t f = 0; f < flows; ++f) {
+      int cls = classes[f];
+      for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+        flow_of.push_back(static_cast<int>(f));
+        link_of.push_back(in_.cross_link[c]);
+        load.push_back(in_.cross_load[c]);
+      }
+      flow_of.push_back(static_cast<int>(f));
+      link_of.push_back(L + static_cast<int>(f));
+      load.push_back(1.0);
+      remaining.push_back(in_.class_cap[cls]);
+    }
+    const std::size_t crossings = flow_of.size();
+    std::vector<double> rate(flows, 0.0);
+    std::vector<char> frozen(flows, 0), filling(flows, 1), active(crossings, 1), newly(flows, 0);
+    std::vector<double> count(links), share(links), minus(links);
+    while (true) {
+      std::fill(count.begin(), count.end(), 0.0);
+      for (std::size_t c = 0; c < crossings; ++c) {
+        if (active[c] && filling[flow_of[c]]) count[link_of[c]] += 1.0 * load[c];
+      }
+      bool any = false;
+      double level = INF;
+      for (std::size_t l = 0; l < links; ++l) {
+        if (count[l] > 0) {
+          any = true;
+          share[l] = remaining[l] / count[l];
+        } else {
+          share[l] = INF;
+        }
+        level = std::min(level, share[l]);
+      }
+      if (!any) break;
+      std::fill(newly.begin(), newly.end(), 0);
+      for (std::size_t c = 0; c < crossings; ++c) {
+        if (active[c] && share[link_of[c]] <= level * (1.0 + TIE)) newly[flow_of[c]] = 1;
+      }
+      for (std::size_t f = 0; f < flows; ++f) {
+        if (newly[f] && frozen[f]) newly[f] = 0;
+      }
+      for (std::size_t f = 0; f < flows; ++f) {
+        if (newly[f] && filling[f]) rate[f] = 1.0 * level;
+        if (newly[f]) {
+          frozen[f] = 1;
+          filling[f] = 0;
+        }
+      }
+      std::fill(minus.begin(), minus.end(), 0.0);
+      for (std::size_t c = 0; c < crossings; ++c) {
+        if (active[c] && newly[flow_of[c]]) {
+          minus[link_of[c]] += rate[flow_of[c]] * load[c];
+          active[c] = 0;
+        }
+      }
+      for (std::size_t l = 0; l < links; ++l) {
+        remaining[l] -= minus[l];
+        remaining[l] = std::max(remaining[l], 0.0);
+      }
+    }
+    for (std::size_t f = 0; f < flows; ++f) {
+      if (!frozen[f]) throw std::runtime_error("a flow crosses no link");
+    }
+    return rate;
+  }
+
+  // engine.py _slowest, _should_stop, _spans, _mean_over, _converged
+  int slowest() const {
+    int best = 0;
+    double best_ratio = -INF;
+    for (int j = 0; j < in_.n_jobs; ++j) {
+      const JobState& s = jobs_[j];
+      double ratio = s.ends.back() / static_cast<double>(s.ends.size());
+      if (j == 0 || ratio > best_ratio) {
+        best = j;
+        best_ratio = ratio;
+      }
+    }
+    return best;
+  }
+
+  bool should_stop() const {
+    if (in_.steps >= 0) {
+      for (const JobState& s : jobs_) {
+        if (static_cast<int64_t>(s.ends.size()) < in_.steps) return false;
+      }
+      return true;
+    }
+    for (const JobState& s : jobs_) {
+      if (s.ends.empty()) return false;
+    }
+    const JobState& slow = jobs_[slowest()];
+    if (static_cast<int64_t>(slow.ends.size()) >= in_.max_steps) return true;
+    double spans[3];
+    if (!get_spans(spans)) return false;
+    for (const JobState& s : jobs_) {
+      if (!converged(s, spans)) return false;
+    }
+    return true;
+  }
+
+  bool get_spans(double* spans) const {
+    double horizon = INF;
+    for (const JobState& s : jobs_) {
+      if (s.ends.empty()) return false;
+      horizon = std::min(horizon, s.ends.back());
+    }
+    const JobState& slow = jobs_[slowest()];
+    std::size_t n = std::upper_bound(slow.ends.begin(), slow.ends.end(), horizon * (1 + 1e-12)) - slow.ends.begin();
+    std::size_t w = static_cast<std::size_t>(in_.window);
+    if (n < 2 * w + 1) return false;
+    spans[0] = slow.ends[n - 1 - 2 * w];
+    spans[1] = slow.ends[n - 1 - w];
+    spans[2] = slow.ends[n - 1];
+    return true;
+  }
+
+  static bool mean_over(const JobState& s, double a, double b, double* mean) {
+    std::size_t lo = std::lower_bound(s.ends.begin(), s.ends.end(), a * (1 - 1e-12)) - s.ends.begin();
+    std::size_t hi = std::upper_bound(s.ends.begin(), s.ends.end(), b * (1 + 1e-12)) - s.ends.begin();
+    if (hi < lo + 2) return false;
+    *mean = (s.ends[hi - 1] - s.ends[lo]) / static_cast<double>(hi - 1 - lo);
+    return true;
+  }
+
+  bool converged(const JobState& s, const double* spans) const {
+    double last, before;
+    if (!mean_over(s, spans[1], spans[2], &last) || !mean_over(s, spans[0], spans[1], &before)) return false;
+    return std::fabs(last - before) <= in_.tolerance * last;
+  }
+
+  const Input& in_;
+  std::vector<JobState> jobs_;
+  std::vector<Timer> heap_;
+  std::vector<Active> active_;
+  std::vector<int> users_;
+  std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
+  int64_t seq_ = 0;
+  int64_t events_ = 0;
+  double now_ = 0.0;
+  bool done_ = false;
+  bool changed_ = false;
+};
+
+struct Result {
+  Input input;
+  Run* run = nullptr;
+  std::string error;
+};
+
+}  // namespace
+
+extern "C" {
+
+// Runs the engine; returns a handle for the accessors below (phase_free releases it). On an error
+// (a bundle crossing no link) phase_error returns its message and the accessors must not be used.
+void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seconds, const uint8_t* node_comm,
+                const double* node_comm_seconds, const int64_t* node_dep_off, const int32_t* dep_idx,
+                const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
+                int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
+                const double* cross_load, int n_links, const double* capacity, int64_t steps, int window,
+                double tolerance, int64_t max_steps, int64_t max_events, const double* alone_steps,
+                const double* alone_comms) {
+  Result* r = new Result();
+  r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
+                   node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
+                   cross_load, n_links, capacity, steps, window, tolerance, max_steps, max_events, alone_steps,
+                   alone_comms};
+  try {
+    r->run = new Run(r->input);
+    r->run->run();
+  } catch (const std::exception& e) {
+    r->error = e.what();
+  }
+  return r;
+}
+
+const char* phase_error(void* h) { return static_cast<Result*>(h)->error.c_str(); }
+double phase_now(void* h) { return static_cast<Result*>(h)->run->now(); }
+int phase_done(void* h) { return static_cast<Result*>(h)->run->done() ? 1 : 0; }
+int64_t phase_events(void* h) { return static_cast<Result*>(h)->run->events(); }
+int64_t phase_steps(void* h, int j) { return static_cast<int64_t>(static_cast<Result*>(h)->run->job(j).ends.size()); }
+double phase_comm(void* h, int j) { return static_cast<Result*>(h)->run->job(j).comm; }
+
+void phase_copy(void* h, int j, double* ends, double* comms) {
+  const JobState& s = static_cast<Result*>(h)->run->job(j);
+  if (!s.ends.empty()) {
+    std::memcpy(ends, s.ends.data(), s.ends.size() * sizeof(double));
+    std::memcpy(comms, s.comms.data(), s.comms.size() * sizeof(double));
+  }
+}
+
+void phase_free(void* h) {
+  Result* r = static_cast<Result*>(h);
+  delete r->run;
+  delete r;
+}
+
+}  // extern "C"

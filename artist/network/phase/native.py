@@ -1,0 +1,207 @@
+"""The phase engine compiled: engine.cc, built once per installation with the system's C++ compiler and
+loaded with ctypes. It runs engine.py's algorithm with the same floating-point operations in the same
+order, so its answers are engine.py's bit for bit (tests/test_phase_native.py checks that on every
+scenario it runs), 20-60x faster (benchmarks/contention_scale.py).
+
+    run = compiled_runner()   # None: no compiler, a failed build, or ARTIST_PHASE_ENGINE=python
+    run(jobs, capacity, class_of, steps, window, tolerance, max_steps, max_events, alone) -> NativeRun
+
+ARTIST_PHASE_ENGINE: "auto" (default: compiled when it builds, else engine.py's loop), "compiled" (a
+build failure is an error), "python" (engine.py's loop: the reference). Every answer records which
+engine gave it (PhaseSteady.engine). The library lives beside the ns-3 engine's (engine_build.py's
+cache: one compile per installation and source text, shared by all processes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from artist.network.ns3 import engine_build
+
+SOURCE = Path(__file__).with_name("engine.cc")
+CXX_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared",
+             "-ffp-contract=off")  # no fused multiply-adds: engine.py's rounding, operation by operation
+ENGINE_CHOICES = ("auto", "compiled", "python")
+
+_loaded: dict = {}  # "lib" -> ctypes library, or "failed" -> the reason
+
+
+@dataclass
+class NativeJob:
+    ends: list[float]
+    comms: list[float]
+    comm: float  # communication of the step in progress (a job that never ended a step: what it had run)
+
+
+@dataclass
+class NativeRun:
+    jobs: list[NativeJob]
+    now: float
+    done: bool
+    events: int
+
+
+def engine_choice() -> str:
+    choice = os.environ.get("ARTIST_PHASE_ENGINE", "auto").strip().lower() or "auto"
+    if choice not in ENGINE_CHOICES:
+        raise ValueError(f"ARTIST_PHASE_ENGINE={choice!r}: expected one of {', '.join(ENGINE_CHOICES)}")
+    return choice
+
+
+def compiled_runner(required: bool = False) -> Callable[..., NativeRun] | None:
+    """The compiled engine's runner, building it on first use; None when engine.py's loop must run
+    (ARTIST_PHASE_ENGINE=python, or auto and no compiler or a failed build: warned once).
+    required: the compiled engine or an EngineBuildError, whatever the environment says."""
+    choice = "compiled" if required else engine_choice()
+    if choice == "python":
+        return None
+    lib = _library(required=choice == "compiled")
+    return None if lib is None else lambda *args: _run(lib, *args)
+
+
+def _library(required: bool):
+    if "lib" in _loaded:
+        return _loaded["lib"]
+    if "failed" in _loaded and not required:
+        return None
+    try:
+        lib = ctypes.CDLL(str(_build().path))
+    except (engine_build.EngineBuildError, OSError) as exc:
+        if required:
+            raise engine_build.EngineBuildError(f"the compiled phase engine is required "
+                                                f"(ARTIST_PHASE_ENGINE=compiled) but: {exc}") from None
+        if "failed" not in _loaded:
+            warnings.warn(f"the phase engine runs in Python (slower, same answers): {str(exc).splitlines()[0]}",
+                          RuntimeWarning, stacklevel=3)
+        _loaded["failed"] = str(exc)
+        return None
+    _declare(lib)
+    _loaded["lib"] = lib
+    return lib
+
+
+def _build() -> engine_build.BuiltLibrary:
+    compiler = engine_build.find_compiler()
+    if compiler is None:
+        raise engine_build.EngineBuildError("no C++ compiler found ($CXX, else g++ on PATH)")
+    import subprocess
+
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60).stdout
+    sources = {"engine.cc": SOURCE.read_text()}
+    key_inputs = {"engine": "phase", "sources": {"engine.cc": _sha256(sources["engine.cc"])},
+                  "compiler": os.path.realpath(compiler),
+                  "compiler_version": (version.splitlines() or [""])[0].strip(), "flags": list(CXX_FLAGS)}
+    root = engine_build.cache_root().parent / "phase-engine"
+    return engine_build.build_cached(
+        sources, key_inputs, lambda cc, out: [os.path.realpath(compiler), *CXX_FLAGS, *map(str, cc), "-o", str(out)],
+        root, "the phase engine")
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_P = ctypes.c_void_p
+_D = ctypes.POINTER(ctypes.c_double)
+_I64 = ctypes.POINTER(ctypes.c_int64)
+_I32 = ctypes.POINTER(ctypes.c_int32)
+_U8 = ctypes.POINTER(ctypes.c_uint8)
+
+
+def _declare(lib) -> None:
+    lib.phase_run.restype = _P
+    lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
+                              _I32, _D, ctypes.c_int, _D, ctypes.c_int64, ctypes.c_int, ctypes.c_double,
+                              ctypes.c_int64, ctypes.c_int64, _D, _D]
+    lib.phase_error.restype = ctypes.c_char_p
+    lib.phase_error.argtypes = [_P]
+    lib.phase_now.restype = ctypes.c_double
+    lib.phase_now.argtypes = [_P]
+    lib.phase_done.restype = ctypes.c_int
+    lib.phase_done.argtypes = [_P]
+    lib.phase_events.restype = ctypes.c_int64
+    lib.phase_events.argtypes = [_P]
+    lib.phase_steps.restype = ctypes.c_int64
+    lib.phase_steps.argtypes = [_P, ctypes.c_int]
+    lib.phase_comm.restype = ctypes.c_double
+    lib.phase_comm.argtypes = [_P, ctypes.c_int]
+    lib.phase_copy.restype = None
+    lib.phase_copy.argtypes = [_P, ctypes.c_int, _D, _D]
+    lib.phase_free.restype = None
+    lib.phase_free.argtypes = [_P]
+
+
+def _ptr(array: np.ndarray, kind):
+    return array.ctypes.data_as(kind)
+
+
+def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: int | None, window: int,
+         tolerance: float, max_steps: int, max_events: int, alone_steps: Sequence[float] | None,
+         alone_comms: Sequence[float] | None) -> NativeRun:
+    """engine.run_component's loop on flat arrays (the jobs' nodes, deps and bundles; the bundle classes
+    of class_of, numbered as engine.py numbers them)."""
+    job_off, dep_off, bundle_off = [0], [0], [0]
+    seconds, comm, comm_seconds, deps, work, bundle_class = [], [], [], [], [], []
+    for job in jobs:
+        for node in job.nodes:
+            seconds.append(node.seconds)
+            comm.append(1 if node.communication else 0)
+            comm_seconds.append(node.comm_seconds)
+            deps.extend(node.deps)
+            dep_off.append(len(deps))
+            for b in node.bundles:
+                work.append(b.work)
+                bundle_class.append(class_of[(b.crossings, b.cap)])
+            bundle_off.append(len(work))
+        job_off.append(len(seconds))
+    classes = sorted(class_of.items(), key=lambda kv: kv[1])
+    class_cap, cross_off, cross_link, cross_load = [], [0], [], []
+    for (crossings, cap), _ in classes:
+        class_cap.append(cap)
+        for link, load in crossings:
+            cross_link.append(link)
+            cross_load.append(load)
+        cross_off.append(len(cross_link))
+    arrays = {
+        "job_off": np.asarray(job_off, dtype=np.int64), "seconds": np.asarray(seconds, dtype=np.float64),
+        "comm": np.asarray(comm, dtype=np.uint8), "comm_seconds": np.asarray(comm_seconds, dtype=np.float64),
+        "dep_off": np.asarray(dep_off, dtype=np.int64), "deps": np.asarray(deps, dtype=np.int32),
+        "bundle_off": np.asarray(bundle_off, dtype=np.int64), "work": np.asarray(work, dtype=np.float64),
+        "bundle_class": np.asarray(bundle_class, dtype=np.int32), "class_cap": np.asarray(class_cap, dtype=np.float64),
+        "cross_off": np.asarray(cross_off, dtype=np.int64), "cross_link": np.asarray(cross_link, dtype=np.int32),
+        "cross_load": np.asarray(cross_load, dtype=np.float64),
+        "capacity": np.asarray(capacity, dtype=np.float64),
+        "alone_steps": None if alone_steps is None else np.asarray(alone_steps, dtype=np.float64),
+        "alone_comms": None if alone_comms is None else np.asarray(alone_comms, dtype=np.float64),
+    }
+    a = arrays
+    handle = lib.phase_run(
+        len(jobs), _ptr(a["job_off"], _I64), _ptr(a["seconds"], _D), _ptr(a["comm"], _U8), _ptr(a["comm_seconds"], _D),
+        _ptr(a["dep_off"], _I64), _ptr(a["deps"], _I32), _ptr(a["bundle_off"], _I64), _ptr(a["work"], _D),
+        _ptr(a["bundle_class"], _I32), len(classes), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
+        _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), len(a["capacity"]), _ptr(a["capacity"], _D),
+        -1 if steps is None else int(steps), int(window), float(tolerance), int(max_steps), int(max_events),
+        None if a["alone_steps"] is None else _ptr(a["alone_steps"], _D),
+        None if a["alone_comms"] is None else _ptr(a["alone_comms"], _D))
+    try:
+        error = lib.phase_error(handle).decode()
+        if error:
+            raise ValueError(error)
+        out = []
+        for j in range(len(jobs)):
+            n = lib.phase_steps(handle, j)
+            ends, comms = np.empty(n), np.empty(n)
+            lib.phase_copy(handle, j, _ptr(ends, _D), _ptr(comms, _D))
+            out.append(NativeJob(ends.tolist(), comms.tolist(), lib.phase_comm(handle, j)))
+        return NativeRun(out, lib.phase_now(handle), bool(lib.phase_done(handle)), lib.phase_events(handle))
+    finally:
+        lib.phase_free(handle)

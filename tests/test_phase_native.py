@@ -1,0 +1,101 @@
+"""The compiled phase engine (engine.cc) against engine.py's loop: the same answers bit for bit on every
+component of the contention scenarios, in steady state, for a fixed number of steps and when the event
+cap stops a run; and the fallback to the Python loop where no compiler is found."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from artist.network.analytical import AnalyticalModel
+from artist.network.flow.scenarios import contention_scenarios, large_contention_scenarios
+from artist.network.ns3 import engine_build
+from artist.network.phase import PhaseContention, native
+from artist.network.phase.engine import run_component
+
+pytestmark = pytest.mark.skipif(engine_build.find_compiler() is None, reason="no C++ compiler")
+
+
+def _components(scenarios):
+    """(name, canonical jobs, capacities, alone steps) of every component the phase model times."""
+    out = []
+    for sc in scenarios:
+        model = PhaseContention(AnalyticalModel(sc.topology, channels=sc.channels))
+        model.steady(sc.graphs)
+        for (jobs, capacity), found in model._components.items():
+            if len(jobs) > 1:
+                out.append((sc.name, jobs, capacity, [step.alone for step in found]))
+    return out
+
+
+def _python(steady):
+    return dataclasses.replace(steady, engine="python")
+
+
+@pytest.fixture(scope="module")
+def standard():
+    return _components(contention_scenarios(24, 14, 1))
+
+
+def test_compiled_and_python_engines_agree_bit_for_bit_in_steady_state(standard):
+    assert len(standard) >= 20
+    for name, jobs, capacity, alone in standard:
+        python = run_component(jobs, capacity, alone=alone, engine="python")
+        compiled = run_component(jobs, capacity, alone=alone, engine="compiled")
+        assert all(s.engine == "compiled" for s in compiled)
+        assert [_python(s) for s in compiled] == python, name
+
+
+def test_compiled_and_python_engines_agree_without_skipping_and_for_fixed_steps(standard):
+    for name, jobs, capacity, _ in standard[:8]:
+        assert ([_python(s) for s in run_component(jobs, capacity, engine="compiled")]
+                == run_component(jobs, capacity, engine="python")), name
+        assert ([_python(s) for s in run_component(jobs, capacity, steps=3, engine="compiled")]
+                == run_component(jobs, capacity, steps=3, engine="python")), name
+        for job in jobs:
+            assert (_python(run_component([job], capacity, steps=1, engine="compiled")[0])
+                    == run_component([job], capacity, steps=1, engine="python")[0]), name
+
+
+def test_compiled_and_python_engines_agree_when_the_event_cap_stops_a_run(standard):
+    for name, jobs, capacity, alone in standard[:8]:
+        for cap in (7, 150):
+            python = run_component(jobs, capacity, alone=alone, max_events=cap, engine="python")
+            compiled = run_component(jobs, capacity, alone=alone, max_events=cap, engine="compiled")
+            assert [_python(s) for s in compiled] == python, (name, cap)
+
+
+def test_compiled_and_python_engines_agree_on_large_components():
+    """Two of the larger scenarios (1F1B-like and MoE-like jobs, 8-32 per component; more than 24 bundles
+    active at once, where max-min switches to flow/maxmin.py's array form)."""
+    large = _components(large_contention_scenarios(24, 29, 1)[:2])
+    assert large
+    for name, jobs, capacity, alone in large:
+        python = run_component(jobs, capacity, alone=alone, engine="python", max_events=60_000)
+        compiled = run_component(jobs, capacity, alone=alone, engine="compiled", max_events=60_000)
+        assert [_python(s) for s in compiled] == python, name
+
+
+def test_without_a_compiler_the_python_loop_answers_and_says_so(monkeypatch, standard):
+    monkeypatch.setattr(engine_build, "find_compiler", lambda: None)
+    monkeypatch.setattr(native, "_loaded", {})
+    monkeypatch.delenv("ARTIST_PHASE_ENGINE", raising=False)
+    name, jobs, capacity, alone = standard[0]
+    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
+        got = run_component(jobs, capacity, alone=alone)
+    assert all(s.engine == "python" for s in got)
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "compiled")
+    with pytest.raises(engine_build.EngineBuildError, match="ARTIST_PHASE_ENGINE=compiled"):
+        run_component(jobs, capacity, alone=alone)
+
+
+def test_the_engine_choice_is_read_from_the_environment(monkeypatch, standard):
+    name, jobs, capacity, alone = standard[0]
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "python")
+    assert all(s.engine == "python" for s in run_component(jobs, capacity, alone=alone))
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "auto")
+    assert all(s.engine == "compiled" for s in run_component(jobs, capacity, alone=alone))
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "fast")
+    with pytest.raises(ValueError, match="ARTIST_PHASE_ENGINE='fast'"):
+        run_component(jobs, capacity, alone=alone)
