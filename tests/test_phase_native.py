@@ -99,3 +99,13 @@ def test_the_engine_choice_is_read_from_the_environment(monkeypatch, standard):
     monkeypatch.setenv("ARTIST_PHASE_ENGINE", "fast")
     with pytest.raises(ValueError, match="ARTIST_PHASE_ENGINE='fast'"):
         run_component(jobs, capacity, alone=alone)
+
+
+def test_a_window_holds_at_least_64_contended_phases_of_the_slowest_job_and_at_most_4_steps():
+    from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, window_of
+
+    def job(phases):
+        bundle = PhaseBundle(1.0, 1.0, ((0, 1.0),))
+        return PhaseJob(tuple(PhaseNode((i - 1,) if i else (), 1e-3, True, (bundle,)) for i in range(phases)))
+
+    assert [window_of(job(p)) for p in (1, 16, 17, 32, 33, 64, 5000)] == [4, 4, 4, 2, 2, 1, 1]

@@ -87,7 +87,7 @@ struct Input {
   int n_links;
   const double* capacity;
   int64_t steps;  // < 0: steady state
-  int window;
+  const int32_t* windows;  // per job: engine.py window_of
   double tolerance;
   int64_t max_steps;
   int64_t max_events;
@@ -523,7 +523,7 @@ class Run {
     }
     const JobState& slow = jobs_[slowest()];
     std::size_t n = std::upper_bound(slow.ends.begin(), slow.ends.end(), horizon * (1 + 1e-12)) - slow.ends.begin();
-    std::size_t w = static_cast<std::size_t>(in_.window);
+    std::size_t w = static_cast<std::size_t>(in_.windows[slowest()]);
     if (n < 2 * w + 1) return false;
     spans[0] = slow.ends[n - 1 - 2 * w];
     spans[1] = slow.ends[n - 1 - w];
@@ -574,13 +574,13 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const double* node_comm_seconds, const int64_t* node_dep_off, const int32_t* dep_idx,
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
-                const double* cross_load, int n_links, const double* capacity, int64_t steps, int window,
+                const double* cross_load, int n_links, const double* capacity, int64_t steps, const int32_t* windows,
                 double tolerance, int64_t max_steps, int64_t max_events, const double* alone_steps,
                 const double* alone_comms) {
   Result* r = new Result();
   r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
-                   cross_load, n_links, capacity, steps, window, tolerance, max_steps, max_events, alone_steps,
+                   cross_load, n_links, capacity, steps, windows, tolerance, max_steps, max_events, alone_steps,
                    alone_comms};
   try {
     r->run = new Run(r->input);

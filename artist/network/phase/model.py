@@ -26,7 +26,7 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "2"  # bump when an answer changes (2: rates computed per set of bundle classes, in class order)
+PHASE_VERSION = "3"  # bump when an answer changes (3: per-job windows, window_of)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 
 

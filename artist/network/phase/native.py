@@ -4,7 +4,7 @@ order, so its answers are engine.py's bit for bit (tests/test_phase_native.py ch
 scenario it runs), 20-60x faster (benchmarks/contention_scale.py).
 
     run = compiled_runner()   # None: no compiler, a failed build, or ARTIST_PHASE_ENGINE=python
-    run(jobs, capacity, class_of, steps, window, tolerance, max_steps, max_events, alone) -> NativeRun
+    run(jobs, capacity, class_of, steps, windows, tolerance, max_steps, max_events, alone) -> NativeRun
 
 ARTIST_PHASE_ENGINE: "auto" (default: compiled when it builds, else engine.py's loop), "compiled" (a
 build failure is an error), "python" (engine.py's loop: the reference). Every answer records which
@@ -120,7 +120,7 @@ _U8 = ctypes.POINTER(ctypes.c_uint8)
 def _declare(lib) -> None:
     lib.phase_run.restype = _P
     lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
-                              _I32, _D, ctypes.c_int, _D, ctypes.c_int64, ctypes.c_int, ctypes.c_double,
+                              _I32, _D, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
                               ctypes.c_int64, ctypes.c_int64, _D, _D]
     lib.phase_error.restype = ctypes.c_char_p
     lib.phase_error.argtypes = [_P]
@@ -144,7 +144,7 @@ def _ptr(array: np.ndarray, kind):
     return array.ctypes.data_as(kind)
 
 
-def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: int | None, window: int,
+def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: int | None, windows: Sequence[int],
          tolerance: float, max_steps: int, max_events: int, alone_steps: Sequence[float] | None,
          alone_comms: Sequence[float] | None) -> NativeRun:
     """engine.run_component's loop on flat arrays (the jobs' nodes, deps and bundles; the bundle classes
@@ -179,7 +179,7 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
         "bundle_class": np.asarray(bundle_class, dtype=np.int32), "class_cap": np.asarray(class_cap, dtype=np.float64),
         "cross_off": np.asarray(cross_off, dtype=np.int64), "cross_link": np.asarray(cross_link, dtype=np.int32),
         "cross_load": np.asarray(cross_load, dtype=np.float64),
-        "capacity": np.asarray(capacity, dtype=np.float64),
+        "capacity": np.asarray(capacity, dtype=np.float64), "windows": np.asarray(windows, dtype=np.int32),
         "alone_steps": None if alone_steps is None else np.asarray(alone_steps, dtype=np.float64),
         "alone_comms": None if alone_comms is None else np.asarray(alone_comms, dtype=np.float64),
     }
@@ -189,7 +189,8 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
         _ptr(a["dep_off"], _I64), _ptr(a["deps"], _I32), _ptr(a["bundle_off"], _I64), _ptr(a["work"], _D),
         _ptr(a["bundle_class"], _I32), len(classes), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
         _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), len(a["capacity"]), _ptr(a["capacity"], _D),
-        -1 if steps is None else int(steps), int(window), float(tolerance), int(max_steps), int(max_events),
+        -1 if steps is None else int(steps), _ptr(a["windows"], _I32), float(tolerance), int(max_steps),
+        int(max_events),
         None if a["alone_steps"] is None else _ptr(a["alone_steps"], _D),
         None if a["alone_comms"] is None else _ptr(a["alone_comms"], _D))
     try:
