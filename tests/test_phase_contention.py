@@ -114,10 +114,9 @@ def test_skipping_undisturbed_steps_gives_the_full_runs_answer():
     fast = StepGraph((Node(0, "compute", seconds=1e-4, group=(0, 2)), _ring((0, 2), 1 << 20, deps=(0,), first=1)))
     slow = StepGraph((Node(0, "compute", seconds=2e-2, group=(1, 3)), _ring((1, 3), 64 << 20, deps=(0,), first=1)))
     model.steady({"fast": fast, "slow": slow})
-    (key, found), = model._components.items()
-    jobs, capacity = key
-    full = run_component(jobs, capacity)
-    for got, reference in zip(found, full):
+    timed, = model.components()
+    full = run_component(timed.jobs, timed.capacity)
+    for got, reference in zip(timed.steps, full):
         assert got.shared.step_seconds == pytest.approx(reference.step_seconds, rel=1e-9)
 
 
@@ -130,8 +129,7 @@ def test_a_run_stopped_by_the_event_cap_reports_unsettled_jobs_without_failing()
                                                        for i in range(1, 50)]))
     short = StepGraph((_ring((1, 3), 1 << 20),))
     model.steady({"long": long, "short": short})
-    (key, _), = model._components.items()
-    jobs, capacity = key
-    got = run_component(jobs, capacity, max_events=20)
+    timed, = model.components()
+    got = run_component(timed.jobs, timed.capacity, max_events=20)
     assert any(not g.converged and g.steps == 0 for g in got)
     assert all(g.step_seconds > 0 for g in got)

@@ -23,9 +23,9 @@ def _components(scenarios):
     for sc in scenarios:
         model = PhaseContention(AnalyticalModel(sc.topology, channels=sc.channels))
         model.steady(sc.graphs)
-        for (jobs, capacity), found in model._components.items():
-            if len(jobs) > 1:
-                out.append((sc.name, jobs, capacity, [step.alone for step in found]))
+        for timed in model.components():
+            if len(timed.jobs) > 1:
+                out.append((sc.name, timed.jobs, timed.capacity, [step.alone for step in timed.steps]))
     return out
 
 

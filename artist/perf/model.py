@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the phase model imports collective schedules: loaded only w
 
 CONTENTION_MODES = ("isolated", "shared")
 CONTENTION_MODELS = ("phase", "cosim")  # how "shared" times a component (module docstring)
+MAX_STEP_GRAPHS = 256  # step graphs (and what is derived from them) kept per process: the running jobs, bounded
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class PerfModel:
         self.contention_model = contention_model
         self._memo: dict = {}
         self._shared_memo: dict = {}
+        self._step_graphs: dict = {}
 
     def graph(self, model: ModelProfile, placement: Placement) -> tuple[StepGraph, float]:
         """The step graph of a data-parallel job, laid on the placement standing for its fabric form
@@ -142,7 +144,18 @@ class PerfModel:
         its shared step is measured against. A hybrid job runs the plan it would run alone (the fastest
         alone: contention does not re-plan) with every replica's passes (no first-replicas shortcut: other
         jobs' traffic may meet any of them); its compute is its alone step less its exposed communication,
-        so its pipeline bubble counts as compute and contention shows as exposed communication."""
+        so its pipeline bubble counts as compute and contention shows as exposed communication.
+        Memoised per (model, GPUs): a running job is in every component its leaf is in until it stops,
+        and the same graph object lets the contention model reuse what it derived from it."""
+        key = (model, placement.topology, placement.gpus)
+        found = self._step_graphs.get(key)
+        if found is None:
+            if len(self._step_graphs) >= MAX_STEP_GRAPHS:
+                self._step_graphs.clear()
+            found = self._step_graphs[key] = self._build_step_graph(model, placement)
+        return found
+
+    def _build_step_graph(self, model, placement: Placement) -> tuple[StepGraph, float]:
         if isinstance(model, HybridJobModel):
             est = self._hybrid_plan(model, placement)
             config, plan = model.config, est.plan
@@ -210,8 +223,7 @@ def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGr
     mode (artist/elastic/contention.py) both time components this way."""
     graphs, local = {}, {}
     for job, (graph, _, topology) in jobs.items():
-        graphs[job], seconds = without_machine_local_communication(fabric, graph, topology)
-        local[job] = sum(seconds.values())
+        graphs[job], local[job] = _without_local(fabric, graph, topology)
     if contention_model == "phase":
         steps = phase_model_of(fabric).steady(graphs)
         return {job: _phase_estimate(graphs[job], steps[job], jobs[job][1], local[job],
@@ -220,6 +232,22 @@ def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGr
         raise ValueError(f"unknown contention model {contention_model!r}; known: {', '.join(CONTENTION_MODELS)}")
     steady = steady_step_times(fabric, graphs)
     return {job: _steady_estimate(graphs[job], steady[job], jobs[job][1], local[job]) for job in jobs}
+
+
+_WITHOUT_LOCAL: dict = {}  # (fabric, graph) identities -> (fabric, graph, topology, its network graph, local s)
+
+
+def _without_local(fabric, graph: StepGraph, topology) -> tuple[StepGraph, float]:
+    """without_machine_local_communication's graph and summed local seconds, memoised per graph object
+    (PerfModel.step_graph keeps a running job's graph; the entry holds the objects, so ids stay theirs)."""
+    key = (id(fabric), id(graph))
+    found = _WITHOUT_LOCAL.get(key)
+    if found is None or found[0] is not fabric or found[1] is not graph or found[2] is not topology:
+        if len(_WITHOUT_LOCAL) >= MAX_STEP_GRAPHS:
+            _WITHOUT_LOCAL.clear()
+        network, seconds = without_machine_local_communication(fabric, graph, topology)
+        found = _WITHOUT_LOCAL[key] = (fabric, graph, topology, network, sum(seconds.values()))
+    return found[3], found[4]
 
 
 _PHASE_MODELS: dict = {}

@@ -28,12 +28,20 @@ from artist.placement import Placement
 
 PHASE_VERSION = "3"  # bump when an answer changes (3: per-job windows, window_of)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
+MAX_GRAPHS = 1024  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 
 
 @dataclass(frozen=True)
 class ComponentStep:
     shared: PhaseSteady  # the job's steady step with the component
     alone: PhaseSteady  # its step alone in the same model (the reference its slowdown is measured against)
+
+
+@dataclass(frozen=True)
+class TimedComponent:
+    jobs: tuple[PhaseJob, ...]  # canonical: in signature order, shared links numbered 0.. in first use
+    capacity: tuple[float, ...]  # bytes/s of those links
+    steps: tuple[ComponentStep, ...]  # per job, in that order
 
 
 class PhaseContention:
@@ -48,6 +56,8 @@ class PhaseContention:
         self._alone_seconds: dict = {}
         self._components: dict = {}
         self._alone: dict = {}
+        self._of_graph: dict = {}  # graph identity -> (graph, its links, {shared links it crosses: its nodes})
+        self._signatures: dict = {}  # phase-node tuple identity -> (the tuple, its digest)
         self.components_run = 0  # engine runs (memo misses) in this process
 
     def identity(self) -> dict:
@@ -69,7 +79,7 @@ class PhaseContention:
         leaf in common, but ECMP may send their traffic over different ports): each group is timed and
         memoised apart, so an event re-times only the group it touches."""
         jobs = list(graphs)
-        links_of = {j: self._links(graphs[j]) for j in jobs}
+        links_of = {j: self._derived(graphs[j])[1] for j in jobs}
         out: dict[str, ComponentStep] = {}
         for group in groups_sharing({j: links_of[j] for j in jobs}):
             out.update(self._steady_group({j: graphs[j] for j in group}, links_of))
@@ -82,25 +92,68 @@ class PhaseContention:
             for link in links_of[j]:
                 crossed[link] = crossed.get(link, 0) + 1
         shared = {link for link, n in crossed.items() if n > 1}
-        local = {j: self._phase_job(graphs[j], shared) for j in jobs}
-        # canonical order: by each job's own signature (its nodes, its shared links in first use, their capacities)
-        signature = {j: _digest(_relabel([local[j]])) for j in jobs}
-        order = sorted(jobs, key=lambda j: (signature[j], jobs.index(j)))
-        (canonical, links) = _relabel([local[j] for j in order])
-        capacity = tuple(link_bandwidth_bps(self.topology, link) / 8.0 for link in links)
-        key = (canonical, capacity)
+        local = {j: self._phase_nodes(graphs[j], shared) for j in jobs}
+        # canonical order: by each job's own signature (its nodes, its shared links in first use, their
+        # capacities); the key names each job's signature and where its links fall in the group's numbering
+        # (first use in that order), which fixes the canonical component without building it
+        signature = {j: self._signature(local[j]) for j in jobs}
+        order = sorted(jobs, key=lambda j: (signature[j][0], jobs.index(j)))
+        numbering: dict[LinkId, int] = {}
+        placed = tuple((signature[j][0], tuple(numbering.setdefault(link, len(numbering)) for link in signature[j][1]))
+                       for j in order)
+        capacity = tuple(link_bandwidth_bps(self.topology, link) / 8.0 for link in numbering)
 
-        def timed() -> tuple[ComponentStep, ...]:
+        def timed() -> TimedComponent:
             self.components_run += 1
-            alone = [self._alone_step(job, capacity) for job in canonical]
+            canonical, links = _relabel([local[j] for j in order])
+            assert tuple(links) == tuple(numbering), "the canonical numbering is first use in canonical order"
+            alone = [self._alone_step(job, sig, mapping, capacity) for job, (sig, mapping) in zip(canonical, placed)]
             shared_steps = run_component(canonical, capacity, alone=alone) if len(canonical) > 1 else alone
-            return tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
+            return TimedComponent(canonical, capacity, tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone)))
 
-        found = _memoised(self._components, key, timed)
+        found = _memoised(self._components, (placed, capacity), timed).steps
         return {j: found[k] for k, j in enumerate(order)}
 
-    def _alone_step(self, job: PhaseJob, capacity: tuple[float, ...]) -> PhaseSteady:
-        return _memoised(self._alone, (job, capacity), lambda: run_component([job], capacity, steps=1)[0])
+    def components(self) -> list[TimedComponent]:
+        """The components timed so far in this process (their canonical jobs, capacities and answers)."""
+        return list(self._components.values())
+
+    def _alone_step(self, job: PhaseJob, signature: str, mapping: tuple[int, ...],
+                    capacity: tuple[float, ...]) -> PhaseSteady:
+        """The job's step alone, memoised by its signature and its links' capacities (all it depends on)."""
+        return _memoised(self._alone, (signature, tuple(capacity[m] for m in mapping)),
+                         lambda: run_component([job], capacity, steps=1)[0])
+
+    def _derived(self, graph: StepGraph) -> tuple:
+        """(graph, its links, {the shared links it crosses: its phase nodes}) per graph object: a running
+        job's graph (PerfModel.step_graph keeps it) is in every group its links meet until it stops."""
+        found = self._of_graph.get(id(graph))
+        if found is None or found[0] is not graph:
+            if len(self._of_graph) >= MAX_GRAPHS:
+                self._of_graph.clear()
+            found = self._of_graph[id(graph)] = (graph, self._links(graph), {})
+        return found
+
+    def _phase_nodes(self, graph: StepGraph, shared: set[LinkId]) -> tuple[PhaseNode, ...]:
+        """_phase_job's answer, memoised per graph and the shared links it crosses (all it depends on)."""
+        _, links, by_crossed = self._derived(graph)
+        crossed = frozenset(links & shared)
+        found = by_crossed.get(crossed)
+        if found is None:
+            if len(by_crossed) >= MAX_GRAPHS:
+                by_crossed.clear()
+            found = by_crossed[crossed] = self._phase_job(graph, crossed)
+        return found
+
+    def _signature(self, nodes: tuple[PhaseNode, ...]) -> tuple[str, tuple[LinkId, ...]]:
+        """(digest of the job relabelled alone, its shared links in first use), per node tuple."""
+        found = self._signatures.get(id(nodes))
+        if found is None or found[0] is not nodes:
+            if len(self._signatures) >= MAX_GRAPHS:
+                self._signatures.clear()
+            relabelled = _relabel([nodes])
+            found = self._signatures[id(nodes)] = (nodes, (_digest(relabelled), relabelled[1]))
+        return found[1]
 
     def _links(self, graph: StepGraph) -> set[LinkId]:
         out: set[LinkId] = set()
