@@ -207,10 +207,7 @@ class Run {
           end_node(j, i);
         }
       }
-      if (changed_ && !active_.empty()) {
-        const std::vector<std::pair<int, double>>& found = rates_for();
-        for (Active& a : active_) a.rate = lookup(found, a.cls);
-      }
+      if (changed_ && !active_.empty()) assign_rates();
       changed_ = false;
     }
   }
@@ -310,11 +307,44 @@ class Run {
     return 0.0;
   }
 
-  const std::vector<std::pair<int, double>>& rates_for() {
+  // engine.py: groups_sharing over the active bundles' links (union-find, the smaller index the root),
+  // then each group's rates from the memo by its sorted classes
+  int find(int k) {
+    while (parent_[k] != k) {
+      parent_[k] = parent_[parent_[k]];
+      k = parent_[k];
+    }
+    return k;
+  }
+
+  void assign_rates() {
+    const int n = static_cast<int>(active_.size());
+    parent_.resize(n);
+    for (int k = 0; k < n; ++k) parent_[k] = k;
+    holder_.assign(in_.n_links, -1);
+    for (int k = 0; k < n; ++k) {
+      const Active& a = active_[k];
+      for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+        int link = in_.cross_link[c];
+        if (holder_[link] < 0) holder_[link] = k;
+        int x = find(k), y = find(holder_[link]);
+        if (x != y) parent_[std::max(x, y)] = std::min(x, y);
+      }
+    }
+    members_.assign(n, {});
+    for (int k = 0; k < n; ++k) members_[find(k)].push_back(k);
     std::vector<int> key;
-    key.reserve(active_.size());
-    for (const Active& a : active_) key.push_back(a.cls);
-    std::sort(key.begin(), key.end());
+    for (int root = 0; root < n; ++root) {
+      if (members_[root].empty()) continue;
+      key.clear();
+      for (int k : members_[root]) key.push_back(active_[k].cls);
+      std::sort(key.begin(), key.end());
+      const std::vector<std::pair<int, double>>& found = rates_for(key);
+      for (int k : members_[root]) active_[k].rate = lookup(found, active_[k].cls);
+    }
+  }
+
+  const std::vector<std::pair<int, double>>& rates_for(std::vector<int> key) {
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
@@ -551,6 +581,9 @@ class Run {
   std::vector<Active> active_;
   std::vector<int> users_;
   std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
+  std::vector<int> parent_;
+  std::vector<int> holder_;
+  std::vector<std::vector<int>> members_;
   int64_t seq_ = 0;
   int64_t events_ = 0;
   double now_ = 0.0;

@@ -32,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from artist.grouping import groups_sharing
 from artist.network.flow.maxmin import max_min_rates, max_min_rates_small
 
 TOLERANCE = 0.01  # relative change of the mean step between the last two windows (choice)
@@ -131,7 +132,8 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     events = 0
     active: list[list] = []  # [job, node, remaining, work, cap, crossings, rate, class]
     # rates depend only on the active bundles' classes (crossings and cap): a step's phases recur, so the
-    # sets recur; computed in class order, one answer per set whatever the order the bundles started in
+    # sets recur; computed in class order, one answer per set whatever the order the bundles started in,
+    # per group of bundles that share links
     rates_of: dict = {}
     changed = False
     users = [0] * len(capacity)  # active bundles crossing each shared link
@@ -266,15 +268,19 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
             else:
                 end_node(j, i)
         if changed and active:
-            key = tuple(sorted([a[7] for a in active]))
-            found = rates_of.get(key)
-            if found is None:
-                if len(rates_of) >= MAX_RATE_MEMO:
-                    rates_of.clear()
-                ordered = sorted(active, key=lambda a: a[7])
-                found = rates_of[key] = dict(zip([a[7] for a in ordered], _rates(ordered, capacity).tolist()))
-            for a in active:
-                a[6] = found[a[7]]
+            # max-min is independent per group of bundles linked by shared links: each group's rates are
+            # memoised by its classes (groups recur where a whole active set does not)
+            for group in groups_sharing({k: [link for link, _ in a[5]] for k, a in enumerate(active)}):
+                members = [active[k] for k in group]
+                key = tuple(sorted([a[7] for a in members]))
+                found = rates_of.get(key)
+                if found is None:
+                    if len(rates_of) >= MAX_RATE_MEMO:
+                        rates_of.clear()
+                    ordered = sorted(members, key=lambda a: a[7])
+                    found = rates_of[key] = dict(zip([a[7] for a in ordered], _rates(ordered, capacity).tolist()))
+                for a in members:
+                    a[6] = found[a[7]]
         changed = False
     return [_result(state, j, windows, tolerance, done and steps is None, now) for j in range(len(state))]
 
