@@ -92,6 +92,7 @@ struct Input {
   double tolerance;
   int64_t max_steps;
   int64_t max_events;
+  int64_t event_budget;
   const double* alone_steps;  // nullptr: no skipping
   const double* alone_comms;
 };
@@ -527,6 +528,7 @@ class Run {
   }
 
   bool should_stop() const {
+    bool over_budget = events_ >= in_.event_budget;
     if (in_.steps >= 0) {
       for (const JobState& s : jobs_) {
         if (static_cast<int64_t>(s.ends.size()) < in_.steps) return false;
@@ -538,6 +540,13 @@ class Run {
     }
     const JobState& slow = jobs_[slowest()];
     if (static_cast<int64_t>(slow.ends.size()) >= in_.max_steps) return true;
+    if (over_budget) {
+      bool twice = true;
+      for (const JobState& s : jobs_) {
+        if (s.ends.size() < 2) twice = false;
+      }
+      if (twice) return true;
+    }
     double spans[3];
     if (!get_spans(spans)) return false;
     for (const JobState& s : jobs_) {
@@ -610,13 +619,15 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
                 const double* cross_load, int n_links, const double* capacity, int64_t steps, const int32_t* windows,
-                double tolerance, int64_t max_steps, int64_t max_events, const double* alone_steps,
+                double tolerance, int64_t max_steps, int64_t max_events, int64_t event_budget,
+                const double* alone_steps,
                 const double* alone_comms) {
   Result* r = new Result();
   r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_compute_seconds,
                    node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
-                   cross_load, n_links, capacity, steps, windows, tolerance, max_steps, max_events, alone_steps,
+                   cross_load, n_links, capacity, steps, windows, tolerance, max_steps, max_events, event_budget,
+                   alone_steps,
                    alone_comms};
   try {
     r->run = new Run(r->input);

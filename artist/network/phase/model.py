@@ -26,7 +26,7 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "4"  # bump when an answer changes (4: max-min per group of active bundles sharing links)
+PHASE_VERSION = "5"  # bump when an answer changes (5: event budget)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 1024  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 

@@ -4,7 +4,7 @@ order, so its answers are engine.py's bit for bit (tests/test_phase_native.py ch
 scenario it runs), 20-60x faster (benchmarks/contention_scale.py).
 
     run = compiled_runner()   # None: no compiler, a failed build, or ARTIST_PHASE_ENGINE=python
-    run(jobs, capacity, class_of, steps, windows, tolerance, max_steps, max_events, alone) -> NativeRun
+    run(jobs, capacity, class_of, steps, windows, tolerance, max_steps, max_events, budget, alone) -> NativeRun
 
 ARTIST_PHASE_ENGINE: "auto" (default: compiled when it builds, else engine.py's loop), "compiled" (a
 build failure is an error), "python" (engine.py's loop: the reference). Every answer records which
@@ -121,7 +121,7 @@ def _declare(lib) -> None:
     lib.phase_run.restype = _P
     lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
                               _I32, _D, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
-                              ctypes.c_int64, ctypes.c_int64, _D, _D]
+                              ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, _D, _D]
     lib.phase_error.restype = ctypes.c_char_p
     lib.phase_error.argtypes = [_P]
     lib.phase_now.restype = ctypes.c_double
@@ -145,7 +145,7 @@ def _ptr(array: np.ndarray, kind):
 
 
 def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: int | None, windows: Sequence[int],
-         tolerance: float, max_steps: int, max_events: int, alone_steps: Sequence[float] | None,
+         tolerance: float, max_steps: int, max_events: int, event_budget: int, alone_steps: Sequence[float] | None,
          alone_comms: Sequence[float] | None) -> NativeRun:
     """engine.run_component's loop on flat arrays (the jobs' nodes, deps and bundles; the bundle classes
     of class_of, numbered as engine.py numbers them)."""
@@ -193,7 +193,7 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
         _ptr(a["bundle_class"], _I32), len(classes), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
         _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), len(a["capacity"]), _ptr(a["capacity"], _D),
         -1 if steps is None else int(steps), _ptr(a["windows"], _I32), float(tolerance), int(max_steps),
-        int(max_events),
+        int(max_events), int(event_budget),
         None if a["alone_steps"] is None else _ptr(a["alone_steps"], _D),
         None if a["alone_comms"] is None else _ptr(a["alone_comms"], _D))
     try:
