@@ -74,7 +74,6 @@ struct Input {
   const double* node_seconds;
   const uint8_t* node_comm;
   const double* node_comm_seconds;
-  const double* node_compute_seconds;
   const int64_t* node_dep_off;
   const int32_t* dep_idx;
   const int64_t* node_bundle_off;
@@ -249,7 +248,7 @@ class Run {
     JobState& s = jobs_[j];
     int64_t g = s.first + i;
     if (in_.node_comm[g]) {
-      s.comm += (now_ - s.started[i]) - in_.node_compute_seconds[g];
+      s.comm += now_ - s.started[i];
     } else {
       s.comm += in_.node_comm_seconds[g];
     }
@@ -614,8 +613,7 @@ extern "C" {
 // Runs the engine; returns a handle for the accessors below (phase_free releases it). On an error
 // (a bundle crossing no link) phase_error returns its message and the accessors must not be used.
 void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seconds, const uint8_t* node_comm,
-                const double* node_comm_seconds, const double* node_compute_seconds, const int64_t* node_dep_off,
-                const int32_t* dep_idx,
+                const double* node_comm_seconds, const int64_t* node_dep_off, const int32_t* dep_idx,
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
                 const double* cross_load, int n_links, const double* capacity, int64_t steps, const int32_t* windows,
@@ -623,8 +621,7 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const double* alone_steps,
                 const double* alone_comms) {
   Result* r = new Result();
-  r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_compute_seconds,
-                   node_dep_off, dep_idx,
+  r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
                    cross_load, n_links, capacity, steps, windows, tolerance, max_steps, max_events, event_budget,
                    alone_steps,

@@ -66,7 +66,6 @@ class PhaseNode:
     communication: bool  # a collective with bundles: its whole duration counts as communication
     bundles: tuple[PhaseBundle, ...] = ()  # drained after the fixed part
     comm_seconds: float = 0.0  # of a node without bundles: the part of `seconds` that is communication
-    compute_seconds: float = 0.0  # of a node with bundles: the part of `seconds` that is compute (coarsened chains)
 
 
 @dataclass(frozen=True)
@@ -169,7 +168,7 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         s = state[j]
         node = s.spec.nodes[i]
         if node.communication:
-            s.comm += (now - s.started[i]) - node.compute_seconds
+            s.comm += now - s.started[i]
         else:
             s.comm += node.comm_seconds
         s.left -= 1

@@ -215,67 +215,6 @@ def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
     return tuple(out)
 
 
-def coarsen_chains(nodes: tuple[PhaseNode, ...], phases: int) -> tuple[PhaseNode, ...]:
-    """The nodes with runs of a chain (each node the only successor of the one before and waiting for it
-    alone, each with one bundle at most, all bundles of one class: the same shared links, loads and cap)
-    made one node, as long as a run's time alone stays within 1/phases of the step's summed alone time.
-    The merged node: the run's fixed parts first, then its bundles' summed work as one bundle; its
-    compute stays compute (compute_seconds). Alone it takes exactly the run's time; beside a steady
-    load, too; what it changes is the order within the run (fixed parts before bytes), which other jobs
-    see as burstier traffic, at most 1/phases of a step long. Why: an LLM step is thousands of small
-    pipeline and tensor-parallel transfers in chains, two events each per simulated step."""
-    if phases <= 0:
-        return nodes
-    successors = [0] * len(nodes)
-    for node in nodes:
-        for d in node.deps:
-            successors[d] += 1
-
-    def alone(node: PhaseNode) -> float:
-        return node.seconds + sum(b.work / b.cap for b in node.bundles)
-
-    quantum = sum(alone(node) for node in nodes) / phases
-    out: list[PhaseNode] = []
-    new_of: list[int] = []
-    run_end: dict[int, tuple[int, float]] = {}  # new index -> (old index its run ends with, its alone seconds)
-    for i, node in enumerate(nodes):
-        if len(node.bundles) <= 1 and len(node.deps) == 1:
-            k = new_of[node.deps[0]]
-            tail = run_end.get(k)
-            head = out[k]
-            if (tail is not None and tail[0] == node.deps[0] and successors[node.deps[0]] == 1
-                    and tail[1] + alone(node) <= quantum
-                    and (not head.bundles or not node.bundles
-                         or (head.bundles[0].crossings, head.bundles[0].cap)
-                         == (node.bundles[0].crossings, node.bundles[0].cap))):
-                out[k] = _merged(head, node)
-                run_end[k] = (i, tail[1] + alone(node))
-                new_of.append(k)
-                continue
-        deps = tuple(sorted({new_of[d] for d in node.deps}))
-        new_of.append(len(out))
-        if len(node.bundles) <= 1:
-            run_end[len(out)] = (i, alone(node))
-        out.append(PhaseNode(deps, node.seconds, node.communication, node.bundles, node.comm_seconds,
-                             node.compute_seconds))
-    return tuple(out)
-
-
-def _merged(head: PhaseNode, node: PhaseNode) -> PhaseNode:
-    """Two nodes of a chain run as one (coarsen_chains): fixed parts added, bundles' work added."""
-    def compute(n: PhaseNode) -> float:  # the part of a node's fixed seconds that is compute
-        return n.compute_seconds if n.bundles or n.communication else n.seconds - n.comm_seconds
-
-    bundles = head.bundles or node.bundles
-    if head.bundles and node.bundles:
-        b = head.bundles[0]
-        bundles = (PhaseBundle(b.work + node.bundles[0].work, b.cap, b.crossings),)
-    seconds = head.seconds + node.seconds
-    if not bundles:  # timers only (merge_timer_chains leaves none adjacent; kept exact anyway)
-        return PhaseNode(head.deps, seconds, False, comm_seconds=head.comm_seconds + node.comm_seconds)
-    return PhaseNode(head.deps, seconds, True, bundles, compute_seconds=compute(head) + compute(node))
-
-
 def _memoised(memo: dict, key, make):
     """memo[key], made by make() when missing; the memo starts afresh at MAX_MEMO entries."""
     found = memo.get(key)

@@ -119,7 +119,7 @@ _U8 = ctypes.POINTER(ctypes.c_uint8)
 
 def _declare(lib) -> None:
     lib.phase_run.restype = _P
-    lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
+    lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
                               _I32, _D, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, _D, _D]
     lib.phase_error.restype = ctypes.c_char_p
@@ -150,13 +150,12 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
     """engine.run_component's loop on flat arrays (the jobs' nodes, deps and bundles; the bundle classes
     of class_of, numbered as engine.py numbers them)."""
     job_off, dep_off, bundle_off = [0], [0], [0]
-    seconds, comm, comm_seconds, compute_seconds, deps, work, bundle_class = [], [], [], [], [], [], []
+    seconds, comm, comm_seconds, deps, work, bundle_class = [], [], [], [], [], []
     for job in jobs:
         for node in job.nodes:
             seconds.append(node.seconds)
             comm.append(1 if node.communication else 0)
             comm_seconds.append(node.comm_seconds)
-            compute_seconds.append(node.compute_seconds)
             deps.extend(node.deps)
             dep_off.append(len(deps))
             for b in node.bundles:
@@ -175,7 +174,6 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
     arrays = {
         "job_off": np.asarray(job_off, dtype=np.int64), "seconds": np.asarray(seconds, dtype=np.float64),
         "comm": np.asarray(comm, dtype=np.uint8), "comm_seconds": np.asarray(comm_seconds, dtype=np.float64),
-        "compute_seconds": np.asarray(compute_seconds, dtype=np.float64),
         "dep_off": np.asarray(dep_off, dtype=np.int64), "deps": np.asarray(deps, dtype=np.int32),
         "bundle_off": np.asarray(bundle_off, dtype=np.int64), "work": np.asarray(work, dtype=np.float64),
         "bundle_class": np.asarray(bundle_class, dtype=np.int32), "class_cap": np.asarray(class_cap, dtype=np.float64),
@@ -188,7 +186,7 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
     a = arrays
     handle = lib.phase_run(
         len(jobs), _ptr(a["job_off"], _I64), _ptr(a["seconds"], _D), _ptr(a["comm"], _U8), _ptr(a["comm_seconds"], _D),
-        _ptr(a["compute_seconds"], _D), _ptr(a["dep_off"], _I64), _ptr(a["deps"], _I32), _ptr(a["bundle_off"], _I64),
+        _ptr(a["dep_off"], _I64), _ptr(a["deps"], _I32), _ptr(a["bundle_off"], _I64),
         _ptr(a["work"], _D),
         _ptr(a["bundle_class"], _I32), len(classes), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
         _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), len(a["capacity"]), _ptr(a["capacity"], _D),
