@@ -184,8 +184,12 @@ def main() -> int:
     modes = [m for m in args.modes.split(",") if m]
     if args.profile and len(policies) * len(sizes) * len(modes) != 1:
         ap.error("--profile: give one policy, one size (--jobs) and one mode (--modes)")
+    from artist.network.phase import native
+
+    engine = "compiled (engine.cc)" if native.compiled_runner() is not None else "Python loop"
     print(f"spec {args.spec}; backend {args.backend or 'as the spec'}; "
-          f"{'no cache' if args.no_cache else 'a fresh latency cache per run'}; timeout {args.timeout:g} s per run")
+          f"{'no cache' if args.no_cache else 'a fresh latency cache per run'}; timeout {args.timeout:g} s per run; "
+          f"phase engine: {engine} (ARTIST_PHASE_ENGINE={native.engine_choice()})")
     print(f"{'policy':<9} {'mode':<8} {'jobs':>5} {'CPU s':>9} {'RSS MiB':>8} {'finished':>8} {'events':>7} "
           f"{'sched':>6} {'estimate':>9} {'rates':>7} {'shared':>7} {'fabric':>7}")
     rows = []

@@ -110,7 +110,7 @@ def test_skipping_undisturbed_steps_gives_the_full_runs_answer():
     """A fast job beside a slow one: the steps the fast job takes while the slow one computes are skipped
     at its alone time; the answer equals the run that simulates every step."""
     topo = _topology()
-    model = PhaseContention(AnalyticalModel(topo))
+    model = PhaseContention(AnalyticalModel(topo), keep_jobs=True)
     fast = StepGraph((Node(0, "compute", seconds=1e-4, group=(0, 2)), _ring((0, 2), 1 << 20, deps=(0,), first=1)))
     slow = StepGraph((Node(0, "compute", seconds=2e-2, group=(1, 3)), _ring((1, 3), 64 << 20, deps=(0,), first=1)))
     model.steady({"fast": fast, "slow": slow})
@@ -124,7 +124,7 @@ def test_a_run_stopped_by_the_event_cap_reports_unsettled_jobs_without_failing()
     """The event cap stops a run before the long job ends one step: it gets the time it ran (a lower bound
     of its step) and converged False; the short job its measured steps."""
     topo = _topology()
-    model = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY))
+    model = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY), keep_jobs=True)
     long = StepGraph(tuple([_ring((0, 2), 1 << 20)] + [Node(i, "compute", deps=(i - 1,), seconds=1e-3, group=(0, 2))
                                                        for i in range(1, 50)]))
     short = StepGraph((_ring((1, 3), 1 << 20),))

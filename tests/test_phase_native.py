@@ -21,7 +21,7 @@ def _components(scenarios):
     """(name, canonical jobs, capacities, alone steps) of every component the phase model times."""
     out = []
     for sc in scenarios:
-        model = PhaseContention(AnalyticalModel(sc.topology, channels=sc.channels))
+        model = PhaseContention(AnalyticalModel(sc.topology, channels=sc.channels), keep_jobs=True)
         model.steady(sc.graphs)
         for timed in model.components():
             if len(timed.jobs) > 1:

@@ -8,19 +8,29 @@ that crosses a link another job also crosses, by its bundles (demand.py: one
 lock-step bundle per channel) draining their bytes. Active bundles share the
 links other jobs also cross max-min fairly per edge (flow/maxmin.py, with
 each bundle's edges as its load and its alone rate as its cap: its own links
-are accounted in that rate). Rates change only when a bundle starts or drains,
-so the cost of a step is a few events per collective, not per transfer.
+are accounted in that rate), computed per group of active bundles linked by
+shared links and memoised by the group's bundle classes (crossings and cap).
+Rates change only when a bundle starts or drains, so the cost of a step is a
+few events per collective, not per transfer.
 
 The run is one continuous simulation (no re-runs from a common start): it
-stops when every job's mean step over the last `window` steps of the slowest
-job is within `tolerance` of the mean over the `window` before (means over a
-common time span, so a fast job beside a slow one is averaged over whole
-periods of the slow one), or when the slowest job has run `max_steps` steps,
-or, past `event_budget` events, once every job has ended two steps, or after
-`max_events` events (then converged is False unless the windows agree). A job that no other
-job can disturb before the next event of another job skips whole steps at
-once at its alone step time (exact in this model: nothing else shares its
-bundles' links until then), so a fast job beside a slow one costs little.
+stops when every job's mean step over the last window of the slowest job is
+within `tolerance` of the mean over the window before (means over a common
+time span, so a fast job beside a slow one is averaged over whole periods of
+the slow one; a window is `window` steps of the slowest job, fewer when they
+hold WINDOW_PHASES contended phases: window_of), or when the slowest job has
+run `max_steps` steps, or, past `event_budget` events, once every job has
+ended two steps, or after `max_events` events (then converged is False unless
+the windows agree). A job that no other job can disturb before the next event
+of another job skips whole steps at once at its alone step time (exact in this
+model: nothing else shares its bundles' links until then), so a fast job
+beside a slow one costs little.
+
+Two implementations of one algorithm: run_component's loop here (the reference,
+and the documentation) and engine.cc (native.py builds and loads it), which
+performs the same floating-point operations in the same order and so gives the
+same answers bit for bit (tests/test_phase_native.py), 15-20x faster. Which
+one answers: ARTIST_PHASE_ENGINE (native.py), recorded in PhaseSteady.engine.
 """
 
 from __future__ import annotations

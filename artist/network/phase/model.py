@@ -28,7 +28,8 @@ from artist.placement import Placement
 
 PHASE_VERSION = "5"  # bump when an answer changes (5: event budget)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
-MAX_GRAPHS = 1024  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
+MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
+MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
 
 
 @dataclass(frozen=True)
@@ -39,16 +40,18 @@ class ComponentStep:
 
 @dataclass(frozen=True)
 class TimedComponent:
-    jobs: tuple[PhaseJob, ...]  # canonical: in signature order, shared links numbered 0.. in first use
-    capacity: tuple[float, ...]  # bytes/s of those links
-    steps: tuple[ComponentStep, ...]  # per job, in that order
+    steps: tuple[ComponentStep, ...]  # per job, in canonical order
+    # kept only by PhaseContention(keep_jobs=True) (tests re-run them): an LLM component is ~10^5 nodes
+    jobs: tuple[PhaseJob, ...] = ()  # canonical: in signature order, shared links numbered 0.. in first use
+    capacity: tuple[float, ...] = ()  # bytes/s of those links
 
 
 class PhaseContention:
     name = "phase"
 
-    def __init__(self, fabric):
+    def __init__(self, fabric, keep_jobs: bool = False):
         self.fabric = fabric
+        self.keep_jobs = keep_jobs  # components() then lists each component's canonical jobs and capacities
         self.topology = fabric.topology
         self.algorithm = fabric_setting(fabric, "algorithm", "ring")
         self.channels = fabric_setting(fabric, "channels", 1)
@@ -109,13 +112,14 @@ class PhaseContention:
             assert tuple(links) == tuple(numbering), "the canonical numbering is first use in canonical order"
             alone = [self._alone_step(job, sig, mapping, capacity) for job, (sig, mapping) in zip(canonical, placed)]
             shared_steps = run_component(canonical, capacity, alone=alone) if len(canonical) > 1 else alone
-            return TimedComponent(canonical, capacity, tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone)))
+            steps = tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
+            return TimedComponent(steps, canonical, capacity) if self.keep_jobs else TimedComponent(steps)
 
         found = _memoised(self._components, (placed, capacity), timed).steps
         return {j: found[k] for k, j in enumerate(order)}
 
     def components(self) -> list[TimedComponent]:
-        """The components timed so far in this process (their canonical jobs, capacities and answers)."""
+        """The components timed so far in this process (answers; with keep_jobs, canonical jobs and capacities)."""
         return list(self._components.values())
 
     def _alone_step(self, job: PhaseJob, signature: str, mapping: tuple[int, ...],
@@ -140,7 +144,7 @@ class PhaseContention:
         crossed = frozenset(links & shared)
         found = by_crossed.get(crossed)
         if found is None:
-            if len(by_crossed) >= MAX_GRAPHS:
+            if len(by_crossed) >= MAX_FORMS:
                 by_crossed.clear()
             found = by_crossed[crossed] = self._phase_job(graph, crossed)
         return found
