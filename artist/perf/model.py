@@ -271,7 +271,7 @@ def _phase_estimate(graph: StepGraph, step: ComponentStep, compute_seconds: floa
     (shared - alone in the model, >= 0), or with no alone estimate the model's own step."""
     added = max(0.0, step.shared.step_seconds - step.alone.step_seconds)
     added_comm = max(0.0, step.shared.comm_seconds - step.alone.comm_seconds)
-    details = {"contention_model": "phase", "steady_steps": step.shared.steps,
+    details = {"contention_model": "phase", "phase_engine": step.shared.engine, "steady_steps": step.shared.steps,
                "steady_converged": step.shared.converged, "first_step_seconds": step.shared.first_step_seconds,
                "contention_added_seconds": added}
     if alone is not None:

@@ -32,17 +32,16 @@ median 0.07 %, of runs of 300 M events; those components never settle within
 
 Accuracy (benchmarks/contention_accuracy.py --model phase; every job's steady
 shared step, the reference's own step alone plus what the phase model adds;
-error = phase / reference - 1), measured 2026-11-27 on a 2-core machine; ns-3
-re-run with the engine as it stands (compiled, windows of 1-4 steps, event
-budget; the 24 scenarios' jobs have few phases, so their windows are 4 steps),
-the flow engine with the Python loop's earlier constants (tolerance 1 %, 32
-steps, 200 k events):
+error = phase / reference - 1), measured 2026-11-27 on a 2-core machine with
+the engine as it stands (compiled, windows of 1-4 steps, event budget; the 24
+scenarios' jobs have few phases, so their windows are 4 steps; the same table
+as the Python loop's with 4-step windows and a 200 k event cap gave):
 
     reference                          scenarios  jobs  median |err|  max |err|  slowdown diff median / max
     ns-3, round-robin arbitration      24 (s..)   114     1.85 %       18.82 %        0.025 / 0.331
     per-transfer flow engine           24 (s..)   114     1.40 %       17.14 %        0.021 / 0.311
 
-    cost on the 24 scenarios: phase 0.9 CPU-s, ns-3 353 CPU-s, flow 156 CPU-s (~100x both)
+    cost on the 24 scenarios: phase 0.9 CPU-s, ns-3 353 CPU-s, flow 153 CPU-s (170-390x)
 
 The goals (median <= 3 %, max <= 10 %, slowdown within 0.05) hold for the
 median, not for the maximum. The largest errors are two regimes the model does
