@@ -133,3 +133,24 @@ def test_a_run_stopped_by_the_event_cap_reports_unsettled_jobs_without_failing()
     got = run_component(timed.jobs, timed.capacity, max_events=20)
     assert any(not g.converged and g.steps == 0 for g in got)
     assert all(g.step_seconds > 0 for g in got)
+
+
+def test_past_the_event_budget_a_run_stops_once_every_job_has_ended_two_steps():
+    """With no budget left from the start, the run stops at the first step end where both jobs have ended
+    two steps: the slow job has exactly two, its answer is its second step (the first left out), and
+    nothing claims convergence; with the budget unspent the same component runs to settled windows."""
+    topo = _topology()
+    model = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY), keep_jobs=True)
+    slow = StepGraph((Node(0, "compute", seconds=2e-2, group=(0, 2)), _ring((0, 2), 64 << 20, deps=(0,), first=1)))
+    fast = StepGraph((Node(0, "compute", seconds=1e-3, group=(1, 3)), _ring((1, 3), 4 << 20, deps=(0,), first=1)))
+    model.steady({"slow": slow, "fast": fast})
+    timed, = model.components()
+    cut = run_component(timed.jobs, timed.capacity, event_budget=0)
+    full = run_component(timed.jobs, timed.capacity)
+    assert min(g.steps for g in cut) == 2 and not any(g.converged for g in cut)
+    assert all(g.converged for g in full) and min(g.steps for g in full) > 2
+    from artist.network.ns3.engine_build import find_compiler
+
+    for engine in ("python", "compiled") if find_compiler() else ("python",):
+        again = run_component(timed.jobs, timed.capacity, event_budget=0, engine=engine)
+        assert [g.step_seconds for g in again] == [g.step_seconds for g in cut]
