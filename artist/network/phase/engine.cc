@@ -98,7 +98,7 @@ struct Input {
 
 class Run {
  public:
-  explicit Run(const Input& in) : in_(in), users_(in.n_links, 0) {
+  explicit Run(const Input& in) : in_(in), users_(in.n_links, 0), dirty_link_(in.n_links, 0) {
     jobs_.resize(in.n_jobs);
     for (int j = 0; j < in.n_jobs; ++j) {
       JobState& s = jobs_[j];
@@ -159,6 +159,7 @@ class Run {
             for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
               int link = in_.cross_link[c];
               users_[link] -= 1;
+              dirty_link_[link] = 1;
               if (users_[link]) changed_ = true;
             }
             done_bundles.push_back(a);
@@ -199,6 +200,7 @@ class Run {
             for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
               int link = in_.cross_link[c];
               users_[link] += 1;
+              dirty_link_[link] = 1;
               if (users_[link] > 1) changed_ = true;
               rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
             }
@@ -318,6 +320,9 @@ class Run {
     return k;
   }
 
+  // Only the groups holding a link where a bundle started or drained since the last call are looked up
+  // again: every other group keeps its set of classes, so the memo would give it the rates it has (engine.py
+  // looks every group up; the same values).
   void assign_rates() {
     const int n = static_cast<int>(active_.size());
     parent_.resize(n);
@@ -332,20 +337,42 @@ class Run {
         if (x != y) parent_[std::max(x, y)] = std::min(x, y);
       }
     }
-    members_.assign(n, {});
-    for (int k = 0; k < n; ++k) members_[find(k)].push_back(k);
-    std::vector<int> key;
+    dirty_root_.assign(n, 0);
+    for (int k = 0; k < n; ++k) {
+      const Active& a = active_[k];
+      for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+        if (dirty_link_[in_.cross_link[c]]) {
+          dirty_root_[find(k)] = 1;
+          break;
+        }
+      }
+    }
+    std::fill(dirty_link_.begin(), dirty_link_.end(), 0);
+    // members of each dirty group in index order: a chain per root (next_[k]: the next member after k)
+    head_.assign(n, -1);
+    tail_.assign(n, -1);
+    next_.assign(n, -1);
+    for (int k = 0; k < n; ++k) {
+      int root = find(k);
+      if (!dirty_root_[root]) continue;
+      if (head_[root] < 0) {
+        head_[root] = k;
+      } else {
+        next_[tail_[root]] = k;
+      }
+      tail_[root] = k;
+    }
     for (int root = 0; root < n; ++root) {
-      if (members_[root].empty()) continue;
-      key.clear();
-      for (int k : members_[root]) key.push_back(active_[k].cls);
-      std::sort(key.begin(), key.end());
-      const std::vector<std::pair<int, double>>& found = rates_for(key);
-      for (int k : members_[root]) active_[k].rate = lookup(found, active_[k].cls);
+      if (head_[root] < 0) continue;
+      key_.clear();
+      for (int k = head_[root]; k >= 0; k = next_[k]) key_.push_back(active_[k].cls);
+      std::sort(key_.begin(), key_.end());
+      const std::vector<std::pair<int, double>>& found = rates_for(key_);
+      for (int k = head_[root]; k >= 0; k = next_[k]) active_[k].rate = lookup(found, active_[k].cls);
     }
   }
 
-  const std::vector<std::pair<int, double>>& rates_for(std::vector<int> key) {
+  const std::vector<std::pair<int, double>>& rates_for(const std::vector<int>& key) {
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
@@ -353,7 +380,7 @@ class Run {
     std::vector<std::pair<int, double>> found;
     found.reserve(key.size());
     for (std::size_t f = 0; f < key.size(); ++f) found.emplace_back(key[f], rates[f]);
-    return memo_.emplace(std::move(key), std::move(found)).first->second;
+    return memo_.emplace(key, std::move(found)).first->second;
   }
 
   // flow/maxmin.py max_min_rates_small with engine.py _rates' flows: shared links 0..L-1, flow f's
@@ -592,7 +619,9 @@ class Run {
   std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
   std::vector<int> parent_;
   std::vector<int> holder_;
-  std::vector<std::vector<int>> members_;
+  std::vector<char> dirty_link_;
+  std::vector<char> dirty_root_;
+  std::vector<int> head_, tail_, next_, key_;
   int64_t seq_ = 0;
   int64_t events_ = 0;
   double now_ = 0.0;
