@@ -23,8 +23,10 @@ estimates of jobs alone.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -410,5 +412,20 @@ class Simulator:
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,
              perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
              on_finish: Callable[[int, int, float], None] | None = None) -> SimulationResult:
-    return Simulator(topology, jobs, models, policy, perf, config, on_finish).run()
+    with rare_full_collections():
+        return Simulator(topology, jobs, models, policy, perf, config, on_finish).run()
+
+
+@contextmanager
+def rare_full_collections():
+    """Python's cyclic garbage collector with full collections put off while a run lasts (thresholds
+    restored after). Why: a trace-scale run keeps millions of step-graph objects alive, which every full
+    collection walks; the loop makes few reference cycles. Measured: a 1 000-job FIFO run with shared
+    contention 349 -> 294 CPU-s. Answers do not depend on it."""
+    saved = gc.get_threshold()
+    gc.set_threshold(saved[0], saved[1], max(saved[2], 1000))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
 
