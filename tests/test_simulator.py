@@ -160,3 +160,24 @@ def test_oversized_allocation_by_a_policy_is_an_error():
 
     with pytest.raises(SimulationError, match="impossible allocation|GPUs"):
         run([Job("a", 0.0, "small", 4, 10), Job("b", 0.0, "small", 4, 10)], Greedy(), topo=make_topology())
+
+
+def test_a_run_puts_off_full_garbage_collections_and_restores_the_thresholds_even_on_error():
+    import gc
+
+    class Watching(Policy):
+        name = "watching"
+        seen: list = []
+
+        def schedule(self, view):
+            self.seen.append(gc.get_threshold())
+            return make_policy("fifo").schedule(view)
+
+    before = gc.get_threshold()
+    policy = Watching()
+    run([Job("j", 0.0, "small", 1, 10)], policy)
+    assert policy.seen and all(t[2] >= 1000 for t in policy.seen)
+    assert gc.get_threshold() == before
+    with pytest.raises(SimulationError):
+        run([Job("j", 0.0, "small", 999, 10)])
+    assert gc.get_threshold() == before
