@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from artist.memo import memoised, memoised_by_identity
 from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import Node, StepGraph
@@ -147,13 +148,8 @@ class PerfModel:
         so its pipeline bubble counts as compute and contention shows as exposed communication.
         Memoised per (model, GPUs): a running job is in every component its leaf is in until it stops,
         and the same graph object lets the contention model reuse what it derived from it."""
-        key = (model, placement.topology, placement.gpus)
-        found = self._step_graphs.get(key)
-        if found is None:
-            if len(self._step_graphs) >= MAX_STEP_GRAPHS:
-                self._step_graphs.clear()
-            found = self._step_graphs[key] = self._build_step_graph(model, placement)
-        return found
+        return memoised(self._step_graphs, (model, placement.topology, placement.gpus),
+                        lambda: self._build_step_graph(model, placement), MAX_STEP_GRAPHS)
 
     def _build_step_graph(self, model, placement: Placement) -> tuple[StepGraph, float]:
         if isinstance(model, HybridJobModel):
@@ -212,6 +208,7 @@ class PerfModel:
             self._shared_memo[key] = found
         return dict(found)
 
+
 def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGraph, float, object]],
                             contention_model: str = "phase", alone: Mapping[str, StepEstimate] | None = None
                             ) -> dict[str, StepEstimate]:
@@ -234,20 +231,17 @@ def shared_steady_estimates(fabric: FabricModel, jobs: Mapping[str, tuple[StepGr
     return {job: _steady_estimate(graphs[job], steady[job], jobs[job][1], local[job]) for job in jobs}
 
 
-_WITHOUT_LOCAL: dict = {}  # (fabric, graph) identities -> (fabric, graph, topology, its network graph, local s)
+_WITHOUT_LOCAL: dict = {}  # per (fabric, graph, topology) objects: the network graph and summed local seconds
 
 
 def _without_local(fabric, graph: StepGraph, topology) -> tuple[StepGraph, float]:
     """without_machine_local_communication's graph and summed local seconds, memoised per graph object
-    (PerfModel.step_graph keeps a running job's graph; the entry holds the objects, so ids stay theirs)."""
-    key = (id(fabric), id(graph))
-    found = _WITHOUT_LOCAL.get(key)
-    if found is None or found[0] is not fabric or found[1] is not graph or found[2] is not topology:
-        if len(_WITHOUT_LOCAL) >= MAX_STEP_GRAPHS:
-            _WITHOUT_LOCAL.clear()
+    (PerfModel.step_graph keeps a running job's graph)."""
+    def make():
         network, seconds = without_machine_local_communication(fabric, graph, topology)
-        found = _WITHOUT_LOCAL[key] = (fabric, graph, topology, network, sum(seconds.values()))
-    return found[3], found[4]
+        return network, sum(seconds.values())
+
+    return memoised_by_identity(_WITHOUT_LOCAL, (fabric, graph, topology), make, MAX_STEP_GRAPHS)
 
 
 _PHASE_MODELS: dict = {}
@@ -257,12 +251,7 @@ def phase_model_of(fabric) -> PhaseContention:
     """One PhaseContention per fabric object in this process (its memo outlives one component)."""
     from artist.network.phase import PhaseContention
 
-    found = _PHASE_MODELS.get(id(fabric))
-    if found is None or found.fabric is not fabric:
-        if len(_PHASE_MODELS) >= 64:
-            _PHASE_MODELS.clear()
-        found = _PHASE_MODELS[id(fabric)] = PhaseContention(fabric)
-    return found
+    return memoised_by_identity(_PHASE_MODELS, (fabric,), lambda: PhaseContention(fabric), 64)
 
 
 def _phase_estimate(graph: StepGraph, step: ComponentStep, compute_seconds: float, local_comm_seconds: float,

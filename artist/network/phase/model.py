@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from artist.grouping import groups_sharing
+from artist.memo import memoised, memoised_by_identity
 from artist.network.base import fabric_setting
 from artist.network.links import LinkId, link_bandwidth_bps
 from artist.network.phase.demand import CollectiveDemand, collective_demand
@@ -59,8 +60,8 @@ class PhaseContention:
         self._alone_seconds: dict = {}
         self._components: dict = {}
         self._alone: dict = {}
-        self._of_graph: dict = {}  # graph identity -> (graph, its links, {shared links it crosses: its nodes})
-        self._signatures: dict = {}  # phase-node tuple identity -> (the tuple, its digest)
+        self._of_graph: dict = {}  # per graph object: its links, {shared links it crosses: its phase nodes}
+        self._signatures: dict = {}  # per phase-node tuple: its digest and shared links in first use
         self.components_run = 0  # engine runs (memo misses) in this process
 
     def identity(self) -> dict:
@@ -68,12 +69,12 @@ class PhaseContention:
 
     # ---- one collective -----------------------------------------------------
     def _demand(self, kind: str, group: tuple[int, ...], nbytes: int) -> CollectiveDemand:
-        return _memoised(self._demands, (kind, group, nbytes), lambda: collective_demand(
-            self.topology, kind, group, nbytes, self.algorithm, self.channels))
+        return memoised(self._demands, (kind, group, nbytes), lambda: collective_demand(
+            self.topology, kind, group, nbytes, self.algorithm, self.channels), MAX_MEMO)
 
     def _collective_seconds(self, kind: str, group: tuple[int, ...], nbytes: int) -> float:
-        return _memoised(self._alone_seconds, (kind, group, nbytes), lambda: float(self.fabric.collective_seconds(
-            Placement(self.topology, group), int(nbytes), kind)))
+        return memoised(self._alone_seconds, (kind, group, nbytes), lambda: float(self.fabric.collective_seconds(
+            Placement(self.topology, group), int(nbytes), kind)), MAX_MEMO)
 
     # ---- a component ----------------------------------------------------------
     def steady(self, graphs: Mapping[str, StepGraph]) -> dict[str, ComponentStep]:
@@ -82,7 +83,7 @@ class PhaseContention:
         leaf in common, but ECMP may send their traffic over different ports): each group is timed and
         memoised apart, so an event re-times only the group it touches."""
         jobs = list(graphs)
-        links_of = {j: self._derived(graphs[j])[1] for j in jobs}
+        links_of = {j: self._derived(graphs[j])[0] for j in jobs}
         out: dict[str, ComponentStep] = {}
         for group in groups_sharing({j: links_of[j] for j in jobs}):
             out.update(self._steady_group({j: graphs[j] for j in group}, links_of))
@@ -115,7 +116,7 @@ class PhaseContention:
             steps = tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
             return TimedComponent(steps, canonical, capacity) if self.keep_jobs else TimedComponent(steps)
 
-        found = _memoised(self._components, (placed, capacity), timed).steps
+        found = memoised(self._components, (placed, capacity), timed, MAX_MEMO).steps
         return {j: found[k] for k, j in enumerate(order)}
 
     def components(self) -> list[TimedComponent]:
@@ -125,39 +126,27 @@ class PhaseContention:
     def _alone_step(self, job: PhaseJob, signature: str, mapping: tuple[int, ...],
                     capacity: tuple[float, ...]) -> PhaseSteady:
         """The job's step alone, memoised by its signature and its links' capacities (all it depends on)."""
-        return _memoised(self._alone, (signature, tuple(capacity[m] for m in mapping)),
-                         lambda: run_component([job], capacity, steps=1)[0])
+        return memoised(self._alone, (signature, tuple(capacity[m] for m in mapping)),
+                        lambda: run_component([job], capacity, steps=1)[0], MAX_MEMO)
 
     def _derived(self, graph: StepGraph) -> tuple:
-        """(graph, its links, {the shared links it crosses: its phase nodes}) per graph object: a running
-        job's graph (PerfModel.step_graph keeps it) is in every group its links meet until it stops."""
-        found = self._of_graph.get(id(graph))
-        if found is None or found[0] is not graph:
-            if len(self._of_graph) >= MAX_GRAPHS:
-                self._of_graph.clear()
-            found = self._of_graph[id(graph)] = (graph, self._links(graph), {})
-        return found
+        """(its links, {the shared links it crosses: its phase nodes}) per graph object: a running job's
+        graph (PerfModel.step_graph keeps it) is in every group its links meet until it stops."""
+        return memoised_by_identity(self._of_graph, (graph,), lambda: (self._links(graph), {}), MAX_GRAPHS)
 
     def _phase_nodes(self, graph: StepGraph, shared: set[LinkId]) -> tuple[PhaseNode, ...]:
         """_phase_job's answer, memoised per graph and the shared links it crosses (all it depends on)."""
-        _, links, by_crossed = self._derived(graph)
+        links, by_crossed = self._derived(graph)
         crossed = frozenset(links & shared)
-        found = by_crossed.get(crossed)
-        if found is None:
-            if len(by_crossed) >= MAX_FORMS:
-                by_crossed.clear()
-            found = by_crossed[crossed] = self._phase_job(graph, crossed)
-        return found
+        return memoised(by_crossed, crossed, lambda: self._phase_job(graph, crossed), MAX_FORMS)
 
     def _signature(self, nodes: tuple[PhaseNode, ...]) -> tuple[str, tuple[LinkId, ...]]:
         """(digest of the job relabelled alone, its shared links in first use), per node tuple."""
-        found = self._signatures.get(id(nodes))
-        if found is None or found[0] is not nodes:
-            if len(self._signatures) >= MAX_GRAPHS:
-                self._signatures.clear()
+        def make():
             relabelled = _relabel([nodes])
-            found = self._signatures[id(nodes)] = (nodes, (_digest(relabelled), relabelled[1]))
-        return found[1]
+            return _digest(relabelled), relabelled[1]
+
+        return memoised_by_identity(self._signatures, (nodes,), make, MAX_GRAPHS)
 
     def _links(self, graph: StepGraph) -> set[LinkId]:
         out: set[LinkId] = set()
@@ -217,16 +206,6 @@ def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
             tail_of[len(out)] = i
         out.append(PhaseNode(deps, node.seconds, node.communication, node.bundles, node.comm_seconds))
     return tuple(out)
-
-
-def _memoised(memo: dict, key, make):
-    """memo[key], made by make() when missing; the memo starts afresh at MAX_MEMO entries."""
-    found = memo.get(key)
-    if found is None:
-        if len(memo) >= MAX_MEMO:
-            memo.clear()
-        found = memo[key] = make()
-    return found
 
 
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
