@@ -131,6 +131,13 @@ def find_toolchain() -> Toolchain | None:
     compiler = find_compiler()
     if compiler is None:
         return None
+    version = compiler_version(compiler)
+    ns3_version, ns3_dir = ns3_installation()
+    return Toolchain(os.path.realpath(compiler), version, ns3_version, ns3_dir)
+
+
+def compiler_version(compiler: str) -> str:
+    """The first line of `compiler --version` (part of every library key), or an EngineBuildError."""
     try:
         out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -138,13 +145,17 @@ def find_toolchain() -> Toolchain | None:
     lines = out.stdout.splitlines()
     if out.returncode != 0 or not lines:
         raise EngineBuildError(f"{compiler} --version failed (exit {out.returncode}): {out.stderr[-ERROR_TAIL_CHARS:]}")
-    ns3_version, ns3_dir = ns3_installation()
-    return Toolchain(os.path.realpath(compiler), lines[0].strip(), ns3_version, ns3_dir)
+    return lines[0].strip()
+
+
+def sources_digest(sources: Mapping[str, str]) -> dict[str, str]:
+    """{file name: SHA-256 of its text}: the sources' part of a library key."""
+    return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(sources.items())}
 
 
 def _key_inputs(sources: Mapping[str, str], toolchain: Toolchain) -> dict:
     return {
-        "sources": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(sources.items())},
+        "sources": sources_digest(sources),
         "ns3_version": toolchain.ns3_version, "ns3_dir": str(toolchain.ns3_dir),
         "compiler": toolchain.compiler, "compiler_version": toolchain.compiler_version,
         "flags": list(CXX_FLAGS), "ns3_modules": list(NS3_MODULES),

@@ -45,6 +45,7 @@ import numpy as np
 
 from artist.grouping import groups_sharing
 from artist.network.flow.maxmin import max_min_rates, max_min_rates_small
+from artist.network.phase import native
 
 TOLERANCE = 0.01  # relative change of the mean step between the last two windows (choice)
 WINDOW = 4  # steps of the slowest job per window (choice), at most:
@@ -124,16 +125,14 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     None: $ARTIST_PHASE_ENGINE (native.py; default: compiled where it builds)."""
     alone_steps = None if alone is None else [a.step_seconds for a in alone]
     alone_comms = None if alone is None else [a.comm_seconds for a in alone]
+    windows = [window_of(job, window) for job in jobs]
     # bundle classes (crossings, cap) numbered in order of appearance: the rates memo's keys and the order
     # max-min rates are computed in, the same in both engines
-    windows = [window_of(job, window) for job in jobs]
     class_of: dict = {}
     for job in jobs:
         for node in job.nodes:
             for b in node.bundles:
                 class_of.setdefault((b.crossings, b.cap), len(class_of))
-    from artist.network.phase import native
-
     runner = None if engine == "python" else native.compiled_runner(required=engine == "compiled")
     if runner is not None:
         run = runner(jobs, capacity, class_of, steps, windows, tolerance, max_steps, max_events, event_budget,

@@ -91,23 +91,13 @@ def _build() -> engine_build.BuiltLibrary:
     compiler = engine_build.find_compiler()
     if compiler is None:
         raise engine_build.EngineBuildError("no C++ compiler found ($CXX, else g++ on PATH)")
-    import subprocess
-
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60).stdout
+    compiler = os.path.realpath(compiler)
     sources = {"engine.cc": SOURCE.read_text()}
-    key_inputs = {"engine": "phase", "sources": {"engine.cc": _sha256(sources["engine.cc"])},
-                  "compiler": os.path.realpath(compiler),
-                  "compiler_version": (version.splitlines() or [""])[0].strip(), "flags": list(CXX_FLAGS)}
+    key_inputs = {"engine": "phase", "sources": engine_build.sources_digest(sources), "compiler": compiler,
+                  "compiler_version": engine_build.compiler_version(compiler), "flags": list(CXX_FLAGS)}
     root = engine_build.cache_root().parent / "phase-engine"
-    return engine_build.build_cached(
-        sources, key_inputs, lambda cc, out: [os.path.realpath(compiler), *CXX_FLAGS, *map(str, cc), "-o", str(out)],
-        root, "the phase engine")
-
-
-def _sha256(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()
+    return engine_build.build_cached(sources, key_inputs, lambda cc, out: [compiler, *CXX_FLAGS, *map(str, cc), "-o",
+                                                                           str(out)], root, "the phase engine")
 
 
 _P = ctypes.c_void_p
