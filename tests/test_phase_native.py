@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.flow.scenarios import contention_scenarios, large_contention_scenarios
 from artist.network.ns3 import engine_build
@@ -97,7 +98,7 @@ def test_the_engine_choice_is_read_from_the_environment(monkeypatch, standard):
     monkeypatch.setenv("ARTIST_PHASE_ENGINE", "auto")
     assert all(s.engine == "compiled" for s in run_component(jobs, capacity, alone=alone))
     monkeypatch.setenv("ARTIST_PHASE_ENGINE", "fast")
-    with pytest.raises(ValueError, match="ARTIST_PHASE_ENGINE='fast'"):
+    with pytest.raises(InputError, match="ARTIST_PHASE_ENGINE='fast'"):
         run_component(jobs, capacity, alone=alone)
 
 

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from artist.errors import InputError
 from artist.network.ns3 import engine_build
 
 SOURCE = Path(__file__).with_name("engine.cc")
@@ -50,8 +51,9 @@ class NativeRun:
 
 def engine_choice() -> str:
     choice = os.environ.get("ARTIST_PHASE_ENGINE", "auto").strip().lower() or "auto"
-    if choice not in ENGINE_CHOICES:
-        raise ValueError(f"ARTIST_PHASE_ENGINE={choice!r}: expected one of {', '.join(ENGINE_CHOICES)}")
+    if choice not in ENGINE_CHOICES:  # bad input: one line through the CLI (InputError), not a traceback
+        raise InputError("environment", f"ARTIST_PHASE_ENGINE={choice!r}",
+                         f"expected one of {', '.join(ENGINE_CHOICES)}")
     return choice
 
 
