@@ -53,6 +53,26 @@ def test_two_rings_on_one_port_halve():
         assert got[job].shared.converged
 
 
+def test_two_rings_with_start_up_latency_on_one_port_hide_it_behind_their_halved_bytes():
+    """NCCL's latencies (base 8.4 us, 14 us per NIC hop; no path latency here): a 2-GPU ring all-reduce
+    alone takes base + 2 hops + B. Two on one port: each pays base + one hop, then streams its chunks
+    back to back at half the port, the second hop's alpha elapsing while the first chunk drains: 22.4 us
+    + 2B. Two small ones (B below one hop) fit into each other's gaps: neither slows."""
+    topo = _topology()
+    latency = StartupLatency()
+    model = PhaseContention(AnalyticalModel(topo, latency=latency))
+    hop = latency.net_step_s
+    for nbytes in (16 << 20, 64 << 10):
+        b = nbytes / PORT_BYTES_PER_S  # each edge carries nbytes (2 x nbytes / 2)
+        got = model.steady({"a": StepGraph((_ring((0, 2), nbytes),)), "b": StepGraph((_ring((1, 3), nbytes),))})
+        alone = latency.base_s + 2 * hop + b
+        expected = latency.base_s + hop + max(hop + b, 2 * b)
+        assert (b > hop) == (expected > alone)  # the large pair slows, the small pair does not
+        for job in ("a", "b"):
+            assert got[job].alone.step_seconds == pytest.approx(alone, rel=1e-9)
+            assert got[job].shared.step_seconds == pytest.approx(expected, rel=1e-9)
+
+
 def test_compute_and_allreduce_beside_a_bulk_sender_take_3t_and_6t():
     """Job a: compute T, then an all-reduce of T alone; job b: one send of 4T alone, back to back, on the
     same port. While a communicates, each has half the port: a's all-reduce takes 2T (a: 3T per step);

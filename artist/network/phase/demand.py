@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from artist.network.analytical import StartupLatency
 from artist.network.collectives import collective_schedule
 from artist.network.flow.maxmin import max_min_rates
 from artist.network.links import LinkId, link_bandwidth_bps, path
@@ -47,6 +48,7 @@ class Bundle:
 class CollectiveDemand:
     bundles: tuple[Bundle, ...]
     alone_rates: tuple[float, ...]  # per bundle, bytes/s per edge with only this collective on its links
+    first_hop_seconds: float = 0.0  # NCCL's base latency + the slowest hop's alpha and path latency
 
     @property
     def bandwidth_seconds(self) -> float:
@@ -55,7 +57,7 @@ class CollectiveDemand:
 
 
 def collective_demand(topology: Topology, kind: str, group: tuple[int, ...], nbytes: int, algorithm: str,
-                      channels: int) -> CollectiveDemand:
+                      channels: int, latency: StartupLatency = StartupLatency()) -> CollectiveDemand:
     """The bundles of one collective on these GPUs (send_recv: group = (src, dst)) and their alone rates."""
     placement = Placement(topology, group)
     src_dst = tuple(group) if kind == "send_recv" else None
@@ -75,14 +77,17 @@ def collective_demand(topology: Topology, kind: str, group: tuple[int, ...], nby
             src, dst = divmod(rest, n)
             per_channel.setdefault(channel, []).append((schedule.ranks[src], schedule.ranks[dst], b))
     bundles = []
+    hop = 0.0
     for channel, channel_edges in sorted(per_channel.items()):
         carried: dict[LinkId, float] = {}
         for src, dst, b in channel_edges:
-            for link in path(topology, src, dst, channel).links:
+            route = path(topology, src, dst, channel)
+            hop = max(hop, latency.per_step(route.kind) + route.latency_s)
+            for link in route.links:
                 carried[link] = carried.get(link, 0.0) + b
         mean = sum(b for _, _, b in channel_edges) / len(channel_edges)
         bundles.append(Bundle(mean, tuple(carried), tuple(c / mean for c in carried.values())))
-    return CollectiveDemand(tuple(bundles), alone_rates(topology, bundles))
+    return CollectiveDemand(tuple(bundles), alone_rates(topology, bundles), latency.base_s + hop)
 
 
 def alone_rates(topology: Topology, bundles) -> tuple[float, ...]:

@@ -2,7 +2,7 @@
 
 Every job repeats its step graph: step k+1's roots start when step k's last
 node ends (as network/steady.py unrolls steps). A node is a fixed part
-(compute; or a collective's start-up latency; or a whole collective that
+(compute; or the start-up of a collective's first hop; or a whole collective that
 meets no other job's traffic, at its alone time) followed, for a collective
 that crosses a link another job also crosses, by its bundles (demand.py: one
 lock-step bundle per channel) draining their bytes. Active bundles share the
@@ -73,7 +73,7 @@ class PhaseBundle:
 @dataclass(frozen=True)
 class PhaseNode:
     deps: tuple[int, ...]
-    seconds: float  # the fixed part: compute, a start-up latency, or whole undisturbed collectives
+    seconds: float  # the fixed part: compute, a collective's first hop, or whole undisturbed collectives
     communication: bool  # a collective with bundles: its whole duration counts as communication
     bundles: tuple[PhaseBundle, ...] = ()  # drained after the fixed part
     comm_seconds: float = 0.0  # of a node without bundles: the part of `seconds` that is communication
