@@ -44,9 +44,12 @@ def build_parser() -> Parser:
 
 
 def _ns3_error(exc: BaseException) -> bool:
-    """An ns-3 run that hung, crashed or failed (without importing the ns-3 package to ask)."""
+    """An ns-3 run that hung, crashed or failed, or a compiled engine (ns-3's, the phase model's) that
+    could not be built (without importing the ns-3 package to ask)."""
     runner = sys.modules.get("artist.network.ns3.runner")
-    return runner is not None and isinstance(exc, runner.Ns3SimulationError)
+    build = sys.modules.get("artist.network.ns3.engine_build")
+    return ((runner is not None and isinstance(exc, runner.Ns3SimulationError))
+            or (build is not None and isinstance(exc, build.EngineBuildError)))
 
 
 def _quiet_broken_pipe() -> int:

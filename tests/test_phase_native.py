@@ -110,3 +110,20 @@ def test_a_window_holds_at_least_64_contended_phases_of_the_slowest_job_and_at_m
         return PhaseJob(tuple(PhaseNode((i - 1,) if i else (), 1e-3, True, (bundle,)) for i in range(phases)))
 
     assert [window_of(job(p)) for p in (1, 16, 17, 32, 33, 64, 5000)] == [4, 4, 4, 2, 2, 1, 1]
+
+
+
+def test_a_required_compiled_engine_that_cannot_be_built_is_one_line_through_the_cli(monkeypatch, capsys):
+    """native.py raises the EngineBuildError (test above) from inside any command that times shared
+    contention; the CLI says it in one line, exit 3, as it does an ns-3 run that failed."""
+    import artist.commands.simulate as command
+    from artist.cli import main
+
+    monkeypatch.setattr(engine_build, "find_compiler", lambda: None)
+    monkeypatch.setattr(native, "_loaded", {})
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "compiled")
+    monkeypatch.setattr(command, "simulate", lambda *a, **k: native.compiled_runner())
+    assert main(["simulate", "--topology", "topologies/dally-3tier.yaml", "--racks", "1",
+                 "--workload", "poisson:n=2", "--quiet"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ARTIST_PHASE_ENGINE=compiled" in err[0], err
