@@ -36,7 +36,8 @@ fifo, deep drop-tail queues, the default; round-robin, per-flow queues served in
 
 --ns3-results FILE keeps ns-3's answers in FILE (JSON) and reuses them when
 the same scenarios are asked again (for trying flow settings; delete the file
-when ns-3 or the scenarios change).
+when ns-3 or the scenarios change); --flow-results FILE does the same for the
+per-transfer flow engine's (for trying phase-model variants against it).
 """
 
 from __future__ import annotations
@@ -104,6 +105,9 @@ def main() -> None:
     parser.add_argument("--sharing", default="maxmin", help="the flow backend's link sharing: window or maxmin")
     parser.add_argument("--first-step", action="store_true", help="time the first step only (no steady state)")
     parser.add_argument("--ns3-results", default=None, help="JSON file keeping ns-3's answers between runs")
+    parser.add_argument("--flow-results", default=None,
+                        help="JSON file keeping the per-transfer flow engine's answers between runs (as "
+                             "--ns3-results; the large scenarios' reference takes ~30 CPU-min)")
     parser.add_argument("--window-kib", type=int, default=None,
                         help="per-connection window of ns-3's window transport and of flow's window sharing "
                              "(default: the backends', 1 MiB)")
@@ -127,6 +131,10 @@ def main() -> None:
     if args.ns3_results and os.path.exists(args.ns3_results):
         with open(args.ns3_results) as f:
             kept = json.load(f)
+    kept_flow = {}
+    if args.flow_results and os.path.exists(args.flow_results):
+        with open(args.flow_results) as f:
+            kept_flow = json.load(f)
     errors, slow_errors = [], []
     cmp, ref = args.model, args.reference
     wall = {cmp: 0.0, ref: 0.0}
@@ -146,9 +154,13 @@ def main() -> None:
         backends = {"flow": lambda: FlowModel(sc.topology, channels=sc.channels, sharing=args.sharing, **window),
                     "ns3": lambda: Ns3Model(sc.topology, channels=sc.channels, arbitration=args.arbitration,
                                             **window)}
+        flow_key = json.dumps([key, args.sharing])
         for name in dict.fromkeys((ref, cmp)):  # the reference first: the phase model adds to its alone steps
             if name == "ns3" and key in kept:
                 got[name] = kept[key]
+                continue
+            if name == "flow" and args.flow_results and flow_key in kept_flow:
+                got[name] = kept_flow[flow_key]
                 continue
             started, cpu_started = time.perf_counter(), _cpu_seconds()
             if name == "phase":
@@ -159,6 +171,8 @@ def main() -> None:
             cpu[name] += _cpu_seconds() - cpu_started
         if "ns3" in got:
             kept[key] = got["ns3"]
+        if "flow" in got:
+            kept_flow[flow_key] = got["flow"]
         err = [got[cmp][j]["shared"] / got[ref][j]["shared"] - 1 for j in sc.graphs]
         slow = {b: max(got[b][j]["shared"] / got[b][j]["alone"] for j in sc.graphs) for b in got}
         errors.extend(err)
@@ -174,6 +188,9 @@ def main() -> None:
     if args.ns3_results:
         with open(args.ns3_results, "w") as f:
             json.dump(kept, f, indent=1, sort_keys=True)
+    if args.flow_results:
+        with open(args.flow_results, "w") as f:
+            json.dump(kept_flow, f, indent=1, sort_keys=True)
     absolute = [abs(e) for e in errors]
     measured = "first step from a common start" if args.first_step else "steady state"
     print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}, "
@@ -183,7 +200,7 @@ def main() -> None:
           f"{statistics.median(abs(d) for d in slow_errors):.3f}, max {max(abs(d) for d in slow_errors):.3f}")
     if not args.first_step:
         print(f"scenarios where some job did not settle within the step cap (*): {unsettled}")
-    print("seconds (this run; ns-3 answers reused from --ns3-results are not timed): "
+    print("seconds (this run; answers reused from --ns3-results / --flow-results are not timed): "
           + ", ".join(f"{name} wall {wall[name]:.1f} cpu {cpu[name]:.1f}" for name in wall)
           + " (machine shared with other work)")
 
