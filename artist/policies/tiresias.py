@@ -53,6 +53,8 @@ promotion baselines) keyed by job id.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from artist.cluster import FreeMap
 from artist.jobstate import RUNNING, JobState
 from artist.placement import Placement
@@ -79,6 +81,7 @@ class Tiresias(Policy):
         if starvation_knob is not None and not starvation_knob > 0:
             raise ValueError(f"tiresias: starvation_knob must be > 0 or None, got {starvation_knob}")
         self.thresholds = thresholds
+        self._cuts = [t - _EPS for t in thresholds]  # queue k: service at or above k of these
         self.skew_threshold = float(skew_threshold)
         self.starvation_knob = None if starvation_knob is None else float(starvation_knob)
         self._run_base: dict[str, float] = {}  # running seconds at the last promotion
@@ -93,9 +96,9 @@ class Tiresias(Policy):
         """GPU-seconds of service since arrival or the last promotion."""
         return state.gpus * (state.running_seconds(now) - self._run_base.get(state.job_id, 0.0))
 
-    def queue_of(self, state: JobState, now: float) -> int:
-        service = self.service(state, now)
-        return sum(1 for t in self.thresholds if service >= t - _EPS)
+    def queue_of(self, state: JobState, now: float, service: float | None = None) -> int:
+        """The job's queue; service: its service(state, now), when the caller has it already."""
+        return bisect_right(self._cuts, self.service(state, now) if service is None else service)
 
     def needs_consolidation(self, state: JobState) -> bool:
         return state.model.skew > self.skew_threshold
@@ -105,8 +108,8 @@ class Tiresias(Policy):
             return fewest_machines(free, state.gpus)
         return free.find(state.gpus)
 
-    def _update_queue(self, state: JobState, now: float) -> int:
-        q = self.queue_of(state, now)
+    def _update_queue(self, state: JobState, now: float, service: float) -> int:
+        q = self.queue_of(state, now, service)
         old = self._entry.get(state.job_id)
         if old is not None and old[0] == q:
             return q
@@ -114,7 +117,7 @@ class Tiresias(Policy):
             entered = state.arrival if old is None else now
         elif state.status == RUNNING:
             # Demoted while running: it crossed the threshold at a computable moment.
-            over = max(0.0, self.service(state, now) - self.thresholds[q - 1])
+            over = max(0.0, service - self.thresholds[q - 1])
             entered = max(now - over / state.gpus, state.arrival if old is None else old[1])
         else:
             entered = now
@@ -134,13 +137,14 @@ class Tiresias(Policy):
                 self._run_base[state.job_id] = state.running_seconds(now)
                 self._entry[state.job_id] = (0, now)
 
-    def _next_wake(self, view: SchedulerView, queue: dict[str, int]) -> float | None:
+    def _next_wake(self, view: SchedulerView, queue: dict[str, int], service: dict[str, float]) -> float | None:
         now = view.now
         times = []
         for state in view.running:
-            q = queue[state.job_id]
+            job_id = state.job_id
+            q = queue[job_id]
             if q < len(self.thresholds):
-                times.append(now + (self.thresholds[q] - self.service(state, now)) / state.gpus)
+                times.append(now + (self.thresholds[q] - service[job_id]) / state.gpus)
         if self.starvation_knob is not None:
             for state in view.waiting:
                 if state.has_run and queue[state.job_id] > 0:
@@ -158,22 +162,25 @@ class Tiresias(Policy):
             for job_id in [j for j in table if j not in live]:
                 del table[job_id]  # finished jobs
         self._promote_starving(view)
-        queue = {s.job_id: self._update_queue(s, now) for s in active}
-
-        def rank(s: JobState):
-            return (queue[s.job_id], 0 if s.status == RUNNING else 1, self._entry[s.job_id][1], s.arrival, s.job_id)
-
-        order = sorted(active, key=rank)
+        ids = [s.job_id for s in active]  # read once: a property, asked ~10^7 times in a 10 000-job run otherwise
+        service = {j: self.service(s, now) for j, s in zip(ids, active)}
+        queue = {j: self._update_queue(s, now, service[j]) for j, s in zip(ids, active)}
+        entry = self._entry
+        # the rank: queue, running before waiting, entry into the queue, arrival, job id (unique: no tie)
+        ranked = sorted(((queue[j], 0 if s.status == RUNNING else 1, entry[j][1], s.arrival, j), s)
+                        for j, s in zip(ids, active))
         allocations = view.current_allocations()
         free = view.plan()
         holding = {s.job_id for s in view.running}
+        # preemption candidates, lowest priority first: the jobs running at the start of this call (jobs
+        # placed in it come earlier in the rank, so never from a strictly lower queue than a later one)
+        running_last_first = [(rank[0], rank[4]) for rank, _ in reversed(ranked) if rank[4] in holding]
         # (consolidated?, GPUs, queue) of failed attempts. Placing a job only takes
         # GPUs, so a failure stays a failure until a preemption frees some.
         failed: set[tuple[bool, int, int]] = set()
-        for state in order:
-            if state.job_id in holding:
+        for (q, _, _, _, job_id), state in ranked:
+            if job_id in holding:
                 continue
-            q = queue[state.job_id]
             key = (self.needs_consolidation(state), state.gpus, q)
             if key in failed:
                 continue
@@ -181,8 +188,12 @@ class Tiresias(Policy):
             if placement is not None:
                 free.take(placement.gpus)
             else:
-                candidates = [(s.job_id, allocations[s.job_id]) for s in reversed(order)
-                              if s.job_id in holding and queue[s.job_id] > q]
+                candidates = []
+                for other_queue, other in running_last_first:
+                    if other_queue <= q:
+                        break  # the rest are of this queue or higher
+                    if other in holding:
+                        candidates.append((other, allocations[other]))
                 got = reclaim(free, candidates, lambda fm, s=state: self._place(s, fm))
                 if got is None:
                     failed.add(key)
@@ -192,6 +203,6 @@ class Tiresias(Policy):
                     holding.discard(victim)
                     del allocations[victim]
                 failed.clear()
-            allocations[state.job_id] = placement
-            holding.add(state.job_id)
-        return Decision(allocations, wake_at=self._next_wake(view, queue))
+            allocations[job_id] = placement
+            holding.add(job_id)
+        return Decision(allocations, wake_at=self._next_wake(view, queue, service))

@@ -73,13 +73,13 @@ class ModelProfile:
         if self.bucket_cap_bytes < 1 or (self.first_bucket_bytes is not None and self.first_bucket_bytes < 1):
             raise ValueError(f"model {self.name}: bucket caps must be >= 1 byte")
 
-    @property
+    @cached_property
     def total_bytes(self) -> int:
         return int(sum(self.tensor_bytes))
 
-    @property
+    @cached_property
     def skew(self) -> float:
-        """Largest tensor / model size (Tiresias, NSDI'19, sec. 4.2)."""
+        """Largest tensor / model size (Tiresias, NSDI'19, sec. 4.2; Tiresias asks it at every decision)."""
         return max(self.tensor_bytes) / self.total_bytes
 
     @cached_property
