@@ -31,6 +31,7 @@ class FreeMap:
         mpr = topology.machines_per_rack
         self.rack_free = [sum(self.free_count[r * mpr:(r + 1) * mpr]) for r in range(topology.racks)]
         self.total_free = sum(self.rack_free)
+        self._most_free = None  # (most free GPUs on one machine, in one rack), kept until take or give
 
     def copy(self) -> "FreeMap":
         new = FreeMap.__new__(FreeMap)
@@ -39,7 +40,15 @@ class FreeMap:
         new.free_count = self.free_count[:]
         new.rack_free = self.rack_free[:]
         new.total_free = self.total_free
+        new._most_free = self._most_free
         return new
+
+    def most_free(self) -> tuple[int, int]:
+        """(most free GPUs on one machine, in one rack). Why kept: Gandiva asks it of every running job
+        at every scheduling moment, and the map changes far less often."""
+        if self._most_free is None:
+            self._most_free = (max(self.free_count), max(self.rack_free))
+        return self._most_free
 
     # ---- bookkeeping -------------------------------------------------------
     def _by_machine(self, gpus: Iterable[int]) -> dict[int, list[int]]:
@@ -66,6 +75,7 @@ class FreeMap:
                 raise AllocationError(f"GPUs {sorted(gs - set(free))} on machine {m} are not free")
             taken.append((m, gs))
         mpr = self.topology.machines_per_rack
+        self._most_free = None
         for m, gs in taken:
             free = free_by_machine[m]
             k = len(gs)
@@ -85,6 +95,7 @@ class FreeMap:
             if self.free_count[m] + len(gs) > gpm:
                 raise AllocationError(f"machine {m} would exceed its {gpm} GPUs")
         mpr = self.topology.machines_per_rack
+        self._most_free = None
         for m, gs in by_machine.items():
             free = free_by_machine[m]
             free_by_machine[m] = tuple(sorted(free + tuple(gs))) if free else tuple(sorted(gs))
@@ -98,27 +109,36 @@ class FreeMap:
         """The most consolidated tier at which n GPUs are free right now."""
         if n > self.total_free:
             return None
-        if n <= self.topology.gpus_per_machine and max(self.free_count) >= n:
+        machine_most, rack_most = self.most_free()
+        if n <= self.topology.gpus_per_machine and machine_most >= n:
             return MACHINE
-        if n <= self.topology.gpus_per_rack and max(self.rack_free) >= n:
+        if n <= self.topology.gpus_per_rack and rack_most >= n:
             return RACK
         return NETWORK
 
-    def best_tier_with(self, n: int, gpus: Iterable[int]) -> str | None:
+    def best_tier_with(self, n: int, gpus: Iterable[int] | Placement) -> str | None:
         """best_tier_possible(n) as it would be after give(gpus), without copying or changing the map
-        (Gandiva asks it of every running job at every scheduling moment; most cannot move up a tier)."""
-        given = self._by_machine(gpus)
-        if n > self.total_free + sum(len(g) for g in given.values()):
+        (Gandiva asks it of every running job at every scheduling moment; most cannot move up a tier).
+        gpus: GPU ids, or a Placement (its grouping by machine is kept with it)."""
+        if isinstance(gpus, Placement):
+            given, back = gpus.gpus_by_machine, gpus.size
+        else:
+            given = self._by_machine(gpus)
+            back = sum(len(g) for g in given.values())
+        if n > self.total_free + back:
             return None
-        if n <= self.topology.gpus_per_machine and max(
-                [max(self.free_count)] + [self.free_count[m] + len(g) for m, g in given.items()]) >= n:
+        machine_most, rack_most = self.most_free()
+        if n <= self.topology.gpus_per_machine and (
+                machine_most >= n or any(self.free_count[m] + len(g) >= n for m, g in given.items())):
             return MACHINE
         if n <= self.topology.gpus_per_rack:
+            if rack_most >= n:
+                return RACK
             mpr = self.topology.machines_per_rack
-            rack_free = {}
+            given_per_rack: dict[int, int] = {}
             for m, g in given.items():
-                rack_free[m // mpr] = rack_free.get(m // mpr, self.rack_free[m // mpr]) + len(g)
-            if max([max(self.rack_free)] + list(rack_free.values())) >= n:
+                given_per_rack[m // mpr] = given_per_rack.get(m // mpr, 0) + len(g)
+            if any(self.rack_free[r] + k >= n for r, k in given_per_rack.items()):
                 return RACK
         return NETWORK
 
