@@ -127,3 +127,17 @@ def test_a_required_compiled_engine_that_cannot_be_built_is_one_line_through_the
                  "--workload", "poisson:n=2", "--quiet"]) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "ARTIST_PHASE_ENGINE=compiled" in err[0], err
+
+
+def test_a_bad_engine_choice_is_refused_when_the_run_is_set_up_not_at_its_first_shared_component(
+        monkeypatch, capsys):
+    from artist.cli import main
+
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "fast")
+    assert main(["simulate", "--topology", "topologies/dally-3tier.yaml", "--racks", "1",
+                 "--workload", "poisson:n=2", "--contention", "shared", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ARTIST_PHASE_ENGINE='fast'" in err[0], err
+    monkeypatch.setenv("ARTIST_PHASE_ENGINE", "python")
+    assert main(["simulate", "--topology", "topologies/dally-3tier.yaml", "--racks", "1",
+                 "--workload", "poisson:n=2", "--contention", "shared", "--quiet"]) == 0

@@ -87,6 +87,10 @@ class PerfModel:
             raise ValueError(f"unknown contention mode {contention!r}; known: {', '.join(CONTENTION_MODES)}")
         if contention_model not in CONTENTION_MODELS:
             raise ValueError(f"unknown contention model {contention_model!r}; known: {', '.join(CONTENTION_MODELS)}")
+        if contention == "shared" and contention_model == "phase":
+            from artist.network.phase.native import engine_choice
+
+            engine_choice()  # a bad ARTIST_PHASE_ENGINE is an InputError now, not at the first shared component
         self.fabric = fabric
         self.compute = compute
         self.contention = contention
