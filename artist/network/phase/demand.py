@@ -1,20 +1,22 @@
-"""What one collective asks of the links: per channel, a bundle of lock-step flows.
+"""What one collective asks of the links: one flow per edge (sender, receiver, channel).
 
-A ring moves in lock-step: at every step each rank forwards one chunk to its
-successor and waits for its predecessor's, so the whole ring advances at the
-rate of its slowest edge, and every edge carries the same bytes. A channel of
-a collective is therefore one *bundle*: `edge_bytes` per edge over the whole
-collective, every edge at one rate e (bytes/s), loading each link it crosses
-with load x e, the load being how many of its edges cross that link. Other
-schedules (all-to-all, hierarchical, send/recv) are read the same way: a
-channel's bytes per link over the collective, divided by its mean bytes per
-edge (so an all-to-all channel advances as one lock-step bundle too: the
-approximation network/phase/__init__.py measures).
+A collective's schedule (collectives.py) moves bytes over edges: a ring's rank
+to its successor, per channel; an all-to-all's every pair; a send/recv's one
+pair. Each edge is one *bundle* here: its bytes over the whole collective
+(`edge_bytes`), at one rate, on the links of its route (load 1 on each). Edges
+drain independently: a ring's chunks queue between its edges, so an edge slowed
+on a shared link for a while catches up later instead of holding the whole ring
+to its slowest instant (the per-transfer flow engine's and ns-3's behaviour; one
+lock-step bundle per channel, this model until 2026-11-27, overstated the
+slowdown of rings across several shared uplinks by up to 54 %, against 34 % so:
+network/phase/__init__.py). model.contended_phase merges edges that cross the
+same shared links alike into one bundle, so a ring costs a bundle per distinct
+set of shared links it crosses, not one per edge.
 
 A collective alone takes its fabric's time T (analytical, flow, ns-3, with
 calibration). Its bundles alone run at the max-min rates of its own links
-(`alone_rates`), taking B = max over bundles of edge_bytes / rate: the
-bandwidth part. The rest, T - B, is start-up latency (NCCL's base and per-hop
+(`alone_rates`, max-min fair per edge), taking B = max over bundles of
+edge_bytes / rate: the bandwidth part. The rest, T - B, is start-up latency (NCCL's base and per-hop
 latencies, packet overheads) during which the links carry nothing of it. When
 the fabric's T is below B (a calibration faster than the fluid links), the
 bundles carry the fraction T / B of their bytes instead, so that alone the
@@ -37,10 +39,10 @@ from artist.topology import Topology
 
 @dataclass(frozen=True)
 class Bundle:
-    """One channel of a collective: lock-step edges of `edge_bytes` each."""
+    """One edge of a collective (several alike, once merged: load counts them)."""
 
     edge_bytes: float  # bytes per edge over the whole collective
-    links: tuple[LinkId, ...]  # every link an edge of the channel crosses
+    links: tuple[LinkId, ...]  # every link its route crosses
     load: tuple[float, ...]  # per link: edges crossing it (bytes it carries / edge_bytes)
 
 
@@ -70,23 +72,15 @@ def collective_demand(topology: Topology, kind: str, group: tuple[int, ...], nby
     edge = (table.channel * n + table.src) * n + table.dst
     edges, inverse = np.unique(edge, return_inverse=True)
     edge_bytes = np.bincount(inverse, weights=table.nbytes.astype(np.float64), minlength=len(edges))
-    per_channel: dict[int, list[tuple[int, int, float]]] = {}
+    bundles = []
+    hop = 0.0
     for e, b in zip(edges.tolist(), edge_bytes.tolist()):
         if b > 0:
             channel, rest = divmod(e, n * n)
             src, dst = divmod(rest, n)
-            per_channel.setdefault(channel, []).append((schedule.ranks[src], schedule.ranks[dst], b))
-    bundles = []
-    hop = 0.0
-    for channel, channel_edges in sorted(per_channel.items()):
-        carried: dict[LinkId, float] = {}
-        for src, dst, b in channel_edges:
-            route = path(topology, src, dst, channel)
+            route = path(topology, schedule.ranks[src], schedule.ranks[dst], channel)
             hop = max(hop, latency.per_step(route.kind) + route.latency_s)
-            for link in route.links:
-                carried[link] = carried.get(link, 0.0) + b
-        mean = sum(b for _, _, b in channel_edges) / len(channel_edges)
-        bundles.append(Bundle(mean, tuple(carried), tuple(c / mean for c in carried.values())))
+            bundles.append(Bundle(b, tuple(route.links), (1.0,) * len(route.links)))
     return CollectiveDemand(tuple(bundles), alone_rates(topology, bundles), latency.base_s + hop)
 
 

@@ -4,8 +4,8 @@ Every job repeats its step graph: step k+1's roots start when step k's last
 node ends (as network/steady.py unrolls steps). A node is a fixed part
 (compute; or the start-up of a collective's first hop; or a whole collective that
 meets no other job's traffic, at its alone time) followed, for a collective
-that crosses a link another job also crosses, by its bundles (demand.py: one
-lock-step bundle per channel) draining their bytes. Active bundles share the
+that crosses a link another job also crosses, by its bundles (demand.py: its
+edges, alike ones merged) draining their bytes. Active bundles share the
 links other jobs also cross max-min fairly per edge (flow/maxmin.py, with
 each bundle's edges as its load and its alone rate as its cap: its own links
 are accounted in that rate), computed per group of active bundles linked by

@@ -29,7 +29,8 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "6"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes)
+PHASE_VERSION = "7"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
+# 7: one flow per edge, not a lock-step bundle per channel)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
@@ -193,12 +194,15 @@ def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[flo
     fraction = min(1.0, alone / bandwidth) if bandwidth > 0 else 0.0
     first = min(demand.first_hop_seconds, max(0.0, alone - bandwidth))
     span = alone - first  # the bundles' time alone: their bandwidth part plus the latency they hide
-    bundles = []
+    merged: dict[tuple, float] = {}  # (work, cap, shared links crossed) -> edges alike
     for b, rate in zip(demand.bundles, demand.alone_rates):
         work = b.edge_bytes * fraction
         cap = min(rate, work / span) if span > 0 else rate
-        bundles.append(PhaseBundle(work, cap, tuple((link, m) for link, m in zip(b.links, b.load) if link in shared)))
-    return first, tuple(bundles)
+        key = (work, cap, tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
+        merged[key] = merged.get(key, 0.0) + 1.0
+    # edges alike drain alike: one bundle of them, each shared link loaded once per edge
+    return first, tuple(PhaseBundle(work, cap, tuple((link, m * count) for link, m in crossings))
+                        for (work, cap, crossings), count in merged.items())
 
 
 def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
