@@ -73,6 +73,30 @@ def test_two_rings_with_start_up_latency_on_one_port_hide_it_behind_their_halved
             assert got[job].shared.step_seconds == pytest.approx(expected, rel=1e-9)
 
 
+def test_a_ring_asks_one_flow_per_edge_and_edges_alike_share_one_bundle():
+    """A 4-GPU ring all-reduce of S bytes, one GPU per machine: 4 edges, each carrying 2 (n-1) / n x S, the
+    bandwidth part that at the NIC rate (alpha-beta by hand). Its edges that cross the same shared links
+    alike merge into one bundle loading each of them once per edge; the others stay apart."""
+    from artist.network.phase.demand import collective_demand
+    from artist.network.phase.model import contended_phase
+
+    data = small_topology_mapping(racks=2, machines_per_rack=2, gpus_per_machine=1, oversubscription=1.0)
+    data["tiers"]["rack"]["bandwidth_gbps"] = data["tiers"]["spine"]["bandwidth_gbps"] = NIC_GBPS
+    topo = Topology.from_mapping(data, "<test>")
+    nbytes = 8 << 20
+    demand = collective_demand(topo, "all_reduce", (0, 1, 2, 3), nbytes, "ring", 1, NO_LATENCY)
+    per_edge = 2 * 3 / 4 * nbytes
+    assert [b.edge_bytes for b in demand.bundles] == pytest.approx([per_edge] * 4)
+    assert demand.bandwidth_seconds == pytest.approx(per_edge / PORT_BYTES_PER_S, rel=1e-9)
+    # no link shared: the 4 edges alike (same bytes and cap) are one bundle crossing nothing
+    first, bundles = contended_phase(demand, demand.bandwidth_seconds, shared=set())
+    assert first == 0.0 and len(bundles) == 1 and bundles[0].crossings == ()
+    # one NIC uplink shared: the one edge leaving GPU 0 apart, the three others together
+    uplink = next(link for link in demand.bundles[0].links if link[0] == "nic_up")
+    _, bundles = contended_phase(demand, demand.bandwidth_seconds, shared={uplink})
+    assert sorted(b.crossings for b in bundles) == [(), ((uplink, 1.0),)]
+
+
 def test_compute_and_allreduce_beside_a_bulk_sender_take_3t_and_6t():
     """Job a: compute T, then an all-reduce of T alone; job b: one send of 4T alone, back to back, on the
     same port. While a communicates, each has half the port: a's all-reduce takes 2T (a: 3T per step);
