@@ -43,7 +43,7 @@ def build_parser() -> Parser:
     return parser
 
 
-def _ns3_error(exc: BaseException) -> bool:
+def _engine_error(exc: BaseException) -> bool:
     """An ns-3 run that hung, crashed or failed, or a compiled engine (ns-3's, the phase model's) that
     could not be built (without importing the ns-3 package to ask)."""
     runner = sys.modules.get("artist.network.ns3.runner")
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         from artist.simulator import SimulationError
 
-        if _ns3_error(exc) or isinstance(exc, SimulationError):
+        if _engine_error(exc) or isinstance(exc, SimulationError):
             print(f"artist: error: {_one_line(str(exc))}", file=sys.stderr)
             return 3
         raise

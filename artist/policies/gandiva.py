@@ -31,7 +31,7 @@ Choices the paper leaves open (the project's reading):
 from __future__ import annotations
 
 from artist.cluster import FreeMap
-from artist.placement import MACHINE, RACK, TIER_ORDER
+from artist.placement import MACHINE, TIER_ORDER
 from artist.policies.base import Decision, Policy, SchedulerView, start_strictly_in_order
 from artist.policies.registry import register
 
@@ -52,11 +52,8 @@ class Gandiva(Policy):
             return Decision(allocations)
         movable = [s for s in view.running if s.placement.tier != MACHINE]
         movable.sort(key=lambda s: (-TIER_ORDER[s.placement.tier], s.job_id))
-        t = view.topology
         for state in movable:
             current = state.placement
-            if state.gpus > (t.gpus_per_machine if current.tier == RACK else t.gpus_per_rack):
-                continue  # no better tier holds it: a job on one rack can only move onto one machine
             # the tier find() would reach with the job's own GPUs back, read off the counts: most jobs
             # cannot move up, and for them the trial copy below would be wasted
             if TIER_ORDER[free.best_tier_with(state.gpus, current)] >= TIER_ORDER[current.tier]:
