@@ -41,6 +41,7 @@ struct Active {
   double work;
   int cls;
   double rate;
+  int slot;  // its stable number while active (link_users_ lists slots; slot_index_ finds it in active_)
 };
 
 struct JobState {
@@ -98,7 +99,8 @@ struct Input {
 
 class Run {
  public:
-  explicit Run(const Input& in) : in_(in), users_(in.n_links, 0), dirty_link_(in.n_links, 0) {
+  explicit Run(const Input& in)
+      : in_(in), users_(in.n_links, 0), dirty_link_(in.n_links, 0), link_users_(in.n_links) {
     jobs_.resize(in.n_jobs);
     for (int j = 0; j < in.n_jobs; ++j) {
       JobState& s = jobs_[j];
@@ -118,7 +120,6 @@ class Run {
   void run() {
     for (int j = 0; j < in_.n_jobs; ++j) start_step(j);
     std::vector<std::size_t> finished;
-    std::vector<Active> kept;
     while (!heap_.empty() || !active_.empty()) {
       if (done_ || events_ >= in_.max_events) break;
       double t_timer = heap_.empty() ? INF : heap_.front().when;
@@ -159,21 +160,32 @@ class Run {
             for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
               int link = in_.cross_link[c];
               users_[link] -= 1;
-              dirty_link_[link] = 1;
+              mark_dirty(link);
               if (users_[link]) changed_ = true;
+              std::vector<int>& on = link_users_[link];
+              for (std::size_t u = 0; u < on.size(); ++u) {
+                if (on[u] == a.slot) {
+                  on[u] = on.back();
+                  on.pop_back();
+                  break;
+                }
+              }
             }
+            free_slots_.push_back(a.slot);
             done_bundles.push_back(a);
           }
-          kept.clear();
-          std::size_t f = 0;
-          for (std::size_t k = 0; k < active_.size(); ++k) {
+          // drop the finished ones, keeping the others' order (engine.py's list comprehension)
+          std::size_t f = 0, out = finished[0];
+          for (std::size_t k = finished[0]; k < active_.size(); ++k) {
             if (f < finished.size() && finished[f] == k) {
               ++f;
             } else {
-              kept.push_back(active_[k]);
+              if (out != k) active_[out] = active_[k];
+              slot_index_[active_[out].slot] = static_cast<int>(out);
+              ++out;
             }
           }
-          active_.swap(kept);
+          active_.resize(out);
           for (const Active& a : done_bundles) {
             events_ += 1;
             JobState& s = jobs_[a.job];
@@ -197,14 +209,25 @@ class Run {
           for (int64_t b = b0; b < b1; ++b) {
             int cls = in_.bundle_class[b];
             double rate = in_.class_cap[cls];
+            int slot;
+            if (free_slots_.empty()) {
+              slot = static_cast<int>(slot_index_.size());
+              slot_index_.push_back(0);
+              slot_seen_.push_back(0);
+            } else {
+              slot = free_slots_.back();
+              free_slots_.pop_back();
+            }
             for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
               int link = in_.cross_link[c];
               users_[link] += 1;
-              dirty_link_[link] = 1;
+              mark_dirty(link);
               if (users_[link] > 1) changed_ = true;
               rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
+              link_users_[link].push_back(slot);
             }
-            active_.push_back(Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate});
+            slot_index_[slot] = static_cast<int>(active_.size());
+            active_.push_back(Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, slot});
           }
         } else {
           end_node(j, i);
@@ -310,66 +333,52 @@ class Run {
     return 0.0;
   }
 
-  // engine.py: groups_sharing over the active bundles' links (union-find, the smaller index the root),
-  // then each group's rates from the memo by its sorted classes
-  int find(int k) {
-    while (parent_[k] != k) {
-      parent_[k] = parent_[parent_[k]];
-      k = parent_[k];
+  void mark_dirty(int link) {
+    if (!dirty_link_[link]) {
+      dirty_link_[link] = 1;
+      dirty_list_.push_back(link);
     }
-    return k;
   }
 
-  // Only the groups holding a link where a bundle started or drained since the last call are looked up
-  // again: every other group keeps its set of classes, so the memo would give it the rates it has (engine.py
-  // looks every group up; the same values).
+  // engine.py: groups_sharing over the active bundles' links, then each group's rates from the memo by
+  // its sorted classes. Only the groups holding a link where a bundle started or drained since the last
+  // call are looked up again: every other group keeps its set of classes, so the memo would give it the
+  // rates it has (engine.py looks every group up; the same values). Each such group is found by a search
+  // from that link over the links its bundles cross (link_users_): a cost of the groups' size, not of
+  // every active bundle (a 30-job component holds ~75 active bundles, its changed groups 2-4).
   void assign_rates() {
-    const int n = static_cast<int>(active_.size());
-    parent_.resize(n);
-    for (int k = 0; k < n; ++k) parent_[k] = k;
-    holder_.assign(in_.n_links, -1);
-    for (int k = 0; k < n; ++k) {
-      const Active& a = active_[k];
-      for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
-        int link = in_.cross_link[c];
-        if (holder_[link] < 0) holder_[link] = k;
-        int x = find(k), y = find(holder_[link]);
-        if (x != y) parent_[std::max(x, y)] = std::min(x, y);
-      }
-    }
-    dirty_root_.assign(n, 0);
-    for (int k = 0; k < n; ++k) {
-      const Active& a = active_[k];
-      for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
-        if (dirty_link_[in_.cross_link[c]]) {
-          dirty_root_[find(k)] = 1;
-          break;
+    ++epoch_;
+    for (int start : dirty_list_) {
+      dirty_link_[start] = 0;
+      if (link_users_[start].empty() || slot_seen_[link_users_[start][0]] == epoch_) continue;
+      group_.clear();
+      key_.clear();
+      for (int slot : link_users_[start]) {
+        if (slot_seen_[slot] != epoch_) {
+          slot_seen_[slot] = epoch_;
+          group_.push_back(slot);
         }
       }
-    }
-    std::fill(dirty_link_.begin(), dirty_link_.end(), 0);
-    // members of each dirty group in index order: a chain per root (next_[k]: the next member after k)
-    head_.assign(n, -1);
-    tail_.assign(n, -1);
-    next_.assign(n, -1);
-    for (int k = 0; k < n; ++k) {
-      int root = find(k);
-      if (!dirty_root_[root]) continue;
-      if (head_[root] < 0) {
-        head_[root] = k;
-      } else {
-        next_[tail_[root]] = k;
+      for (std::size_t g = 0; g < group_.size(); ++g) {
+        const Active& a = active_[slot_index_[group_[g]]];
+        key_.push_back(a.cls);
+        for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+          for (int slot : link_users_[in_.cross_link[c]]) {
+            if (slot_seen_[slot] != epoch_) {
+              slot_seen_[slot] = epoch_;
+              group_.push_back(slot);
+            }
+          }
+        }
       }
-      tail_[root] = k;
-    }
-    for (int root = 0; root < n; ++root) {
-      if (head_[root] < 0) continue;
-      key_.clear();
-      for (int k = head_[root]; k >= 0; k = next_[k]) key_.push_back(active_[k].cls);
       std::sort(key_.begin(), key_.end());
       const std::vector<std::pair<int, double>>& found = rates_for(key_);
-      for (int k = head_[root]; k >= 0; k = next_[k]) active_[k].rate = lookup(found, active_[k].cls);
+      for (int slot : group_) {
+        Active& a = active_[slot_index_[slot]];
+        a.rate = lookup(found, a.cls);
+      }
     }
+    dirty_list_.clear();
   }
 
   const std::vector<std::pair<int, double>>& rates_for(const std::vector<int>& key) {
@@ -617,11 +626,14 @@ class Run {
   std::vector<Active> active_;
   std::vector<int> users_;
   std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
-  std::vector<int> parent_;
-  std::vector<int> holder_;
   std::vector<char> dirty_link_;
-  std::vector<char> dirty_root_;
-  std::vector<int> head_, tail_, next_, key_;
+  std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once
+  std::vector<std::vector<int>> link_users_;  // per shared link: slots of the active bundles crossing it
+  std::vector<int> slot_index_;  // per slot: its index in active_
+  std::vector<int> free_slots_;
+  std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
+  int64_t epoch_ = 0;
+  std::vector<int> group_, key_;
   int64_t seq_ = 0;
   int64_t events_ = 0;
   double now_ = 0.0;

@@ -163,18 +163,31 @@ class PhaseContention:
     def _phase_job(self, graph: StepGraph, shared: set[LinkId]) -> tuple[PhaseNode, ...]:
         """The job's nodes with its bundles' crossings of shared links as link ids (relabelled later)."""
         nodes = []
+        # an LLM step repeats a few collectives thousands of times: each distinct one is split once
+        forms: dict[tuple, tuple] = {}
         for node in graph.nodes:
             if not node.is_communication:
                 nodes.append(PhaseNode(node.deps, float(node.seconds), False))
                 continue
-            alone = self._collective_seconds(node.kind, node.group, int(node.nbytes))
-            demand = self._demand(node.kind, node.group, int(node.nbytes))
-            if not any(link in shared for b in demand.bundles for link in b.links):
-                nodes.append(PhaseNode(node.deps, alone, False, comm_seconds=alone))
-                continue
-            first, bundles = contended_phase(demand, alone, shared)
-            nodes.append(PhaseNode(node.deps, first, True, bundles))
+            key = (node.kind, node.group, int(node.nbytes))
+            form = forms.get(key)
+            if form is None:
+                form = forms[key] = self._collective_form(key, shared)
+            first, bundles = form
+            if bundles:
+                nodes.append(PhaseNode(node.deps, first, True, bundles))
+            else:
+                nodes.append(PhaseNode(node.deps, first, False, comm_seconds=first))
         return merge_timer_chains(nodes)
+
+    def _collective_form(self, key: tuple, shared: set[LinkId]) -> tuple[float, tuple[PhaseBundle, ...]]:
+        """(fixed part, bundles) of one collective (kind, group, bytes) among these shared links; no
+        bundles (its whole alone time fixed) where it crosses none of them."""
+        alone = self._collective_seconds(*key)
+        demand = self._demand(*key)
+        if not any(link in shared for b in demand.bundles for link in b.links):
+            return alone, ()
+        return contended_phase(demand, alone, shared)
 
 
 def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[float, tuple[PhaseBundle, ...]]:
@@ -238,14 +251,20 @@ def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
     """The jobs with their shared link ids renumbered 0.. in order of first use, and those links."""
     index: dict[LinkId, int] = {}
+    # per bundles tuple (by identity: the nodes hold them alive): once relabelled, the same links have
+    # their numbers, so a repeated tuple (one collective, thousands of times a step) relabels alike
+    done: dict[int, tuple[PhaseBundle, ...]] = {}
     out = []
     for nodes in jobs:
         renumbered = []
         for node in nodes:
             if node.bundles:
-                bundles = tuple(PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
-                                                                 for link, m in b.crossings))
-                                for b in node.bundles)
+                bundles = done.get(id(node.bundles))
+                if bundles is None:
+                    bundles = done[id(node.bundles)] = tuple(
+                        PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
+                                                         for link, m in b.crossings))
+                        for b in node.bundles)
                 node = PhaseNode(node.deps, node.seconds, node.communication, bundles, node.comm_seconds)
             renumbered.append(node)
         out.append(PhaseJob(tuple(renumbered)))
@@ -253,6 +272,18 @@ def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], t
 
 
 def _digest(relabelled) -> str:
-    """A stable text digest of a relabelled job (its repr: floats in full, link ids renumbered)."""
+    """A stable text digest of a relabelled job: every node's fields and its bundles' (floats in full,
+    link ids renumbered), each distinct bundles tuple written once and named by its first-use number."""
     jobs, _ = relabelled
-    return hashlib.sha1(repr(jobs).encode()).hexdigest()
+    of_object: dict[int, int] = {}  # by identity first (cheap), then by value: equal tuples, one number
+    of_value: dict[tuple, int] = {}
+    rows = []
+    for job in jobs:
+        for node in job.nodes:
+            k = of_object.get(id(node.bundles))
+            if k is None:
+                value = tuple((b.work, b.cap, b.crossings) for b in node.bundles)
+                k = of_object[id(node.bundles)] = of_value.setdefault(value, len(of_value))
+            rows.append((node.deps, node.seconds, node.communication, node.comm_seconds, k))
+        rows.append(None)  # end of a job
+    return hashlib.sha1(repr((rows, list(of_value))).encode()).hexdigest()
