@@ -34,14 +34,31 @@ struct Later {
   }
 };
 
+// engine.py's active bundle (its slot is its index in Run::active_)
 struct Active {
   int job;
   int node;
-  double remaining;
+  double remaining;  // bytes left at `since`
   double work;
   int cls;
   double rate;
-  int slot;  // its stable number while active (link_users_ lists slots; slot_index_ finds it in active_)
+  double since;
+  bool live;
+};
+
+// engine.py's drain entry (time, slot, version): heapq's order on the tuple, a total order
+struct Drain {
+  double when;
+  int slot;
+  int64_t version;
+};
+
+struct DrainLater {
+  bool operator()(const Drain& a, const Drain& b) const {
+    if (a.when != b.when) return a.when > b.when;
+    if (a.slot != b.slot) return a.slot > b.slot;
+    return a.version > b.version;
+  }
 };
 
 struct JobState {
@@ -119,82 +136,48 @@ class Run {
 
   void run() {
     for (int j = 0; j < in_.n_jobs; ++j) start_step(j);
-    std::vector<std::size_t> finished;
-    while (!heap_.empty() || !active_.empty()) {
+    std::vector<int> finished;
+    while (!heap_.empty() || active_count_ > 0) {
       if (done_ || events_ >= in_.max_events) break;
       double t_timer = heap_.empty() ? INF : heap_.front().when;
-      double t_next = t_timer;
-      if (!active_.empty()) {
-        long first = -1;
-        double t_drain = INF;
-        for (std::size_t k = 0; k < active_.size(); ++k) {
-          const Active& a = active_[k];
-          if (a.rate > 0) {
-            double t = a.remaining / a.rate;
-            if (t < t_drain) {
-              first = static_cast<long>(k);
-              t_drain = t;
+      int first = active_count_ > 0 ? next_drain() : -1;
+      double t_drain = first >= 0 ? drains_.front().when : INF;
+      now_ = std::min(t_timer, t_drain);
+      if (now_ == INF) break;
+      finished.clear();
+      while (first >= 0 && drains_.front().when - now_ <= 1e-9 * active_[first].work / active_[first].rate) {
+        std::pop_heap(drains_.begin(), drains_.end(), DrainLater());
+        drains_.pop_back();
+        active_[first].live = false;
+        active_count_ -= 1;
+        free_slots_.push_back(first);
+        finished.push_back(first);
+        first = next_drain();
+      }
+      for (int slot : finished) {
+        const Active& a = active_[slot];
+        for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+          int link = in_.cross_link[c];
+          users_[link] -= 1;
+          mark_dirty(link);
+          if (users_[link]) changed_ = true;
+          std::vector<int>& on = link_users_[link];
+          for (std::size_t u = 0; u < on.size(); ++u) {
+            if (on[u] == slot) {
+              on[u] = on.back();
+              on.pop_back();
+              break;
             }
           }
         }
-        t_drain += now_;
-        t_next = std::min(t_timer, t_drain);
-        double dt = t_next - now_;
-        bool drained_first = t_drain <= t_timer;
-        now_ = t_next;
-        finished.clear();
-        for (std::size_t k = 0; k < active_.size(); ++k) {
-          Active& a = active_[k];
-          double left = (drained_first && static_cast<long>(k) == first) ? 0.0 : a.remaining - a.rate * dt;
-          if (left <= 1e-9 * a.work) {
-            finished.push_back(k);
-          } else {
-            a.remaining = left;
-          }
-        }
-        if (!finished.empty()) {
-          std::vector<Active> done_bundles;
-          done_bundles.reserve(finished.size());
-          for (std::size_t k : finished) {
-            const Active& a = active_[k];
-            for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
-              int link = in_.cross_link[c];
-              users_[link] -= 1;
-              mark_dirty(link);
-              if (users_[link]) changed_ = true;
-              std::vector<int>& on = link_users_[link];
-              for (std::size_t u = 0; u < on.size(); ++u) {
-                if (on[u] == a.slot) {
-                  on[u] = on.back();
-                  on.pop_back();
-                  break;
-                }
-              }
-            }
-            free_slots_.push_back(a.slot);
-            done_bundles.push_back(a);
-          }
-          // drop the finished ones, keeping the others' order (engine.py's list comprehension)
-          std::size_t f = 0, out = finished[0];
-          for (std::size_t k = finished[0]; k < active_.size(); ++k) {
-            if (f < finished.size() && finished[f] == k) {
-              ++f;
-            } else {
-              if (out != k) active_[out] = active_[k];
-              slot_index_[active_[out].slot] = static_cast<int>(out);
-              ++out;
-            }
-          }
-          active_.resize(out);
-          for (const Active& a : done_bundles) {
-            events_ += 1;
-            JobState& s = jobs_[a.job];
-            s.bundles_left[a.node] -= 1;
-            if (s.bundles_left[a.node] == 0) end_node(a.job, a.node);
-          }
-        }
-      } else {
-        now_ = t_next;
+      }
+      for (int slot : finished) {
+        // copied: end_node may start bundles that reuse the slot
+        int job = active_[slot].job, node = active_[slot].node;
+        events_ += 1;
+        JobState& s = jobs_[job];
+        s.bundles_left[node] -= 1;
+        if (s.bundles_left[node] == 0) end_node(job, node);
       }
       while (!heap_.empty() && heap_.front().when <= now_ && !done_) {
         std::pop_heap(heap_.begin(), heap_.end(), Later());
@@ -209,31 +192,35 @@ class Run {
           for (int64_t b = b0; b < b1; ++b) {
             int cls = in_.bundle_class[b];
             double rate = in_.class_cap[cls];
-            int slot;
-            if (free_slots_.empty()) {
-              slot = static_cast<int>(slot_index_.size());
-              slot_index_.push_back(0);
-              slot_seen_.push_back(0);
-            } else {
-              slot = free_slots_.back();
-              free_slots_.pop_back();
-            }
             for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
               int link = in_.cross_link[c];
               users_[link] += 1;
               mark_dirty(link);
               if (users_[link] > 1) changed_ = true;
               rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
-              link_users_[link].push_back(slot);
             }
-            slot_index_[slot] = static_cast<int>(active_.size());
-            active_.push_back(Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, slot});
+            int slot;
+            if (free_slots_.empty()) {
+              slot = static_cast<int>(active_.size());
+              active_.emplace_back();
+              versions_.push_back(0);
+              slot_seen_.push_back(0);
+            } else {
+              slot = free_slots_.back();
+              free_slots_.pop_back();
+            }
+            for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+              link_users_[in_.cross_link[c]].push_back(slot);
+            }
+            active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true};
+            active_count_ += 1;
+            schedule_drain(slot);
           }
         } else {
           end_node(j, i);
         }
       }
-      if (changed_ && !active_.empty()) assign_rates();
+      if (changed_ && active_count_ > 0) assign_rates();
       changed_ = false;
     }
   }
@@ -296,7 +283,7 @@ class Run {
 
   void skip_undisturbed(int j) {
     double alone = in_.alone_steps[j];
-    if (!active_.empty() || alone <= 0) return;
+    if (active_count_ > 0 || alone <= 0) return;
     double horizon = INF;
     for (const Timer& t : heap_) {
       if (t.job != j) horizon = std::min(horizon, t.when);
@@ -333,6 +320,34 @@ class Run {
     return 0.0;
   }
 
+  // engine.py set_rate, schedule_drain, next_drain
+  void set_rate(int slot, double rate) {
+    Active& a = active_[slot];
+    a.remaining -= a.rate * (now_ - a.since);
+    a.since = now_;
+    a.rate = rate;
+    schedule_drain(slot);
+  }
+
+  void schedule_drain(int slot) {
+    versions_[slot] += 1;
+    const Active& a = active_[slot];
+    if (a.rate > 0) {
+      drains_.push_back(Drain{a.since + a.remaining / a.rate, slot, versions_[slot]});
+      std::push_heap(drains_.begin(), drains_.end(), DrainLater());
+    }
+  }
+
+  int next_drain() {
+    while (!drains_.empty()) {
+      const Drain& d = drains_.front();
+      if (active_[d.slot].live && versions_[d.slot] == d.version) return d.slot;
+      std::pop_heap(drains_.begin(), drains_.end(), DrainLater());
+      drains_.pop_back();
+    }
+    return -1;
+  }
+
   void mark_dirty(int link) {
     if (!dirty_link_[link]) {
       dirty_link_[link] = 1;
@@ -360,7 +375,7 @@ class Run {
         }
       }
       for (std::size_t g = 0; g < group_.size(); ++g) {
-        const Active& a = active_[slot_index_[group_[g]]];
+        const Active& a = active_[group_[g]];
         key_.push_back(a.cls);
         for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
           for (int slot : link_users_[in_.cross_link[c]]) {
@@ -374,8 +389,8 @@ class Run {
       std::sort(key_.begin(), key_.end());
       const std::vector<std::pair<int, double>>& found = rates_for(key_);
       for (int slot : group_) {
-        Active& a = active_[slot_index_[slot]];
-        a.rate = lookup(found, a.cls);
+        double rate = lookup(found, active_[slot].cls);
+        if (rate != active_[slot].rate) set_rate(slot, rate);
       }
     }
     dirty_list_.clear();
@@ -629,8 +644,10 @@ class Run {
   std::vector<char> dirty_link_;
   std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once
   std::vector<std::vector<int>> link_users_;  // per shared link: slots of the active bundles crossing it
-  std::vector<int> slot_index_;  // per slot: its index in active_
-  std::vector<int> free_slots_;
+  std::vector<int> free_slots_;  // slots of drained bundles, reused last freed first
+  std::vector<int64_t> versions_;  // per slot: the version of its live drain entry
+  std::vector<Drain> drains_;
+  int active_count_ = 0;
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
   int64_t epoch_ = 0;
   std::vector<int> group_, key_;

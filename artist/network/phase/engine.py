@@ -11,7 +11,11 @@ each bundle's edges as its load and its alone rate as its cap: its own links
 are accounted in that rate), computed per group of active bundles linked by
 shared links and memoised by the group's bundle classes (crossings and cap).
 Rates change only when a bundle starts or drains, so the cost of a step is a
-few events per collective, not per transfer.
+few events per collective, not per transfer. An event touches only the bundles
+whose rate it changes: each keeps its bytes left as of its last rate change and
+its drain time on a heap (older entries go stale), and the groups re-shared are
+found from the links where a bundle started or drained, so an event in a
+component of ~75 active bundles costs a few of them, not all.
 
 The run is one continuous simulation (no re-runs from a common start): it
 stops when every job's mean step over the last window of the slowest job is
@@ -116,15 +120,26 @@ class _Job:
 def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: int | None = None,
                   window: int = WINDOW, tolerance: float = TOLERANCE, max_steps: int = MAX_STEPS,
                   max_events: int = MAX_EVENTS, alone: Sequence[PhaseSteady] | None = None,
-                  event_budget: int = EVENT_BUDGET,
-                  engine: str | None = None) -> list[PhaseSteady]:
+                  event_budget: int = EVENT_BUDGET, engine: str | None = None,
+                  links: Sequence[Sequence[int]] | None = None) -> list[PhaseSteady]:
     """Steady steps of the jobs together on shared links of these capacities (bytes/s).
     steps: run exactly this many steps of every job instead (1: a job's step alone).
     alone: each job's step alone (run_component([job], [], steps=1)): enables skipping undisturbed steps.
+    links: per job, the component's number of each link the job's crossings name (job j's link k is
+    links[j][k]: jobs numbered on their own, as model.py memoises them); None: they name the component's.
     engine: "python" (this module's loop), "compiled" (engine.cc: the same answers bit for bit, faster),
     None: $ARTIST_PHASE_ENGINE (native.py; default: compiled where it builds)."""
     alone_steps = None if alone is None else [a.step_seconds for a in alone]
     alone_comms = None if alone is None else [a.comm_seconds for a in alone]
+    runner = None if engine == "python" else native.compiled_runner(required=engine == "compiled")
+    if runner is not None:
+        windows = [window_for(native.packed(job).phases, window) for job in jobs]
+        run = runner(jobs, links, capacity, steps, windows, tolerance, max_steps, max_events, event_budget,
+                     alone_steps, alone_comms)
+        return [replace(_result(run.jobs, j, windows, tolerance, run.done and steps is None, run.now),
+                        engine="compiled") for j in range(len(jobs))]
+    if links is not None:
+        jobs = [_renumbered(job, mapping) for job, mapping in zip(jobs, links)]
     windows = [window_of(job, window) for job in jobs]
     # bundle classes (crossings, cap) numbered in order of appearance: the rates memo's keys and the order
     # max-min rates are computed in, the same in both engines
@@ -133,19 +148,20 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         for node in job.nodes:
             for b in node.bundles:
                 class_of.setdefault((b.crossings, b.cap), len(class_of))
-    runner = None if engine == "python" else native.compiled_runner(required=engine == "compiled")
-    if runner is not None:
-        run = runner(jobs, capacity, class_of, steps, windows, tolerance, max_steps, max_events, event_budget,
-                     alone_steps, alone_comms)
-        return [replace(_result(run.jobs, j, windows, tolerance, run.done and steps is None, run.now),
-                        engine="compiled") for j in range(len(jobs))]
     state = [_Job(j) for j in jobs]
     capacity = np.asarray(capacity, dtype=np.float64)
     heap: list = []
     seq = 0
     now = 0.0
     events = 0
-    active: list[list] = []  # [job, node, remaining, work, cap, crossings, rate, class]
+    # slot -> [job, node, remaining (bytes left at `since`), work, cap, crossings, rate, class, slot, since]:
+    # a bundle's bytes are brought up to date only when its rate changes, and its drain time
+    # (since + remaining / rate) is on `drains` as (time, slot, version), stale once the slot's version
+    # moves on; drains pop in (time, slot) order, whatever order they were pushed in
+    active: dict[int, list] = {}
+    drains: list = []
+    free_slots: list[int] = []  # slots of drained bundles, reused last freed first
+    versions: list[int] = []  # per slot: the version of its live drain entry
     # rates depend only on the active bundles' classes (crossings and cap): a step's phases recur, so the
     # sets recur; computed in class order, one answer per set whatever the order the bundles started in,
     # per group of bundles that share links
@@ -221,50 +237,59 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         start_step(j)
         now = saved
 
+    def set_rate(a: list, rate: float) -> None:
+        """Bundle a drains at `rate` from now: its bytes left brought to now, its drain time re-pushed
+        (the old entry goes stale: a bundle's bytes are touched only when its own rate changes)."""
+        a[2] -= a[6] * (now - a[9])
+        a[9] = now
+        a[6] = rate
+        schedule_drain(a)
+
+    def schedule_drain(a: list) -> None:
+        versions[a[8]] += 1
+        if a[6] > 0:
+            heapq.heappush(drains, (a[9] + a[2] / a[6], a[8], versions[a[8]]))
+
+    def next_drain() -> list | None:
+        """The live bundle first to drain (stale entries dropped), left on the heap."""
+        while drains:
+            _, slot, version = drains[0]
+            if slot in active and versions[slot] == version:
+                return active[slot]
+            heapq.heappop(drains)
+        return None
+
     for j in range(len(state)):
         start_step(j)
     while heap or active:
         if done or events >= max_events:
             break
         t_timer = heap[0][0] if heap else math.inf
-        t_next = t_timer
-        if active:
-            # plain Python over the few active bundles (numpy's per-call overhead dominates here); the
-            # same float operations as array arithmetic: drain = remaining / rate, left = remaining - rate x dt
-            first, t_drain = None, math.inf
-            for a in active:
-                if a[6] > 0:
-                    t = a[2] / a[6]
-                    if t < t_drain:
-                        first, t_drain = a, t
-            t_drain += now
-            t_next = min(t_timer, t_drain)
-            dt = t_next - now
-            drained_first = t_drain <= t_timer
-            now = t_next
-            finished = []
-            for a in active:
-                left = 0.0 if (drained_first and a is first) else a[2] - a[6] * dt
-                if left <= 1e-9 * a[3]:
-                    finished.append(a)
-                else:
-                    a[2] = left
-            if finished:
-                for a in finished:  # the others' rates change only where a finished bundle shared a link
-                    for link, _ in a[5]:
-                        users[link] -= 1
-                        if users[link]:
-                            changed = True
-                gone = {id(a) for a in finished}
-                active = [a for a in active if id(a) not in gone]
-                for a in finished:
-                    events += 1
-                    s = state[a[0]]
-                    s.bundles_left[a[1]] -= 1
-                    if s.bundles_left[a[1]] == 0:
-                        end_node(a[0], a[1])
-        else:
-            now = t_next
+        first = next_drain() if active else None
+        t_drain = drains[0][0] if first is not None else math.inf
+        now = min(t_timer, t_drain)
+        if now == math.inf:  # bundles at rate 0 and nothing else to come (a link of no capacity)
+            break
+        # every bundle whose bytes left at this instant are within 1e-9 of its work drains now: those
+        # first on the heap (in drain time, then slot order), as long as the next one qualifies
+        finished = []
+        while first is not None and drains[0][0] - now <= 1e-9 * first[3] / first[6]:
+            heapq.heappop(drains)
+            del active[first[8]]
+            free_slots.append(first[8])
+            finished.append(first)
+            first = next_drain()
+        for a in finished:  # the others' rates change only where a finished bundle shared a link
+            for link, _ in a[5]:
+                users[link] -= 1
+                if users[link]:
+                    changed = True
+        for a in finished:
+            events += 1
+            s = state[a[0]]
+            s.bundles_left[a[1]] -= 1
+            if s.bundles_left[a[1]] == 0:
+                end_node(a[0], a[1])
         while heap and heap[0][0] <= now and not done:
             _, _, j, i = heapq.heappop(heap)
             events += 1
@@ -279,14 +304,19 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                         if users[link] > 1:
                             changed = True
                         rate = min(rate, float(capacity[link]) / m)
-                    active.append([j, i, b.work, b.work, b.cap, b.crossings, rate, class_of[(b.crossings, b.cap)]])
+                    slot = free_slots.pop() if free_slots else len(versions)
+                    if slot == len(versions):
+                        versions.append(0)
+                    a = active[slot] = [j, i, b.work, b.work, b.cap, b.crossings, rate,
+                                        class_of[(b.crossings, b.cap)], slot, now]
+                    schedule_drain(a)
             else:
                 end_node(j, i)
         if changed and active:
             # max-min is independent per group of bundles linked by shared links: each group's rates are
             # memoised by its classes (groups recur where a whole active set does not)
-            for group in groups_sharing({k: [link for link, _ in a[5]] for k, a in enumerate(active)}):
-                members = [active[k] for k in group]
+            for group in groups_sharing({slot: [link for link, _ in a[5]] for slot, a in active.items()}):
+                members = [active[slot] for slot in group]
                 key = tuple(sorted([a[7] for a in members]))
                 found = rates_of.get(key)
                 if found is None:
@@ -295,7 +325,8 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                     ordered = sorted(members, key=lambda a: a[7])
                     found = rates_of[key] = dict(zip([a[7] for a in ordered], _rates(ordered, capacity).tolist()))
                 for a in members:
-                    a[6] = found[a[7]]
+                    if found[a[7]] != a[6]:
+                        set_rate(a, found[a[7]])
         changed = False
     return [_result(state, j, windows, tolerance, done and steps is None, now) for j in range(len(state))]
 
@@ -327,6 +358,14 @@ def _rates(active: list[list], capacity: np.ndarray) -> np.ndarray:
                          multiplicity=np.array(load))
 
 
+def _renumbered(job: PhaseJob, mapping: Sequence[int]) -> PhaseJob:
+    """The job with its link k named mapping[k]."""
+    return PhaseJob(tuple(replace(node, bundles=tuple(replace(b, crossings=tuple((mapping[link], m)
+                                                                                 for link, m in b.crossings))
+                                                      for b in node.bundles)) if node.bundles else node
+                          for node in job.nodes))
+
+
 def _slowest(state: list[_Job]) -> int:
     return max(range(len(state)), key=lambda j: (state[j].ends[-1] / len(state[j].ends), -j))
 
@@ -334,7 +373,11 @@ def _slowest(state: list[_Job]) -> int:
 def window_of(job: PhaseJob, window: int = WINDOW) -> int:
     """Steps per window when this job is the slowest: enough to hold WINDOW_PHASES of its contended
     phases, between 1 and `window`."""
-    phases = sum(1 for node in job.nodes if node.bundles)
+    return window_for(sum(1 for node in job.nodes if node.bundles), window)
+
+
+def window_for(phases: int, window: int = WINDOW) -> int:
+    """window_of for a job of this many contended phases."""
     return min(window, max(1, math.ceil(WINDOW_PHASES / max(1, phases))))
 
 

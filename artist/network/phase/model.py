@@ -29,8 +29,9 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "7"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
-# 7: one flow per edge, not a lock-step bundle per channel)
+PHASE_VERSION = "8"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
+# 7: one flow per edge, not a lock-step bundle per channel; 8: a bundle's bytes brought up to date only when
+# its rate changes, drains taken from a heap: rounding differs, and with it the alignment of long runs)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
@@ -113,12 +114,17 @@ class PhaseContention:
 
         def timed() -> TimedComponent:
             self.components_run += 1
+            # each job numbered on its own (its signature's form), mapped onto the canonical numbering
+            own = [signature[j][2] for j in order]
+            maps = [mapping for _, mapping in placed]
+            alone = [self._alone_step(job, sig, mapping, capacity) for job, (sig, mapping) in zip(own, placed)]
+            shared_steps = run_component(own, capacity, alone=alone, links=maps) if len(own) > 1 else alone
+            steps = tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
+            if not self.keep_jobs:
+                return TimedComponent(steps)
             canonical, links = _relabel([local[j] for j in order])
             assert tuple(links) == tuple(numbering), "the canonical numbering is first use in canonical order"
-            alone = [self._alone_step(job, sig, mapping, capacity) for job, (sig, mapping) in zip(canonical, placed)]
-            shared_steps = run_component(canonical, capacity, alone=alone) if len(canonical) > 1 else alone
-            steps = tuple(ComponentStep(s, a) for s, a in zip(shared_steps, alone))
-            return TimedComponent(steps, canonical, capacity) if self.keep_jobs else TimedComponent(steps)
+            return TimedComponent(steps, canonical, capacity)
 
         found = memoised(self._components, (placed, capacity), timed, MAX_MEMO).steps
         return {j: found[k] for k, j in enumerate(order)}
@@ -129,9 +135,10 @@ class PhaseContention:
 
     def _alone_step(self, job: PhaseJob, signature: str, mapping: tuple[int, ...],
                     capacity: tuple[float, ...]) -> PhaseSteady:
-        """The job's step alone, memoised by its signature and its links' capacities (all it depends on)."""
-        return memoised(self._alone, (signature, tuple(capacity[m] for m in mapping)),
-                        lambda: run_component([job], capacity, steps=1)[0], MAX_MEMO)
+        """The job's step alone (job: numbered on its own; mapping: its links' numbers in capacity),
+        memoised by its signature and its links' capacities (all it depends on)."""
+        own = tuple(capacity[m] for m in mapping)
+        return memoised(self._alone, (signature, own), lambda: run_component([job], own, steps=1)[0], MAX_MEMO)
 
     def _derived(self, graph: StepGraph) -> tuple:
         """(its links, {the shared links it crosses: its phase nodes}) per graph object: a running job's
@@ -144,11 +151,12 @@ class PhaseContention:
         crossed = frozenset(links & shared)
         return memoised(by_crossed, crossed, lambda: self._phase_job(graph, crossed), MAX_FORMS)
 
-    def _signature(self, nodes: tuple[PhaseNode, ...]) -> tuple[str, tuple[LinkId, ...]]:
-        """(digest of the job relabelled alone, its shared links in first use), per node tuple."""
+    def _signature(self, nodes: tuple[PhaseNode, ...]) -> tuple[str, tuple[LinkId, ...], PhaseJob]:
+        """(digest of the job relabelled alone, its shared links in first use, the job so relabelled),
+        per node tuple."""
         def make():
             relabelled = _relabel([nodes])
-            return _digest(relabelled), relabelled[1]
+            return _digest(relabelled), relabelled[1], relabelled[0][0]
 
         return memoised_by_identity(self._signatures, (nodes,), make, MAX_GRAPHS)
 
@@ -162,12 +170,12 @@ class PhaseContention:
 
     def _phase_job(self, graph: StepGraph, shared: set[LinkId]) -> tuple[PhaseNode, ...]:
         """The job's nodes with its bundles' crossings of shared links as link ids (relabelled later)."""
-        nodes = []
+        nodes = []  # (deps, seconds, communication, bundles, comm_seconds): PhaseNode's fields
         # an LLM step repeats a few collectives thousands of times: each distinct one is split once
         forms: dict[tuple, tuple] = {}
         for node in graph.nodes:
             if not node.is_communication:
-                nodes.append(PhaseNode(node.deps, float(node.seconds), False))
+                nodes.append((node.deps, float(node.seconds), False, (), 0.0))
                 continue
             key = (node.kind, node.group, int(node.nbytes))
             form = forms.get(key)
@@ -175,9 +183,9 @@ class PhaseContention:
                 form = forms[key] = self._collective_form(key, shared)
             first, bundles = form
             if bundles:
-                nodes.append(PhaseNode(node.deps, first, True, bundles))
+                nodes.append((node.deps, first, True, bundles, 0.0))
             else:
-                nodes.append(PhaseNode(node.deps, first, False, comm_seconds=first))
+                nodes.append((node.deps, first, False, (), first))
         return merge_timer_chains(nodes)
 
     def _collective_form(self, key: tuple, shared: set[LinkId]) -> tuple[float, tuple[PhaseBundle, ...]]:
@@ -218,34 +226,37 @@ def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[flo
                         for (work, cap, crossings), count in merged.items())
 
 
-def merge_timer_chains(nodes: list[PhaseNode]) -> tuple[PhaseNode, ...]:
-    """The nodes with every chain of timers (nodes without bundles, each the only successor of the one
-    before and depending on it alone) made one timer of their summed durations. Exact: no other node
-    waits for a chain's inner ends. Why: an LLM step is ~10 k nodes, most of them per-layer compute and
-    machine-local collectives in such chains, each an event at every simulated step."""
+def merge_timer_chains(nodes: list[tuple]) -> tuple[PhaseNode, ...]:
+    """The nodes ((deps, seconds, communication, bundles, comm_seconds) each) as PhaseNodes, with every
+    chain of timers (nodes without bundles, each the only successor of the one before and depending on
+    it alone) made one timer of their summed durations. Exact: no other node waits for a chain's inner
+    ends. Why: an LLM step is ~10 k nodes, most of them per-layer compute and machine-local collectives
+    in such chains, each an event at every simulated step."""
     successors = [0] * len(nodes)
     for node in nodes:
-        for d in node.deps:
+        for d in node[0]:
             successors[d] += 1
-    out: list[PhaseNode] = []
+    out: list[list] = []  # per new node: [deps, seconds, communication, bundles, comm_seconds]
     new_of: list[int] = []
-    tail_of: dict[int, int] = {}  # new timer index -> the old index its chain ends with
-    for i, node in enumerate(nodes):
-        if not node.bundles and len(node.deps) == 1:
-            k = new_of[node.deps[0]]
-            if not out[k].bundles and tail_of.get(k) == node.deps[0] and successors[node.deps[0]] == 1:
+    tail_of: dict[int, int] = {}  # new timer index -> the old index its chain ends with (timers only)
+    for i, (deps, seconds, communication, bundles, comm_seconds) in enumerate(nodes):
+        if not bundles and len(deps) == 1:
+            k = new_of[deps[0]]
+            if tail_of.get(k) == deps[0] and successors[deps[0]] == 1:
                 head = out[k]
-                out[k] = PhaseNode(head.deps, head.seconds + node.seconds, False,
-                                   comm_seconds=head.comm_seconds + node.comm_seconds)
+                head[1] += seconds
+                head[4] += comm_seconds
                 tail_of[k] = i
                 new_of.append(k)
                 continue
-        deps = tuple(sorted({new_of[d] for d in node.deps}))
         new_of.append(len(out))
-        if not node.bundles:
+        if not bundles:
             tail_of[len(out)] = i
-        out.append(PhaseNode(deps, node.seconds, node.communication, node.bundles, node.comm_seconds))
-    return tuple(out)
+        renumbered = (new_of[deps[0]],) if len(deps) == 1 else tuple(sorted({new_of[d] for d in deps}))
+        out.append([renumbered, seconds, communication, bundles, comm_seconds])
+    # a chain's head was a timer: communication False, its bundles none (as PhaseNode's defaults)
+    return tuple(PhaseNode(deps, seconds, communication, bundles, comm_seconds)
+                 for deps, seconds, communication, bundles, comm_seconds in out)
 
 
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:

@@ -4,7 +4,7 @@ order, so its answers are engine.py's bit for bit (tests/test_phase_native.py ch
 scenario it runs), 20-25x faster (measured on components of a 1 000-job trace).
 
     run = compiled_runner()   # None: no compiler, a failed build, or ARTIST_PHASE_ENGINE=python
-    run(jobs, capacity, class_of, steps, windows, tolerance, max_steps, max_events, budget, alone) -> NativeRun
+    run(jobs, links, capacity, steps, windows, tolerance, max_steps, max_events, budget, alone...) -> NativeRun
 
 ARTIST_PHASE_ENGINE: "auto" (default: compiled when it builds, else engine.py's loop), "compiled" (a
 build failure is an error), "python" (engine.py's loop: the reference). Every answer records which
@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import warnings
+from itertools import chain
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -24,6 +25,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from artist.errors import InputError
+from artist.memo import memoised_by_identity
 from artist.network.ns3 import engine_build
 
 SOURCE = Path(__file__).with_name("engine.cc")
@@ -136,39 +138,99 @@ def _ptr(array: np.ndarray, kind):
     return array.ctypes.data_as(kind)
 
 
-def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: int | None, windows: Sequence[int],
-         tolerance: float, max_steps: int, max_events: int, event_budget: int, alone_steps: Sequence[float] | None,
+@dataclass(frozen=True)
+class PackedJob:
+    """A job's nodes as flat arrays (packed once per job object: an LLM job is ~10^4 nodes, met in many
+    components), its bundles by local class: (crossings in the job's own link numbering, cap), numbered in
+    order of appearance."""
+
+    seconds: np.ndarray
+    comm: np.ndarray
+    comm_seconds: np.ndarray
+    dep_off: np.ndarray  # per node, the start of its deps in `deps` (one more entry: the end)
+    deps: np.ndarray
+    bundle_off: np.ndarray  # per node, the start of its bundles (one more entry: the end)
+    work: np.ndarray
+    bundle_class: np.ndarray  # local class of each bundle
+    classes: tuple  # ((crossings, cap), ...) by local class number
+    phases: int  # nodes with bundles (engine.window_of)
+
+
+_packed: dict = {}
+MAX_PACKED = 512  # jobs kept packed per process (a bound; the model keeps 256 job forms)
+
+
+def packed(job) -> PackedJob:
+    return memoised_by_identity(_packed, (job,), lambda: _pack(job), MAX_PACKED)
+
+
+def _pack(job) -> PackedJob:
+    nodes = job.nodes
+    dep_off = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum([len(node.deps) for node in nodes], out=dep_off[1:])
+    bundle_off = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum([len(node.bundles) for node in nodes], out=bundle_off[1:])
+    work, bundle_class = [], []
+    class_of: dict = {}
+    of_bundles: dict = {}  # per bundles tuple (by identity; the job holds them): their local classes
+    phases = 0
+    for node in nodes:
+        if node.bundles:
+            phases += 1
+            numbers = of_bundles.get(id(node.bundles))
+            if numbers is None:
+                numbers = of_bundles[id(node.bundles)] = [class_of.setdefault((b.crossings, b.cap), len(class_of))
+                                                          for b in node.bundles]
+            work.extend(b.work for b in node.bundles)
+            bundle_class.extend(numbers)
+    return PackedJob(np.array([node.seconds for node in nodes], dtype=np.float64),
+                     np.array([node.communication for node in nodes], dtype=np.uint8),
+                     np.array([node.comm_seconds for node in nodes], dtype=np.float64), dep_off,
+                     np.fromiter(chain.from_iterable(node.deps for node in nodes), dtype=np.int32,
+                                 count=int(dep_off[-1])), bundle_off,
+                     np.asarray(work, dtype=np.float64), np.asarray(bundle_class, dtype=np.int32),
+                     tuple(class_of), phases)
+
+
+def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: Sequence[float],
+         steps: int | None, windows: Sequence[int], tolerance: float, max_steps: int, max_events: int,
+         event_budget: int, alone_steps: Sequence[float] | None,
          alone_comms: Sequence[float] | None) -> NativeRun:
-    """engine.run_component's loop on flat arrays (the jobs' nodes, deps and bundles; the bundle classes
-    of class_of, numbered as engine.py numbers them)."""
-    job_off, dep_off, bundle_off = [0], [0], [0]
-    seconds, comm, comm_seconds, deps, work, bundle_class = [], [], [], [], [], []
-    for job in jobs:
-        for node in job.nodes:
-            seconds.append(node.seconds)
-            comm.append(1 if node.communication else 0)
-            comm_seconds.append(node.comm_seconds)
-            deps.extend(node.deps)
-            dep_off.append(len(deps))
-            for b in node.bundles:
-                work.append(b.work)
-                bundle_class.append(class_of[(b.crossings, b.cap)])
-            bundle_off.append(len(work))
-        job_off.append(len(seconds))
-    classes = sorted(class_of.items(), key=lambda kv: kv[1])
+    """engine.run_component's loop on flat arrays: the jobs' packed arrays end to end, their link numbers
+    mapped through links[j] (None: already the component's), bundle classes (crossings, cap) numbered in
+    order of appearance over the jobs, as engine.py numbers them."""
+    packs = [packed(job) for job in jobs]
+    class_of: dict = {}
+    parts = []
+    for j, pack in enumerate(packs):
+        mapping = None if links is None else links[j]
+        local = [class_of.setdefault((crossings if mapping is None else
+                                      tuple((mapping[link], m) for link, m in crossings), cap), len(class_of))
+                 for crossings, cap in pack.classes]
+        parts.append(np.asarray(local, dtype=np.int32)[pack.bundle_class] if local else pack.bundle_class)
+    node_counts = [len(p.seconds) for p in packs]
+    job_off = np.concatenate(([0], np.cumsum(node_counts))).astype(np.int64)
+    dep_base = np.cumsum([0] + [len(p.deps) for p in packs[:-1]])
+    bundle_base = np.cumsum([0] + [len(p.work) for p in packs[:-1]])
     class_cap, cross_off, cross_link, cross_load = [], [0], [], []
-    for (crossings, cap), _ in classes:
+    for crossings, cap in class_of:
         class_cap.append(cap)
         for link, load in crossings:
             cross_link.append(link)
             cross_load.append(load)
         cross_off.append(len(cross_link))
     arrays = {
-        "job_off": np.asarray(job_off, dtype=np.int64), "seconds": np.asarray(seconds, dtype=np.float64),
-        "comm": np.asarray(comm, dtype=np.uint8), "comm_seconds": np.asarray(comm_seconds, dtype=np.float64),
-        "dep_off": np.asarray(dep_off, dtype=np.int64), "deps": np.asarray(deps, dtype=np.int32),
-        "bundle_off": np.asarray(bundle_off, dtype=np.int64), "work": np.asarray(work, dtype=np.float64),
-        "bundle_class": np.asarray(bundle_class, dtype=np.int32), "class_cap": np.asarray(class_cap, dtype=np.float64),
+        "job_off": job_off, "seconds": np.concatenate([p.seconds for p in packs]),
+        "comm": np.concatenate([p.comm for p in packs]),
+        "comm_seconds": np.concatenate([p.comm_seconds for p in packs]),
+        "dep_off": np.concatenate([p.dep_off[:-1] + base for p, base in zip(packs, dep_base)]
+                                  + [[dep_base[-1] + len(packs[-1].deps)]]).astype(np.int64),
+        "deps": np.concatenate([p.deps for p in packs]),
+        "bundle_off": np.concatenate([p.bundle_off[:-1] + base for p, base in zip(packs, bundle_base)]
+                                     + [[bundle_base[-1] + len(packs[-1].work)]]).astype(np.int64),
+        "work": np.concatenate([p.work for p in packs]),
+        "bundle_class": np.concatenate(parts).astype(np.int32),
+        "class_cap": np.asarray(class_cap, dtype=np.float64),
         "cross_off": np.asarray(cross_off, dtype=np.int64), "cross_link": np.asarray(cross_link, dtype=np.int32),
         "cross_load": np.asarray(cross_load, dtype=np.float64),
         "capacity": np.asarray(capacity, dtype=np.float64), "windows": np.asarray(windows, dtype=np.int32),
@@ -180,7 +242,7 @@ def _run(lib, jobs: Sequence, capacity: Sequence[float], class_of: dict, steps: 
         len(jobs), _ptr(a["job_off"], _I64), _ptr(a["seconds"], _D), _ptr(a["comm"], _U8), _ptr(a["comm_seconds"], _D),
         _ptr(a["dep_off"], _I64), _ptr(a["deps"], _I32), _ptr(a["bundle_off"], _I64),
         _ptr(a["work"], _D),
-        _ptr(a["bundle_class"], _I32), len(classes), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
+        _ptr(a["bundle_class"], _I32), len(class_of), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
         _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), len(a["capacity"]), _ptr(a["capacity"], _D),
         -1 if steps is None else int(steps), _ptr(a["windows"], _I32), float(tolerance), int(max_steps),
         int(max_events), int(event_budget),
