@@ -44,6 +44,7 @@ struct Active {
   double rate;
   double since;
   bool live;
+  bool pending;  // started at this instant: its drain entry is pushed once the instant's rates are known
 };
 
 // engine.py's drain entry (time, slot, version): heapq's order on the tuple, a total order
@@ -64,7 +65,7 @@ struct DrainLater {
 struct JobState {
   int64_t first;  // index of its first node in the flat node arrays
   int n;
-  std::vector<std::vector<int>> dependents;
+  std::vector<int> dependent_off, dependents;  // node i's dependents: dependents[dependent_off[i]..[i + 1])
   std::vector<int> roots;
   std::vector<int> deps_left;
   std::vector<int> bundles_left;
@@ -123,10 +124,17 @@ class Run {
       JobState& s = jobs_[j];
       s.first = in.job_node_off[j];
       s.n = static_cast<int>(in.job_node_off[j + 1] - s.first);
-      s.dependents.assign(s.n, {});
+      // dependents in engine.py's order (per node, its dependents in increasing index), as flat arrays
+      s.dependent_off.assign(s.n + 1, 0);
+      for (int64_t d = in.node_dep_off[s.first]; d < in.node_dep_off[s.first + s.n]; ++d) {
+        s.dependent_off[in.dep_idx[d] + 1] += 1;
+      }
+      for (int i = 0; i < s.n; ++i) s.dependent_off[i + 1] += s.dependent_off[i];
+      s.dependents.resize(s.dependent_off[s.n]);
+      std::vector<int> fill(s.dependent_off.begin(), s.dependent_off.end() - 1);
       for (int i = 0; i < s.n; ++i) {
         int64_t g = s.first + i;
-        for (int64_t d = in.node_dep_off[g]; d < in.node_dep_off[g + 1]; ++d) s.dependents[in.dep_idx[d]].push_back(i);
+        for (int64_t d = in.node_dep_off[g]; d < in.node_dep_off[g + 1]; ++d) s.dependents[fill[in.dep_idx[d]]++] = i;
         if (in.node_dep_off[g + 1] == in.node_dep_off[g]) s.roots.push_back(i);
       }
       s.started.assign(s.n, 0.0);
@@ -212,9 +220,9 @@ class Run {
             for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
               link_users_[in_.cross_link[c]].push_back(slot);
             }
-            active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true};
+            active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true, true};
             active_count_ += 1;
-            schedule_drain(slot);
+            pending_.push_back(slot);  // its drain time once this instant's rates are known
           }
         } else {
           end_node(j, i);
@@ -222,6 +230,13 @@ class Run {
       }
       if (changed_ && active_count_ > 0) assign_rates();
       changed_ = false;
+      // bundles started at this instant: one drain entry at their rate after re-sharing (engine.py pushes
+      // one at start and another if the rate changes; the live entry is the same)
+      for (int slot : pending_) {
+        active_[slot].pending = false;
+        schedule_drain(slot);
+      }
+      pending_.clear();
     }
   }
 
@@ -265,7 +280,8 @@ class Run {
       s.comm += in_.node_comm_seconds[g];
     }
     s.left -= 1;
-    for (int d : s.dependents[i]) {
+    for (int k = s.dependent_off[i]; k < s.dependent_off[i + 1]; ++k) {
+      int d = s.dependents[k];
       s.deps_left[d] -= 1;
       if (s.deps_left[d] == 0) start_node(j, d);
     }
@@ -326,7 +342,7 @@ class Run {
     a.remaining -= a.rate * (now_ - a.since);
     a.since = now_;
     a.rate = rate;
-    schedule_drain(slot);
+    if (!a.pending) schedule_drain(slot);
   }
 
   void schedule_drain(int slot) {
@@ -647,6 +663,7 @@ class Run {
   std::vector<int> free_slots_;  // slots of drained bundles, reused last freed first
   std::vector<int64_t> versions_;  // per slot: the version of its live drain entry
   std::vector<Drain> drains_;
+  std::vector<int> pending_;  // slots of the bundles started at this instant
   int active_count_ = 0;
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
   int64_t epoch_ = 0;

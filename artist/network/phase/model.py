@@ -141,13 +141,15 @@ class PhaseContention:
         return memoised(self._alone, (signature, own), lambda: run_component([job], own, steps=1)[0], MAX_MEMO)
 
     def _derived(self, graph: StepGraph) -> tuple:
-        """(its links, {the shared links it crosses: its phase nodes}) per graph object: a running job's
-        graph (PerfModel.step_graph keeps it) is in every group its links meet until it stops."""
-        return memoised_by_identity(self._of_graph, (graph,), lambda: (self._links(graph), {}), MAX_GRAPHS)
+        """(its links, {the shared links it crosses: its phase nodes}, its nodes as (deps, compute seconds
+        or None, collective key or None)) per graph object: a running job's graph (PerfModel.step_graph
+        keeps it) is in every group its links meet until it stops."""
+        return memoised_by_identity(self._of_graph, (graph,), lambda: (self._links(graph), {}, _compact(graph)),
+                                    MAX_GRAPHS)
 
     def _phase_nodes(self, graph: StepGraph, shared: set[LinkId]) -> tuple[PhaseNode, ...]:
         """_phase_job's answer, memoised per graph and the shared links it crosses (all it depends on)."""
-        links, by_crossed = self._derived(graph)
+        links, by_crossed, _ = self._derived(graph)
         crossed = frozenset(links & shared)
         return memoised(by_crossed, crossed, lambda: self._phase_job(graph, crossed), MAX_FORMS)
 
@@ -173,19 +175,18 @@ class PhaseContention:
         nodes = []  # (deps, seconds, communication, bundles, comm_seconds): PhaseNode's fields
         # an LLM step repeats a few collectives thousands of times: each distinct one is split once
         forms: dict[tuple, tuple] = {}
-        for node in graph.nodes:
-            if not node.is_communication:
-                nodes.append((node.deps, float(node.seconds), False, (), 0.0))
+        for deps, seconds, key in self._derived(graph)[2]:
+            if key is None:
+                nodes.append((deps, seconds, False, (), 0.0))
                 continue
-            key = (node.kind, node.group, int(node.nbytes))
             form = forms.get(key)
             if form is None:
                 form = forms[key] = self._collective_form(key, shared)
             first, bundles = form
             if bundles:
-                nodes.append((node.deps, first, True, bundles, 0.0))
+                nodes.append((deps, first, True, bundles, 0.0))
             else:
-                nodes.append((node.deps, first, False, (), first))
+                nodes.append((deps, first, False, (), first))
         return merge_timer_chains(nodes)
 
     def _collective_form(self, key: tuple, shared: set[LinkId]) -> tuple[float, tuple[PhaseBundle, ...]]:
@@ -238,25 +239,27 @@ def merge_timer_chains(nodes: list[tuple]) -> tuple[PhaseNode, ...]:
             successors[d] += 1
     out: list[list] = []  # per new node: [deps, seconds, communication, bundles, comm_seconds]
     new_of: list[int] = []
-    tail_of: dict[int, int] = {}  # new timer index -> the old index its chain ends with (timers only)
-    for i, (deps, seconds, communication, bundles, comm_seconds) in enumerate(nodes):
-        if not bundles and len(deps) == 1:
-            k = new_of[deps[0]]
-            if tail_of.get(k) == deps[0] and successors[deps[0]] == 1:
-                head = out[k]
-                head[1] += seconds
-                head[4] += comm_seconds
-                tail_of[k] = i
-                new_of.append(k)
-                continue
+    for deps, seconds, communication, bundles, comm_seconds in nodes:
+        # a timer whose one dependency is a timer it alone waits for joins that timer's chain (that
+        # dependency is then its chain's last node: no other node can have joined after it)
+        if not bundles and len(deps) == 1 and successors[deps[0]] == 1 and not nodes[deps[0]][3]:
+            head = out[new_of[deps[0]]]
+            head[1] += seconds
+            head[4] += comm_seconds
+            new_of.append(new_of[deps[0]])
+            continue
         new_of.append(len(out))
-        if not bundles:
-            tail_of[len(out)] = i
         renumbered = (new_of[deps[0]],) if len(deps) == 1 else tuple(sorted({new_of[d] for d in deps}))
         out.append([renumbered, seconds, communication, bundles, comm_seconds])
     # a chain's head was a timer: communication False, its bundles none (as PhaseNode's defaults)
     return tuple(PhaseNode(deps, seconds, communication, bundles, comm_seconds)
                  for deps, seconds, communication, bundles, comm_seconds in out)
+
+
+def _compact(graph: StepGraph) -> list[tuple]:
+    """Per node: (deps, compute seconds, None) or (deps, None, (kind, group, bytes)) of a collective."""
+    return [(node.deps, None, (node.kind, node.group, int(node.nbytes))) if node.is_communication
+            else (node.deps, float(node.seconds), None) for node in graph.nodes]
 
 
 def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], tuple[LinkId, ...]]:
