@@ -33,7 +33,7 @@ beside a slow one costs little.
 Two implementations of one algorithm: run_component's loop here (the reference,
 and the documentation) and engine.cc (native.py builds and loads it), which
 performs the same floating-point operations in the same order and so gives the
-same answers bit for bit (tests/test_phase_native.py), 20-25x faster. Which
+same answers bit for bit (tests/test_phase_native.py), ~150x faster an event. Which
 one answers: ARTIST_PHASE_ENGINE (native.py), recorded in PhaseSteady.engine.
 """
 

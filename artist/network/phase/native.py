@@ -1,7 +1,8 @@
 """The phase engine compiled: engine.cc, built once per installation with the system's C++ compiler and
 loaded with ctypes. It runs engine.py's algorithm with the same floating-point operations in the same
 order, so its answers are engine.py's bit for bit (tests/test_phase_native.py checks that on every
-scenario it runs), 20-25x faster (measured on components of a 1 000-job trace).
+scenario it runs), ~150x faster an event (0.24 us against 38 us, measured on a 30-job component of a
+1 000-job trace).
 
     run = compiled_runner()   # None: no compiler, a failed build, or ARTIST_PHASE_ENGINE=python
     run(jobs, links, capacity, steps, windows, tolerance, max_steps, max_events, budget, alone...) -> NativeRun
