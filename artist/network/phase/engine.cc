@@ -118,7 +118,7 @@ struct Input {
 class Run {
  public:
   explicit Run(const Input& in)
-      : in_(in), users_(in.n_links, 0), dirty_link_(in.n_links, 0), link_users_(in.n_links) {
+      : in_(in), dirty_link_(in.n_links, 0), link_users_(in.n_links) {
     jobs_.resize(in.n_jobs);
     for (int j = 0; j < in.n_jobs; ++j) {
       JobState& s = jobs_[j];
@@ -166,9 +166,7 @@ class Run {
         const Active& a = active_[slot];
         for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
           int link = in_.cross_link[c];
-          users_[link] -= 1;
           mark_dirty(link);
-          if (users_[link]) changed_ = true;
           std::vector<int>& on = link_users_[link];
           for (std::size_t u = 0; u < on.size(); ++u) {
             if (on[u] == slot) {
@@ -177,15 +175,16 @@ class Run {
               break;
             }
           }
+          if (!on.empty()) changed_ = true;  // engine.py: users left on the link
         }
       }
       for (int slot : finished) {
-        // copied: end_node may start bundles that reuse the slot
-        int job = active_[slot].job, node = active_[slot].node;
+        // end_node only pushes timers: no bundle starts (nor reuses a slot) before the timer loop below
+        const Active& a = active_[slot];
         events_ += 1;
-        JobState& s = jobs_[job];
-        s.bundles_left[node] -= 1;
-        if (s.bundles_left[node] == 0) end_node(job, node);
+        JobState& s = jobs_[a.job];
+        s.bundles_left[a.node] -= 1;
+        if (s.bundles_left[a.node] == 0) end_node(a.job, a.node);
       }
       while (!heap_.empty() && heap_.front().when <= now_ && !done_) {
         std::pop_heap(heap_.begin(), heap_.end(), Later());
@@ -198,15 +197,6 @@ class Run {
         if (b1 > b0) {
           jobs_[j].bundles_left[i] = static_cast<int>(b1 - b0);
           for (int64_t b = b0; b < b1; ++b) {
-            int cls = in_.bundle_class[b];
-            double rate = in_.class_cap[cls];
-            for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
-              int link = in_.cross_link[c];
-              users_[link] += 1;
-              mark_dirty(link);
-              if (users_[link] > 1) changed_ = true;
-              rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
-            }
             int slot;
             if (free_slots_.empty()) {
               slot = static_cast<int>(active_.size());
@@ -217,8 +207,14 @@ class Run {
               slot = free_slots_.back();
               free_slots_.pop_back();
             }
+            int cls = in_.bundle_class[b];
+            double rate = in_.class_cap[cls];
             for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
-              link_users_[in_.cross_link[c]].push_back(slot);
+              int link = in_.cross_link[c];
+              link_users_[link].push_back(slot);
+              mark_dirty(link);
+              if (link_users_[link].size() > 1) changed_ = true;
+              rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
             }
             active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true, true};
             active_count_ += 1;
@@ -655,11 +651,11 @@ class Run {
   std::vector<JobState> jobs_;
   std::vector<Timer> heap_;
   std::vector<Active> active_;
-  std::vector<int> users_;
   std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
   std::vector<char> dirty_link_;
   std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once
   std::vector<std::vector<int>> link_users_;  // per shared link: slots of the active bundles crossing it
+  // (its size is engine.py's `users`)
   std::vector<int> free_slots_;  // slots of drained bundles, reused last freed first
   std::vector<int64_t> versions_;  // per slot: the version of its live drain entry
   std::vector<Drain> drains_;

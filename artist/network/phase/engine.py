@@ -304,8 +304,10 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                         if users[link] > 1:
                             changed = True
                         rate = min(rate, float(capacity[link]) / m)
-                    slot = free_slots.pop() if free_slots else len(versions)
-                    if slot == len(versions):
+                    if free_slots:
+                        slot = free_slots.pop()
+                    else:
+                        slot = len(versions)
                         versions.append(0)
                     a = active[slot] = [j, i, b.work, b.work, b.cap, b.crossings, rate,
                                         class_of[(b.crossings, b.cap)], slot, now]
