@@ -34,7 +34,7 @@ from artist.memo import memoised, memoised_by_identity
 from artist.network.base import CommResult, FabricModel, GraphTiming
 from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import Node, StepGraph
-from artist.perf.compute import ComputeModel
+from artist.perf.compute import ComputeModel, OutOfMemory
 from artist.perf.contention import contention_components
 from artist.network.steady import SteadyStep, steady_step_times
 from artist.parallel.hybrid import hybrid_step
@@ -117,6 +117,26 @@ class PerfModel:
             graph, compute = self.graph(model, placement)
             timing = self.fabric.time({"job": graph})["job"]
             found = self._memo[key] = estimate_from_timing(graph, timing, compute)
+        return found
+
+    def step_floor(self, model) -> float:
+        """A lower bound on the model's step alone on any placement of this topology: its compute on the
+        fastest GPU type that holds it (estimate_from_timing: a step is its compute plus exposed
+        communication, never less). 0 for a hybrid job (its plans and pipeline bubble give no simple
+        bound). Why: a policy can rule out, without searching, a move that could not pay for itself."""
+        key = ("floor", model)
+        found = self._memo.get(key)
+        if found is None:
+            found = 0.0
+            if not isinstance(model, HybridJobModel):
+                fits = []
+                for gpu_type in dict.fromkeys(self.compute.topology.rack_gpu_types):
+                    try:
+                        fits.append(self.compute.seconds(model, gpu_type))
+                    except OutOfMemory:
+                        continue
+                found = min(fits, default=0.0)
+            self._memo[key] = found
         return found
 
     def _hybrid_plan(self, model: HybridJobModel, placement: Placement) -> PlanEstimate:

@@ -51,6 +51,11 @@ class SchedulerView:
         """One step of this job alone on that placement: compute, exposed communication, rate."""
         return self.perf.estimate(state.model, placement)
 
+    def step_floor(self, state: JobState) -> float:
+        """A lower bound on this job's step alone on any placement: its compute on the fastest GPU type
+        (communication only adds to it). Rules out moves that could not pay for themselves."""
+        return self.perf.step_floor(state.model)
+
 
 def start_strictly_in_order(jobs, free: FreeMap, allocations: dict[str, Placement], place) -> None:
     """Give each job, in order, the placement place(free, gpus) finds, until one

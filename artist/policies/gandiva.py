@@ -31,6 +31,7 @@ Choices the paper leaves open (the project's reading):
 from __future__ import annotations
 
 from artist.cluster import FreeMap
+from artist.jobstate import RUNNING
 from artist.placement import MACHINE, TIER_ORDER
 from artist.policies.base import Decision, Policy, SchedulerView, start_strictly_in_order
 from artist.policies.registry import register
@@ -40,6 +41,19 @@ from artist.policies.registry import register
 class Gandiva(Policy):
     def __init__(self, migrate: bool = True):
         self.migrate = bool(migrate)
+        # What schedule() remembers between moments so that it looks only at what changed (same answers):
+        # every running job seen, with the placement it was seen on; and the multi-machine jobs that may
+        # still gain from a move, with their placement and their step there alone (None until asked).
+        self._seen: dict[str, tuple] = {}  # job id -> (its state object, its placement) when last seen
+        self._candidates: dict[str, list] = {}
+        # The free GPUs per machine at the last moment (after its starts), and two counters: `_version`
+        # moves whenever they differ from the moment before, `_epoch` only when some machine has more free
+        # GPUs than the moment before (_advance_counters). A job that could not reach a better tier
+        # cannot while the epoch stands (free GPUs only taken since); a job whose move did not pay, while
+        # the version stands (the same target, fewer iterations left to gain on).
+        self._last_free: tuple[list, list[int]] | None = None  # (free GPUs by machine, their counts)
+        self._version = 0
+        self._epoch = 0
 
     def parameters(self) -> dict:
         return {"migrate": self.migrate}
@@ -50,23 +64,86 @@ class Gandiva(Policy):
         start_strictly_in_order(view.waiting, free, allocations, FreeMap.first_fit)
         if not self.migrate:
             return Decision(allocations)
-        movable = [s for s in view.running if s.placement.tier != MACHINE]
-        movable.sort(key=lambda s: (-TIER_ORDER[s.placement.tier], s.job_id))
-        for state in movable:
-            current = state.placement
+        candidates = self._watch(view)
+        self._advance_counters(free)
+        version, epoch = self._version, self._epoch
+        moved = False  # once a job moves, `free` is no longer the moment's map: nothing remembered applies
+        for entry in sorted(candidates.values(), key=lambda e: (-TIER_ORDER[e[1].tier], e[0].job_id)):
+            state, current, now_step, floor, tier_epoch, paid_version = entry
+            if not moved and (tier_epoch == epoch or paid_version == version):
+                continue
+            if now_step is None:
+                now_step = entry[2] = view.estimate(state, current).step_seconds
+                floor = entry[3] = view.step_floor(state)
+            # No target can save more than the step now less the fastest step the job could have, and
+            # its remaining iterations only fall while it holds this placement: once even that saving
+            # cannot pay the restore, no later moment can either (the same answer as the search below,
+            # without it: most multi-machine jobs end up here, and are not looked at again).
+            if (now_step - floor) * state.remaining_iterations(view.now) <= view.restore_seconds:
+                del candidates[state.job_id]
+                continue
             # the tier find() would reach with the job's own GPUs back, read off the counts: most jobs
             # cannot move up, and for them the trial copy below would be wasted
             if TIER_ORDER[free.best_tier_with(state.gpus, current)] >= TIER_ORDER[current.tier]:
+                if not moved:
+                    entry[4] = epoch
                 continue
             trial = free.copy()
             trial.give(current.gpus)
             target = trial.find(state.gpus)
             if TIER_ORDER[target.tier] >= TIER_ORDER[current.tier]:
+                if not moved:
+                    entry[5] = version
                 continue
-            saved = view.estimate(state, current).step_seconds - view.estimate(state, target).step_seconds
+            saved = now_step - view.estimate(state, target).step_seconds
             if saved * state.remaining_iterations(view.now) <= view.restore_seconds:
+                if not moved:
+                    entry[5] = version
                 continue
+            moved = True
             trial.take(target.gpus)
             free = trial
             allocations[state.job_id] = target
         return Decision(allocations)
+
+    def _watch(self, view: SchedulerView) -> dict[str, list]:
+        """The multi-machine running jobs that may still gain from a move (job id -> [state, placement,
+        step alone or None, ...]), brought up to date with the view. view.running is in start order, so
+        the jobs started (or moved) since the last moment are its tail: the walk back stops at the first
+        job seen before as the same state object on the same placement. When it stops at none (the first
+        moment, or a view made of new objects each time) everything is rebuilt from the view."""
+        seen, candidates = self._seen, self._candidates
+        running = view.running
+        fresh = []
+        for state in reversed(running):
+            placement = state.placement
+            known = seen.get(state.job_id)
+            if known is not None and known[0] is state and known[1] is placement:
+                break
+            fresh.append(state)
+        if len(fresh) == len(running) or len(seen) > 2 * len(running) + 64:  # (memory stays bounded)
+            seen.clear()
+            candidates.clear()
+            fresh = running
+        for state in fresh:
+            placement = state.placement
+            seen[state.job_id] = (state, placement)
+            candidates.pop(state.job_id, None)
+            if placement.tier != MACHINE:
+                # [state, placement, step alone there, step floor, epoch of its last tier check, version of
+                # its last unpaid move] (the last two: -1 before any)
+                candidates[state.job_id] = [state, placement, None, 0.0, -1, -1]
+        gone = [j for j, (s, p, *_) in candidates.items() if s.status != RUNNING or s.placement is not p]
+        for job_id in gone:
+            del candidates[job_id]
+        return candidates
+
+    def _advance_counters(self, free: FreeMap) -> None:
+        # the version compares which GPUs are free (find() returns GPU ids, and on an ecmp spine a
+        # placement's time depends on them); the epoch compares counts (all the tier check reads)
+        if self._last_free is None or free.free_by_machine != self._last_free[0]:
+            self._version += 1
+            counts, last = free.free_count, None if self._last_free is None else self._last_free[1]
+            if last is None or len(last) != len(counts) or any(a > b for a, b in zip(counts, last)):
+                self._epoch += 1
+            self._last_free = (free.free_by_machine[:], free.free_count[:])

@@ -128,6 +128,9 @@ class _ElasticView(SchedulerView):
     def estimate(self, state, placement: Placement) -> StepEstimate:
         return self._estimator(state, placement)
 
+    def step_floor(self, state) -> float:
+        return 0.0  # no compute model here to bound the step by: the trivial bound
+
 
 class RigidPolicyAllocator:
     """The elastic loop's Allocator for a rigid-simulator policy (module docstring). Rigid jobs only: every
