@@ -193,6 +193,10 @@ class AnalyticalModel:
         depends only on the group's fabric form (network/symmetry.py: its canonical shape on a
         bundle spine); send_recv: its direction does not matter on a bundle spine, and on an ecmp
         spine it is timed from the lowest GPU id to the other (time() keeps the node's direction)."""
+        return self._linear(group, kind).seconds(nbytes)
+
+    def _linear(self, group: Placement, kind: str) -> LinearCollective:
+        """The collective's time as fixed + bytes x per byte on this group, memoised per fabric form."""
         form, canonical = fabric_form(group)
         # settings in the key too: the memo must not outlive a change of algorithm or channels
         key = (kind, form, self.algorithm, self.channels, self.latency)
@@ -206,20 +210,21 @@ class AnalyticalModel:
                                                dependencies=False)
                 linear = LinearCollective.of(schedule, group.topology, self.latency)
             self._memo[key] = linear
-        return linear.seconds(nbytes)
+        return linear
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:
         out = {}
         for job, graph in graphs.items():
-            # A hybrid step repeats each (kind, group, bytes) thousands of times: each is timed once.
+            # A DDP step has a collective per bucket over one group, a hybrid step thousands over a few
+            # groups: each (kind, group) is looked up once, each payload priced by its linear form.
             seen: dict = {}
 
             def seconds(n):
-                key = (n.kind, n.group, n.nbytes)
-                found = seen.get(key)
-                if found is None:
-                    found = seen[key] = self.collective_seconds(Placement(self.topology, n.group), n.nbytes, n.kind)
-                return found
+                key = (n.kind, n.group)
+                linear = seen.get(key)
+                if linear is None:
+                    linear = seen[key] = self._linear(Placement(self.topology, n.group), n.kind)
+                return linear.seconds(n.nbytes)
 
             out[job] = time_node_by_node(graph, seconds, CommResult(self.name))
         return out

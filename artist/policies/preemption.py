@@ -30,7 +30,17 @@ class Reclaim:
     free: FreeMap  # the map after the victims left and the placement was taken
 
 
-def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: Placer) -> Reclaim | None:
+def release_all(free: FreeMap, candidates: Sequence[tuple[str, Placement]]) -> FreeMap:
+    """A copy of `free` with every candidate's GPUs given back: what reclaim() tries first. A caller that
+    tries several jobs against the same map and candidates can make it once and pass it on."""
+    trial = free.copy()
+    for _, p in candidates:
+        trial.give(p.gpus)
+    return trial
+
+
+def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: Placer,
+            released: FreeMap | None = None) -> Reclaim | None:
     """Preempt the fewest leading candidates that let `place` succeed.
 
     candidates are (job id, current placement) in the order the policy would
@@ -38,15 +48,13 @@ def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: P
     one into a trial map until `place` finds a placement; of those released,
     only the ones whose GPUs the placement actually uses are preempted, the
     others keep running. Returns None (and touches nothing) when even
-    preempting every candidate would not do."""
+    preempting every candidate would not do. released: release_all(free,
+    candidates), when the caller has it."""
     if not candidates:
         return None
     # One cheap check with every candidate released first: most failing
     # attempts stop here, so the one-by-one search runs only when it succeeds.
-    trial = free.copy()
-    for _, p in candidates:
-        trial.give(p.gpus)
-    if place(trial) is None:
+    if place(release_all(free, candidates) if released is None else released.copy()) is None:
         return None
     trial = free.copy()
     placement = None

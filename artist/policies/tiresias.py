@@ -53,13 +53,15 @@ promotion baselines) keyed by job id.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
+from heapq import heappop, heappush
+from operator import is_not
 
 from artist.cluster import FreeMap
 from artist.jobstate import RUNNING, JobState
 from artist.placement import Placement
 from artist.policies.base import Decision, Policy, SchedulerView
-from artist.policies.preemption import fewest_machines, reclaim
+from artist.policies.preemption import fewest_machines, reclaim, release_all
 from artist.policies.registry import register
 
 # Pollux artifact (petuum/adaptdl simulator/tiresias.py): two queues, threshold 3600 * 16 GPU-seconds.
@@ -86,6 +88,7 @@ class Tiresias(Policy):
         self.starvation_knob = None if starvation_knob is None else float(starvation_knob)
         self._run_base: dict[str, float] = {}  # running seconds at the last promotion
         self._entry: dict[str, tuple[int, float]] = {}  # job -> (queue, time it entered that queue)
+        self._book = _Book()
 
     def parameters(self) -> dict:
         return {"thresholds": list(self.thresholds), "skew_threshold": self.skew_threshold,
@@ -124,11 +127,13 @@ class Tiresias(Policy):
         self._entry[state.job_id] = (q, entered)
         return q
 
-    def _promote_starving(self, view: SchedulerView) -> None:
+    def _promote_starving(self, view: SchedulerView) -> list[str]:
+        """Promote the waiting jobs the starvation knob lets back into queue 0; returns their ids."""
         knob = self.starvation_knob
         if knob is None:
-            return
+            return []
         now = view.now
+        promoted = []
         for state in view.waiting:
             if not state.has_run or self.queue_of(state, now) == 0:
                 continue
@@ -136,73 +141,195 @@ class Tiresias(Policy):
             if now - state.waiting_since >= knob * ran - _EPS:
                 self._run_base[state.job_id] = state.running_seconds(now)
                 self._entry[state.job_id] = (0, now)
-
-    def _next_wake(self, view: SchedulerView, queue: dict[str, int], service: dict[str, float]) -> float | None:
-        now = view.now
-        times = []
-        for state in view.running:
-            job_id = state.job_id
-            q = queue[job_id]
-            if q < len(self.thresholds):
-                times.append(now + (self.thresholds[q] - service[job_id]) / state.gpus)
-        if self.starvation_knob is not None:
-            for state in view.waiting:
-                if state.has_run and queue[state.job_id] > 0:
-                    ran = state.running_seconds(now) - self._run_base.get(state.job_id, 0.0)
-                    times.append(state.waiting_since + self.starvation_knob * ran)
-        later = [t for t in times if t > now]
-        return min(later) if later else None
+                promoted.append(state.job_id)
+        return promoted
 
     # ---- scheduling --------------------------------------------------------
     def schedule(self, view: SchedulerView) -> Decision:
+        book = self._book
         now = view.now
-        active = view.running + view.waiting
-        live = {s.job_id for s in active}
-        for table in (self._entry, self._run_base):
-            for job_id in [j for j in table if j not in live]:
-                del table[job_id]  # finished jobs
-        self._promote_starving(view)
-        ids = [s.job_id for s in active]  # read once: a property, asked ~10^7 times in a 10 000-job run otherwise
-        service = {j: self.service(s, now) for j, s in zip(ids, active)}
-        queue = {j: self._update_queue(s, now, service[j]) for j, s in zip(ids, active)}
-        entry = self._entry
-        # the rank: queue, running before waiting, entry into the queue, arrival, job id (unique: no tie)
-        ranked = sorted(((queue[j], 0 if s.status == RUNNING else 1, entry[j][1], s.arrival, j), s)
-                        for j, s in zip(ids, active))
+        if book.now is not None and now <= book.now:
+            self._book = book = _Book()  # a new simulation (one moment per instant in a run)
+            self._entry.clear()
+            self._run_base.clear()
+        book.now = now
+        running = {s.job_id: s for s in view.running}
+        waiting = {s.job_id: s for s in view.waiting}
+        changed = self._changes(book, running, waiting)
+        changed.update(self._promote_starving(view))
+        for job_id in sorted(changed):
+            self._rank(book, running.get(job_id) or waiting[job_id], now)
+        self._crossings(book, running, now)
+        ranked = book.ranked
         allocations = view.current_allocations()
         free = view.plan()
-        holding = {s.job_id for s in view.running}
-        # preemption candidates, lowest priority first: the jobs running at the start of this call (jobs
-        # placed in it come earlier in the rank, so never from a strictly lower queue than a later one)
-        running_last_first = [(rank[0], rank[4]) for rank, _ in reversed(ranked) if rank[4] in holding]
+        holding = set(running)
+        running_last_first = None  # preemption candidates, built when first needed (below)
         # (consolidated?, GPUs, queue) of failed attempts. Placing a job only takes
         # GPUs, so a failure stays a failure until a preemption frees some.
         failed: set[tuple[bool, int, int]] = set()
-        for (q, _, _, _, job_id), state in ranked:
+        # queue -> `free` with every preemption candidate of a job of that queue given back (the same
+        # until `free` or the running jobs change: then emptied)
+        released: dict[int, FreeMap] = {}
+        for q, _, _, _, job_id in ranked:
             if job_id in holding:
                 continue
+            state = waiting.get(job_id) or running[job_id]  # a job preempted above may be placed again
             key = (self.needs_consolidation(state), state.gpus, q)
             if key in failed:
                 continue
             placement = self._place(state, free)
             if placement is not None:
                 free.take(placement.gpus)
+                released.clear()
             else:
+                if running_last_first is None:
+                    # lowest priority first: the jobs running at the start of this call (jobs placed in it
+                    # come earlier in the rank, so never from a strictly lower queue than a later one)
+                    running_last_first = [(k[0], k[4]) for k in reversed(ranked) if k[4] in running]
                 candidates = []
                 for other_queue, other in running_last_first:
                     if other_queue <= q:
                         break  # the rest are of this queue or higher
                     if other in holding:
                         candidates.append((other, allocations[other]))
-                got = reclaim(free, candidates, lambda fm, s=state: self._place(s, fm))
+                if q not in released:
+                    released[q] = release_all(free, candidates)
+                got = reclaim(free, candidates, lambda fm, s=state: self._place(s, fm), released[q])
                 if got is None:
                     failed.add(key)
                     continue
                 placement, free = got.placement, got.free
+                released.clear()
                 for victim in got.victims:
                     holding.discard(victim)
                     del allocations[victim]
                 failed.clear()
             allocations[job_id] = placement
             holding.add(job_id)
-        return Decision(allocations, wake_at=self._next_wake(view, queue, service))
+        return Decision(allocations, wake_at=self._next_wake(view, book, running, now))
+
+    # ---- what changed since the last moment ----------------------------------
+    # The rank of every active job (queue, running before waiting, entry into the queue, arrival, job id)
+    # is kept sorted between moments and changed only where something happened: a job arrived, started,
+    # stopped, ended, was promoted, or its service crossed a threshold. A waiting job's service does not
+    # grow; a running job's grows at its GPU count, so the moment it may cross is known in advance. The
+    # answers are the ones re-deriving everything at every moment gives (tests/test_policy_tiresias.py).
+
+    def _changes(self, book: "_Book", running: dict, waiting: dict) -> set[str]:
+        """Jobs whose rank may have changed: started, stopped or arrived since the last moment, or seen
+        as another state object; jobs that ended are forgotten."""
+        new_running = running.keys() - book.running
+        new_waiting = waiting.keys() - book.waiting
+        for job_id in sorted((book.running | book.waiting) - running.keys() - waiting.keys()):
+            self._forget(book, job_id)
+        changed = new_running | new_waiting
+        states = book.states
+        # a job is re-ranked when the view shows it as another state object than last time (views built
+        # afresh); counted at C speed, looked for one by one only when more differ than the new jobs
+        for jobs, new in ((running, new_running), (waiting, new_waiting)):
+            if sum(map(is_not, jobs.values(), map(states.get, jobs.keys()))) > len(new.difference(states)):
+                changed.update(j for j, s in jobs.items() if states.get(j) is not s)
+        book.running, book.waiting = set(running), set(waiting)
+        return changed
+
+    def _forget(self, book: "_Book", job_id: str) -> None:
+        key = book.key.pop(job_id)
+        del book.ranked[bisect_left(book.ranked, key)]
+        del book.states[job_id]
+        book.token.pop(job_id, None)
+        self._entry.pop(job_id, None)
+        self._run_base.pop(job_id, None)
+
+    def _rank(self, book: "_Book", state: JobState, now: float) -> None:
+        """Re-derive the job's queue and rank (as at every moment before), and for a running job when
+        it may next cross a threshold and when it would (its wake-up)."""
+        job_id = state.job_id
+        service = self.service(state, now)
+        q = self._update_queue(state, now, service)
+        running = state.status == RUNNING
+        key = (q, 0 if running else 1, self._entry[job_id][1], state.arrival, job_id)
+        old = book.key.get(job_id)
+        if old != key:
+            if old is not None:
+                del book.ranked[bisect_left(book.ranked, old)]
+            insort(book.ranked, key)
+            book.key[job_id] = key
+        book.states[job_id] = state
+        token = book.token[job_id] = book.token.get(job_id, 0) + 1
+        if running and q < len(self.thresholds):
+            # service = GPUs x (running seconds - base) grows at the GPU count from here: it reaches the
+            # next cut near `cross`, the next threshold near `wake`. Both are kept a margin early, far
+            # beyond rounding, so that the exact comparison (at every moment from then on) decides.
+            left = (self._cuts[q] - service) / state.gpus
+            heappush(book.cross, (now + left - _margin(now, left), job_id, token))
+            wake = now + (self.thresholds[q] - service) / state.gpus
+            heappush(book.wakes, (wake, job_id, token))
+
+    def _crossings(self, book: "_Book", running: dict, now: float) -> None:
+        """Running jobs that may have crossed a threshold by now: re-ranked exactly."""
+        cross, token = book.cross, book.token
+        near = []
+        while cross and cross[0][0] <= now:
+            entry = heappop(cross)
+            if token.get(entry[1]) == entry[2]:
+                near.append(entry)
+        for entry in near:
+            state = running[entry[1]]
+            if self.queue_of(state, now) != book.key[entry[1]][0]:
+                self._rank(book, state, now)
+            else:
+                heappush(cross, entry)  # not yet: looked at again at every moment until it crosses
+
+    def _next_wake(self, view: SchedulerView, book: "_Book", running: dict, now: float) -> float | None:
+        """The next demotion (a running job's service reaching its queue's threshold) or promotion: the
+        wake-up times computed as now + (threshold - service) / GPUs for every running job, their
+        minimum after now. Only the jobs whose wake-up, as computed when they were last ranked, is
+        within a margin of the earliest are computed again now (the same value up to rounding)."""
+        wakes, token = book.wakes, book.token
+        best = None
+        seen = []
+        while wakes:
+            wake, job_id, t = wakes[0]
+            if token.get(job_id) != t:
+                heappop(wakes)
+                continue
+            if best is not None and wake > best + _margin(now, best):
+                break
+            seen.append(heappop(wakes))
+            state = running[job_id]
+            q = book.key[job_id][0]
+            exact = now + (self.thresholds[q] - self.service(state, now)) / state.gpus
+            if exact > now and (best is None or exact < best):
+                best = exact
+        for entry in seen:
+            heappush(wakes, entry)
+        if self.starvation_knob is not None:
+            for state in view.waiting:
+                if state.has_run and book.key[state.job_id][0] > 0:
+                    ran = state.running_seconds(now) - self._run_base.get(state.job_id, 0.0)
+                    t = state.waiting_since + self.starvation_knob * ran
+                    if t > now and (best is None or t < best):
+                        best = t
+        return best
+
+
+class _Book:
+    """Tiresias' bookkeeping between moments (Tiresias.schedule)."""
+
+    def __init__(self):
+        self.now: float | None = None
+        self.ranked: list[tuple] = []  # every active job's rank, sorted
+        self.key: dict[str, tuple] = {}  # job id -> its rank in `ranked`
+        self.states: dict[str, JobState] = {}  # job id -> the state object it was ranked from
+        self.running: set[str] = set()  # running at the last moment
+        self.waiting: set[str] = set()
+        self.token: dict[str, int] = {}  # job id -> its latest ranking: older heap entries are stale
+        self.cross: list = []  # heap (time before which it cannot change queue, job id, token)
+        self.wakes: list = []  # heap (wake-up as computed when ranked, job id, token)
+
+
+def _margin(now: float, value: float) -> float:
+    """How far a time computed at one moment may be from the same time computed at another, by rounding:
+    generously (a relative 1e-9 of the magnitudes involved, ~10^7 units in the last place)."""
+    return 1e-9 * max(1.0, abs(now), abs(value))
