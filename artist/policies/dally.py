@@ -76,7 +76,7 @@ from fractions import Fraction
 from artist.jobstate import JobState
 from artist.placement import MACHINE, NETWORK, RACK, TIER_ORDER, Placement
 from artist.policies.base import Decision, Policy, SchedulerView
-from artist.policies.preemption import best_tier_for_size, reclaim
+from artist.policies.preemption import best_tier_for_size, reclaim, release_all
 from artist.policies.registry import register
 
 # Tolerance on timer comparisons (seconds): a wake-up computed for a timer
@@ -183,8 +183,9 @@ class AutoTuner:
             raise ValueError(f"auto-tuner history must be > 0 seconds, got {history_s}")
         self.history_s = float(history_s)
         self._waits: dict[tuple[str, int], _Waits] = {}
-        self._cache: dict[tuple[str, int], float] = {}  # timers at _cache_time (many jobs share a key)
-        self._cache_time: float | None = None
+        # timers as last computed (many jobs share a key): valid until an offer of that key is recorded or
+        # its oldest retained wait leaves the history window (timer() checks, as drop_older would)
+        self._cache: dict[tuple[str, int], float] = {}
 
     def record(self, now: float, tier: str, gpus: int, wait: float) -> None:
         key = (tier, gpus)
@@ -200,29 +201,32 @@ class AutoTuner:
         if waits is None:
             return []
         waits.drop_older(now, self.history_s)
+        self._cache.pop((tier, gpus), None)
         return [w for _, w in waits.entries]
 
     def timer(self, now: float, tier: str, gpus: int) -> float:
         """mean + 2 x sample standard deviation of the retained waits; 0 with none, the wait with one.
         Exactly statistics.fmean + 2 x statistics.stdev, from running sums instead of the list."""
-        if now != self._cache_time:
-            self._cache.clear()
-            self._cache_time = now
         key = (tier, gpus)
         value = self._cache.get(key)
-        if value is None:
-            waits = self._waits.get(key)
-            if waits is None:
-                value = 0.0
-            else:
-                waits.drop_older(now, self.history_s)
-                value = waits.timer()
-            self._cache[key] = value
+        waits = self._waits.get(key)
+        if value is not None and (waits is None or not waits.entries
+                                  or not now - waits.entries[0][0] > self.history_s):
+            return value
+        if waits is None:
+            value = 0.0
+        else:
+            waits.drop_older(now, self.history_s)
+            value = waits.timer()
+        self._cache[key] = value
         return value
 
 
 class _DallyBase(Policy):
     """Offers, delay scheduling and preemption; subclasses say where timers come from."""
+
+    def __init__(self):
+        self._waiting_priority: dict[str, tuple] = {}  # job id -> (state, version, P) while it waits
 
     def timers(self, state: JobState, now: float) -> tuple[float, float]:
         """(machine timer, rack timer) of this job now, before size rules are applied. A function of
@@ -270,11 +274,25 @@ class _DallyBase(Policy):
         free = view.plan()
         priority = {}  # P of every job the round looks at: waiting jobs now, running ones when needed
         heap = []
+        known = self._waiting_priority
         for s in view.waiting:
-            p = priority[s.job_id] = network_priority(s, now)
+            # a waiting job's P holds while it waits (its progress and held time do not move): kept per
+            # state object and version (the simulator bumps it whenever the job starts or stops)
+            entry = known.get(s.job_id)
+            if entry is not None and entry[0] is s and entry[1] == s.version:
+                p = entry[2]
+            else:
+                p = network_priority(s, now)
+                known[s.job_id] = (s, getattr(s, "version", None), p)
+            priority[s.job_id] = p
             heap.append((p, s.arrival, s.job_id, s))
+        if len(known) > 2 * len(view.waiting) + 64:  # forget jobs that no longer wait
+            waiting_now = {s.job_id for s in view.waiting}
+            for job_id in [j for j in known if j not in waiting_now]:
+                del known[job_id]
         heapq.heapify(heap)
-        running_priorities = False  # P of the running jobs added to `priority` (first preemption try)
+        by_priority = None  # the running jobs, highest P first (ties by id): made at the first preemption try
+        released = None  # (k, `free` with the first k preemption candidates given back): _released_prefix
         holding = {s.job_id: s for s in view.running}  # running and not preempted this round
         preempted: set[str] = set()
         # The caches hold until the free map and the tuner change (an accepted offer). A failed
@@ -311,15 +329,22 @@ class _DallyBase(Policy):
                         if not (TIER_ORDER[best] <= rank < TIER_ORDER[offer.tier] and rank <= TIER_ORDER[allowed]):
                             continue
                         if candidates is None:
-                            if not running_priorities:
+                            if by_priority is None:
                                 for s in view.running:
                                     priority[s.job_id] = network_priority(s, now)
-                                running_priorities = True
-                            victims = sorted((s for j, s in holding.items() if priority[j] > p_job),
-                                             key=lambda s: (-priority[s.job_id], s.job_id))
-                            candidates = [(s.job_id, allocations[s.job_id]) for s in victims]
-                        got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t))
+                                by_priority = sorted(view.running, key=lambda s: (-priority[s.job_id], s.job_id))
+                            # the running jobs not preempted yet with a higher P, highest first: a prefix
+                            candidates = []
+                            for s in by_priority:
+                                if priority[s.job_id] <= p_job:
+                                    break
+                                if s.job_id in holding:
+                                    candidates.append((s.job_id, allocations[s.job_id]))
+                            released = _released_prefix(released, free, candidates)
+                        got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t),
+                                      released[1] if candidates else None)
                         if got is not None:
+                            released = None
                             choice, free = got.placement, got.free
                             for victim in got.victims:
                                 v = holding.pop(victim)
@@ -340,14 +365,32 @@ class _DallyBase(Policy):
             offers.clear()
             no_preemption.clear()
             timers_of.clear()
+            released = None
             allocations[job_id] = choice
             self.accepted(now, choice, n, wait)
         return Decision(allocations, wake_at=wake)
 
 
+def _released_prefix(released, free, candidates):
+    """(len(candidates), `free` with those candidates' GPUs given back). The jobs of a round come in
+    rising P, so each one's candidates are a prefix of the last one's (while `free` and the running jobs
+    stay as they were; the caller drops `released` when they change): the map is the last one's with the
+    dropped candidates' GPUs taken again, not a new copy given every candidate back."""
+    k = len(candidates)
+    if released is not None and released[0] >= k:
+        if released[0] == k:
+            return released
+        trial = released[1].copy()
+        for _, placement in released[2][k:]:
+            trial.take(placement.gpus)
+        return k, trial, candidates
+    return k, release_all(free, candidates), candidates
+
+
 @register("dally")
 class Dally(_DallyBase):
     def __init__(self, history_s: float = DEFAULT_HISTORY_S):
+        super().__init__()
         self.tuner = AutoTuner(history_s)
 
     def parameters(self) -> dict:
@@ -365,6 +408,7 @@ class DallyManual(_DallyBase):
     def __init__(self, machine_timer_s: float = TWELVE_HOURS, rack_timer_s: float = TWELVE_HOURS):
         if machine_timer_s < 0 or rack_timer_s < 0:
             raise ValueError(f"dally-manual: timers must be >= 0, got {machine_timer_s}, {rack_timer_s}")
+        super().__init__()
         self.machine_timer_s = float(machine_timer_s)
         self.rack_timer_s = float(rack_timer_s)
 
