@@ -85,3 +85,35 @@ def test_a_broken_plugin_is_one_line(tmp_path, text, where):
     assert str(path) in str(err.value) and where in str(err.value)
     done = _cli("simulate", "--plugin", str(path), "--policy", "fifo", cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_plugin_runs_beside_the_elastic_policies(tmp_path):
+    """The README's one-file policy in one sweep beside Pollux, Sia, Gavel and Crius: the elastic loop runs
+    it every round as it runs the suite's rigid policies (artist/policies/rigid_in_elastic.py)."""
+    root = tmp_path / "repo"
+    for folder in ("topologies", "workloads"):
+        (root / folder).parent.mkdir(parents=True, exist_ok=True)
+        (root / folder).symlink_to(ROOT / folder)
+    (root / "my_policies").mkdir()
+    (root / "my_policies/smallest_first.py").write_text(example("python policy-plugin"))
+    (root / "my_policies/elastic.yaml").write_text("""\
+name: smallest-first-vs-elastic
+loop: elastic
+topology: ../topologies/clusters/dally-hetero-congested.yaml
+elastic: {applications: ../workloads/sia}
+policies:
+  - {name: smallest-first, plugin: smallest_first.py}
+  - {name: pollux, params: {p: -1, pop_size: 10, generations: 5}, label: Pollux}
+  - {name: sia, params: {p: -0.5, lam: 1.1}, label: Sia}
+  - {name: gavel, params: {tuned_jobs: true}, label: Gavel}
+  - {name: crius, params: {depth: 3}, label: Crius}
+workloads:
+  - {spec: ../workloads/sia/workloads/philly/workload-1.csv, label: philly-1, first: 6}
+seeds: [0]
+comm: analytical
+""")
+    done = _cli("sweep", "my_policies/elastic.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache", cwd=root)
+    assert done.returncode == 0, done.stderr
+    results = pd.read_csv(root / "results/smallest-first-vs-elastic/results.csv")
+    assert sorted(results.policy) == ["Crius", "Gavel", "Pollux", "Sia", "smallest-first"]
+    assert (results.finished == results.jobs).all() and (results.jobs == 6).all()

@@ -76,6 +76,7 @@ def test_elastic_sweep_runs_and_is_byte_identical(tmp_path):
 @pytest.mark.parametrize("body, field", [
     ("loop: rigidish\n", "loop"),
     ("policies: [smallest-first]\n", "policies[0].name"),   # a rigid-loop plugin's name, not an elastic policy
+    ("policies: [{name: smallest-first, plugin: no_such_file.py}]\n", "policies[0].plugin"),
     ("policies: [{name: pollux, params: {generations: 0}}]\n", "policies[0].params"),
     ("policies: [{name: tiresias, params: {tuned_jobs: maybe}}]\n", "policies[0].params"),
     ("policies: [pollux]\ncalibration: null\n", "calibration"),

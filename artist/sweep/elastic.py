@@ -6,8 +6,10 @@
                                                     # cluster file of several GPU types (topologies/clusters/)
     elastic: {applications: ../workloads/pollux, round_seconds: 60, contention: isolated}   # optional; defaults
     policies:                                       # axis; names of artist/policies/pollux/registry.py
-                                                    # (sia, pollux, gavel, optimus-oracle, tiresias)
+                                                    # (sia, pollux, gavel, optimus-oracle, tiresias, crius,
+                                                    # the rigid ones), or a plugin file's policy (README)
       - pollux
+      - {name: smallest-first, plugin: ../my_policies/smallest_first.py}
       - {name: optimus-oracle, params: {tuned_jobs: true}, label: Optimus+Oracle+TunedJobs}
     workloads:                                      # axis; Pollux-artifact workload CSVs
       - {spec: ../workloads/pollux/workloads/workload-6.csv,
@@ -152,7 +154,7 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     if missing:
         raise f.error("models", f"no model profile for {', '.join(missing)} (the gradients of the synchronisation)")
 
-    policies = _policies(f, configs[topologies[0].path], topologies[0].topology, apps)
+    policies = _policies(f, base, configs[topologies[0].path], topologies[0].topology, apps)
     workloads, job_rows = _workloads(f, base, apps)
     for p in policies:
         if not _tuned(p) and any(rows[1] is None for rows in job_rows):
@@ -208,18 +210,26 @@ def _tuned(policy: PolicyChoice) -> bool:
     return uses_tuned_jobs(policy.name, policy.params)
 
 
-def _policies(f: Fields, config: ElasticRunConfig, topology, apps: Mapping) -> list[PolicyChoice]:
+def _policies(f: Fields, base: Path, config: ElasticRunConfig, topology, apps: Mapping) -> list[PolicyChoice]:
     """The policy axis, each built once on the first topology (no jobs) so that a bad value fails here."""
-    from artist.policies.pollux.registry import (ELASTIC_POLICIES, PolicyContext, elastic_policy_names,
-                                                 make_elastic_policy)
+    from artist.policies.plugins import load_plugin
+    from artist.policies.pollux.registry import PolicyContext, elastic_entry, make_elastic_policy
     from artist.sweep import spec as rigid
 
     out = []
-    for pf in rigid._entries(f, "policies", "name", {"name", "params", "label"},
-                             "elastic policy names or {name, params, label} mappings"):
+    for pf in rigid._entries(f, "policies", "name", {"name", "params", "label", "plugin"},
+                             "elastic policy names or {name, params, label, plugin} mappings"):
         name = pf.string("name")
-        if name not in ELASTIC_POLICIES:
-            raise pf.error("name", f"unknown elastic policy {name!r}; known: {', '.join(elastic_policy_names())}")
+        plugin = ""
+        if pf.has("plugin"):  # a user's policy in one file (README): run every round as the rigid policies are
+            plugin = str(rigid._resolve(base, pf.string("plugin")))
+            if not Path(plugin).is_file():
+                raise pf.error("plugin", f"no such policy plugin file: {plugin}")
+            load_plugin(plugin)
+        try:
+            elastic_entry(name, plugins=bool(plugin))  # a plugin's policy only where its file is named
+        except KeyError as exc:
+            raise pf.error("name", exc.args[0]) from None
         params = pf.raw("params", {})
         if not isinstance(params, dict):
             raise pf.error("params", f"expected a mapping of parameter names to values, got {params!r}")
@@ -232,7 +242,7 @@ def _policies(f: Fields, config: ElasticRunConfig, topology, apps: Mapping) -> l
         except (TypeError, ValueError) as exc:
             raise pf.error("params", f"rejected by policy {name!r}: {exc}") from None
         label = pf.string("label", name if not params else f"{name}({params_json[1:-1]})")
-        out.append(PolicyChoice(label, name, params, params_json))
+        out.append(PolicyChoice(label, name, params, params_json, plugin))
     rigid._unique(f, "policies", [p.label for p in out], "policy")
     return out
 
@@ -285,11 +295,11 @@ def _workloads(f: Fields, base: Path, apps: Mapping):
 
 
 def _jobs_for(policy: PolicyChoice, rows) -> tuple:
-    from artist.policies.pollux.registry import ELASTIC_POLICIES
+    from artist.policies.pollux.registry import elastic_entry
 
     tuned, realistic = rows
     jobs = tuned if _tuned(policy) else realistic
-    config = ELASTIC_POLICIES[policy.name].job_config
+    config = elastic_entry(policy.name).job_config
     if config == "both":
         return jobs
     return tuple(dataclasses.replace(j, gpus=0, batch=j.batch if config == "batch" else 0) for j in jobs)
@@ -356,6 +366,10 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
         def timer_for(cluster):
             return PooledStepTimer(cluster, measured, profiles, fabrics)
     view = _cluster_view(config, topology)
+    if run.policy.plugin:  # a fresh worker process: the user's file registers the policy here too
+        from artist.policies.plugins import load_plugin
+
+        load_plugin(run.policy.plugin)
     context = PolicyContext(dict(config.apps), list(run.jobs), timer_for, profiles, dict(fabrics))
     policy, seen = make_elastic_policy(run.policy.name, run.policy.params, view, seed=int(run.axes["seed"]),
                                        context=context)

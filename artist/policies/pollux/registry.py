@@ -168,11 +168,30 @@ def elastic_policy_names() -> list[str]:
     return sorted(ELASTIC_POLICIES)
 
 
+def _plugin_policy(name: str) -> bool:
+    """A policy a user's plugin file registered (artist/policies/plugins.py): it answers a SchedulerView,
+    so it runs every round through RigidPolicyAllocator as the suite's rigid policies do."""
+    from artist.policies import registry as rigid
+
+    cls = rigid._REGISTRY.get(name)
+    return cls is not None and rigid._from_plugin(cls)
+
+
+def elastic_entry(name: str, plugins: bool = True) -> ElasticPolicyEntry:
+    """The policy's entry: the suite's elastic-loop policies, or (plugins) a loaded plugin's rigid
+    policy; KeyError naming the known ones."""
+    entry = ELASTIC_POLICIES.get(name)
+    if entry is None and plugins and _plugin_policy(name):
+        entry = ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name))
+    if entry is None:
+        raise KeyError(f"unknown elastic policy {name!r}; known: {', '.join(elastic_policy_names())} "
+                       f"(or a policy of a plugin file: `plugin:`)")
+    return entry
+
+
 def check_elastic_params(name: str, params: dict) -> None:
     """KeyError for an unknown name or parameter (the message names the known ones)."""
-    if name not in ELASTIC_POLICIES:
-        raise KeyError(f"unknown elastic policy {name!r}; known: {', '.join(elastic_policy_names())}")
-    entry = ELASTIC_POLICIES[name]
+    entry = elastic_entry(name)
     unknown = sorted(set(params) - set(entry.params))
     if unknown:
         raise KeyError(f"elastic policy {name!r} has no parameter {unknown[0]!r}; "
@@ -183,7 +202,7 @@ def make_elastic_policy(name: str, params: dict, cluster, seed: int = 0, context
     """(allocator, the cluster as the policy sees it); KeyError for an unknown name or parameter,
     ValueError/TypeError for a bad value."""
     check_elastic_params(name, params)
-    return ELASTIC_POLICIES[name].build(cluster, seed, context, **params)
+    return elastic_entry(name).build(cluster, seed, context, **params)
 
 
 def uses_tuned_jobs(name: str, params: dict) -> bool:
