@@ -20,9 +20,11 @@ def _rows(what: str) -> list[str]:
                 f"{m.compute_seconds * 1e3:8.2f} ms/iteration on {m.reference_gpu}"
                 for name, m in sorted(load_models().items())]
     if what == "policies":
-        from artist.policies.registry import policy_names
+        from artist.policies.suite import all_policies
 
-        return policy_names()
+        listings = all_policies()
+        width = max(len(p.name) for p in listings)
+        return [f"{p.name:<{width}}  {'+'.join(p.loops):<20} {p.summary}" for p in listings]
     if what == "topologies":
         from artist.topology import load_topology
 

@@ -87,8 +87,11 @@ def run(args) -> int:
 
         load_plugin(args.plugin)
     if args.policy not in policy_names():
-        raise InputError("command line", "--policy",
-                         f"unknown policy {args.policy!r}; known: {', '.join(policy_names())}")
+        from artist.policies.suite import not_in_exact_loop
+
+        raise InputError("command line", "--policy", not_in_exact_loop(args.policy) or
+                         f"unknown policy {args.policy!r}; known: {', '.join(policy_names())} "
+                         f"(`artist list policies`: every loop's)")
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)

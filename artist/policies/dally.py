@@ -389,6 +389,8 @@ def _released_prefix(released, free, candidates):
 
 @register("dally")
 class Dally(_DallyBase):
+    """Dally (the paper's policy): network-sensitive priorities, timers auto-tuned from recent waits, preemption."""
+
     def __init__(self, history_s: float = DEFAULT_HISTORY_S):
         super().__init__()
         self.tuner = AutoTuner(history_s)
@@ -405,6 +407,8 @@ class Dally(_DallyBase):
 
 @register("dally-manual")
 class DallyManual(_DallyBase):
+    """Dally with fixed delay timers (the paper's manual setting: 12 h machine, 12 h rack)."""
+
     def __init__(self, machine_timer_s: float = TWELVE_HOURS, rack_timer_s: float = TWELVE_HOURS):
         if machine_timer_s < 0 or rack_timer_s < 0:
             raise ValueError(f"dally-manual: timers must be >= 0, got {machine_timer_s}, {rack_timer_s}")
@@ -421,6 +425,8 @@ class DallyManual(_DallyBase):
 
 @register("dally-nowait")
 class DallyNoWait(_DallyBase):
+    """Dally with no delay: every job takes the best placement free now."""
+
     def parameters(self) -> dict:
         return {"machine_timer_s": 0.0, "rack_timer_s": 0.0}
 
@@ -430,6 +436,8 @@ class DallyNoWait(_DallyBase):
 
 @register("dally-fullyconsolidated")
 class DallyFullyConsolidated(_DallyBase):
+    """Dally that waits forever for the most consolidated placement."""
+
     def parameters(self) -> dict:
         return {"machine_timer_s": math.inf, "rack_timer_s": math.inf}
 

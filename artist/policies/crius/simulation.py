@@ -39,6 +39,14 @@ ROUND_SECONDS = 300.0  # Crius' scheduling interval (sec. 7; the authors' SCHEDU
 CHECKPOINT_SECONDS = 30.0  # checkpoint-resume on a restart: chosen (paper silent; Pollux uses 30 s)
 MAX_ROUNDS = 200_000  # a run that has not finished by then is refused, not looped forever
 POLICIES = ("crius",) + tuple(BASELINES) + ("gavel",)  # gavel: through the Gavel module (gavel.py)
+# one line each for `artist list policies` (artist/policies/suite.py)
+SUMMARIES = {
+    "crius": "Crius (arXiv 2024): Cells (GPU type, count, pipeline stages) estimated and tuned per LLM job",
+    "fcfs": "first come first served on data-parallel profiles (Crius' baseline)",
+    "gandiva": "Gandiva as Crius evaluates it: grow-shrink on data-parallel profiles, the user's GPU type",
+    "elasticflow-ls": "ElasticFlow with loose SLOs (Crius' baseline): minimum-share admission, then scale-out",
+    "gavel": "Gavel's LP over the Cells' data-parallel throughputs (Crius' baseline)",
+}
 
 
 @dataclass

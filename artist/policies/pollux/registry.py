@@ -74,6 +74,7 @@ class ElasticPolicyEntry:
     build: Callable[..., tuple]    # (cluster, seed, context, **params) -> (allocator, cluster as seen)
     job_config: str                # "none" | "batch" | "both"
     params: tuple[str, ...]        # accepted parameter names
+    summary: str = ""              # one line for `artist list policies`: what it is and what it needs
 
 
 def _sia(cluster, seed, ctx, p=-0.5, lam=1.1):
@@ -154,13 +155,27 @@ def _params(fn) -> tuple[str, ...]:
 
 
 ELASTIC_POLICIES = {
-    "sia": ElasticPolicyEntry(_sia, "none", _params(_sia)),
-    "pollux": ElasticPolicyEntry(_pollux, "none", _params(_pollux)),
-    "gavel": ElasticPolicyEntry(_gavel, "both", _params(_gavel)),
-    "optimus-oracle": ElasticPolicyEntry(_optimus, "batch", _params(_optimus)),
-    "tiresias": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias)),
-    "crius": ElasticPolicyEntry(_crius, "both", _params(_crius)),
-    **{name: ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name)) for name in RIGID_IN_ELASTIC},
+    "sia": ElasticPolicyEntry(_sia, "none", _params(_sia),
+                              "Sia (SOSP'23): GPU type, count and batch per job by an ILP over goodput estimates; "
+                              "elastic jobs with 1-GPU profiles per type"),
+    "pollux": ElasticPolicyEntry(_pollux, "none", _params(_pollux),
+                                 "Pollux (OSDI'21): GPUs, batch and accumulation per job by a genetic search over "
+                                 "fitted goodput models; elastic jobs"),
+    "gavel": ElasticPolicyEntry(_gavel, "both", _params(_gavel),
+                                "Gavel (OSDI'20): heterogeneity-aware max-min LP over throughputs, 360 s leases; "
+                                "rigid jobs (tuned_jobs: true)"),
+    "optimus-oracle": ElasticPolicyEntry(_optimus, "batch", _params(_optimus),
+                                         "Optimus with exact remaining work (Pollux's baseline): GPU counts by "
+                                         "marginal gain; jobs of a fixed batch"),
+    "tiresias": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias),
+                                   "Tiresias as the Pollux artifact runs it (TiresiasRigid): two queues on GPU-hours; "
+                                   "rigid jobs"),
+    "crius": ElasticPolicyEntry(_crius, "both", _params(_crius),
+                                "Crius (Cells) over data-parallel apps: type and N_G/2, N_G or 2 N_G GPUs per job; "
+                                "needs 1-GPU profiles"),
+    **{name: ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name),
+                                "the exact loop's policy asked every round (rigid_in_elastic.py); rigid jobs")
+       for name in RIGID_IN_ELASTIC},
 }
 
 

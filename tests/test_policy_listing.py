@@ -1,0 +1,27 @@
+"""`artist list policies` lists every loop's policies; `artist simulate` names the loop of one it cannot run."""
+
+from artist.cli import main
+
+
+def test_every_loops_policies_are_listed_with_their_loops(capsys):
+    from artist.policies.crius.simulation import POLICIES as CRIUS_POLICIES
+    from artist.policies.pollux.registry import ELASTIC_POLICIES
+    from artist.policies.registry import builtin_policy_names
+
+    assert main(["list", "policies"]) == 0
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()}
+    expected = set(builtin_policy_names()) | set(ELASTIC_POLICIES) | set(CRIUS_POLICIES)
+    assert expected <= set(rows)
+    # 15 algorithms of the four papers and their baselines, by name (some names in several loops)
+    assert {"fifo", "gandiva", "tiresias", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated",
+            "pollux", "sia", "gavel", "optimus-oracle", "crius", "fcfs", "elasticflow-ls"} <= set(rows)
+    assert rows["pollux"] == "elastic" and rows["fcfs"] == "crius"
+    assert rows["gandiva"] == "exact+elastic+crius"  # three implementations today, and the listing says so
+
+
+def test_simulate_names_the_loop_of_a_policy_it_cannot_run(capsys):
+    assert main(["simulate", "--policy", "pollux", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "elastic loop" in err[0] and "--policy" in err[0]
+    assert main(["simulate", "--policy", "no-such-policy", "--quiet"]) == 2
+    assert "unknown policy 'no-such-policy'" in capsys.readouterr().err
