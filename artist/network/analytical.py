@@ -27,12 +27,14 @@ import numpy as np
 from artist.network.base import CommResult, GraphTiming, time_node_by_node
 from artist.network.collectives import Schedule, channel_ring, collective_schedule
 from artist.network.links import NVLINK, link_bandwidth_bps, path
+from artist.memo import memoised
 from artist.network.symmetry import fabric_form
 from artist.placement import Placement
 from artist.parallel.graph import StepGraph
 from artist.topology import Topology
 
 ANALYTICAL_VERSION = "2"  # bump when an answer changes (calibration profiles record it)
+MAX_GROUPS = 100_000  # groups whose linear form time() keeps (a bound on memory, not a tuning)
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ class AnalyticalModel:
         self.channels = channels
         self.latency = latency
         self._memo: dict = {}
+        self._by_group: dict = {}  # (kind, GPUs) -> LinearCollective (time(): _linear without its fabric form)
 
     def identity(self) -> dict:
         return {"backend": self.name, "version": ANALYTICAL_VERSION, "algorithm": self.algorithm,
@@ -223,7 +226,11 @@ class AnalyticalModel:
                 key = (n.kind, n.group)
                 linear = seen.get(key)
                 if linear is None:
-                    linear = seen[key] = self._linear(Placement(self.topology, n.group), n.kind)
+                    # across graphs too, by the group's GPUs: a DDP step is laid on its shape's canonical
+                    # placement, so every step of one shape asks about the same group
+                    linear = seen[key] = memoised(
+                        self._by_group, (n.kind, n.group, self.algorithm, self.channels, self.latency),
+                        lambda: self._linear(Placement(self.topology, n.group), n.kind), MAX_GROUPS)
                 return linear.seconds(n.nbytes)
 
             out[job] = time_node_by_node(graph, seconds, CommResult(self.name))
