@@ -17,11 +17,12 @@ import argparse
 import resource
 import time
 
+from artist.crius.simulation import crius_fabrics
+from artist.crius.workload import crius_jobs
 from artist.policies.crius.catalogue import Catalogue
 from artist.policies.crius.cluster import crius_cluster
 from artist.policies.crius.jobs import JobRun, allocations
 from artist.policies.crius.scheduler import CriusScheduler
-from artist.policies.crius.workload import crius_jobs
 
 
 def cpu_seconds() -> float:
@@ -37,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     pools = crius_cluster("crius-1280")
     capacity = {t: p.gpus for t, p in pools.items()}
-    catalogue = Catalogue(pools)
+    catalogue = Catalogue(pools, crius_fabrics(pools))
     t0, c0 = time.perf_counter(), cpu_seconds()
     specs = crius_jobs(pools, catalogue, args.running + args.arrivals, seed=1, arrivals_per_hour=150)
     for spec in specs:  # warm the Cell estimates of every allocation (InitCells happens at arrival)

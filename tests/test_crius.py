@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from artist.crius.simulation import crius_fabrics
+from artist.crius.truth import GroundTruth, true_step_seconds
 from artist.network.analytical import AnalyticalModel
 from artist.placement import Placement
 from artist.policies.crius.catalogue import stage_counts
@@ -19,7 +21,6 @@ from artist.policies.crius.commtable import CommTable
 from artist.policies.crius.jobs import JobRun, JobSpec
 from artist.policies.crius.scheduler import CriusScheduler
 from artist.policies.crius.stages import OperatorChain, cut_points, cut_stages, power_of_two_gpus
-from artist.policies.crius.truth import true_step_seconds
 from artist.policies.crius.tuning import half_space
 from artist.workload.zoo import zoo_model
 
@@ -216,11 +217,11 @@ def test_opportunistic_job_is_suspended_for_the_blocked_one():
 
 def _small_run(policy):
     from artist.policies.crius.catalogue import Catalogue
-    from artist.policies.crius.simulation import simulate
-    from artist.policies.crius.workload import crius_jobs
+    from artist.crius.simulation import simulate
+    from artist.crius.workload import crius_jobs
 
     pools = crius_cluster("crius-testbed")
-    cat = Catalogue(pools)
+    cat = Catalogue(pools, crius_fabrics(pools))
     jobs = crius_jobs(pools, cat, count=6, seed=3, arrivals_per_hour=12)
     return jobs, simulate(pools, jobs, policy, catalogue=cat)
 
@@ -244,7 +245,7 @@ def test_simulation_is_deterministic_and_finishes_every_job(policy):
 def test_unknown_cluster_and_policy_are_refused():
     with pytest.raises(KeyError, match="unknown Crius cluster"):
         crius_cluster("nope")
-    from artist.policies.crius.simulation import make_policy
+    from artist.crius.simulation import make_policy
     with pytest.raises(ValueError, match="unknown policy"):
         make_policy("nope", None, {})
 
@@ -289,7 +290,7 @@ def test_schedulers_never_see_the_network():
      "extra"),
 ])
 def test_sweep_spec_errors_name_file_and_field(tmp_path, capsys, text, field):
-    from artist.policies.crius.sweep import main
+    from artist.crius.sweep import main
 
     path = tmp_path / "spec.yaml"
     path.write_text(text)
@@ -301,7 +302,7 @@ def test_sweep_spec_errors_name_file_and_field(tmp_path, capsys, text, field):
 def test_shipped_sweep_spec_reads():
     from pathlib import Path
 
-    from artist.policies.crius.sweep import read_spec
+    from artist.crius.sweep import read_spec
 
     spec = read_spec(str(Path(__file__).resolve().parent.parent / "sweeps" / "crius.yaml"))
     assert spec["cluster"] == "crius-1280" and spec["depth"] == 3
@@ -310,12 +311,12 @@ def test_shipped_sweep_spec_reads():
 def test_gavel_baseline_places_jobs_at_their_own_count_within_capacity():
     """Gavel (artist/policies/gavel/) places jobs at their own N_G on any type, within every type's GPUs."""
     from artist.policies.crius.catalogue import Catalogue
-    from artist.policies.crius.simulation import make_policy
-    from artist.policies.crius.workload import crius_jobs
+    from artist.crius.simulation import make_policy
+    from artist.crius.workload import crius_jobs
 
     pools = crius_cluster("crius-testbed")
     capacity = {t: p.gpus for t, p in pools.items()}
-    cat = Catalogue(pools)
+    cat = Catalogue(pools, crius_fabrics(pools))
     gavel = make_policy("gavel", cat, capacity)
     jobs = [JobRun(s) for s in crius_jobs(pools, cat, count=12, seed=5, arrivals_per_hour=100)]
     state = gavel.decide(jobs, 0.0)
@@ -331,7 +332,7 @@ def test_philly_derived_jobs_keep_the_logs_arrivals_and_run_times():
     from pathlib import Path
 
     from artist.policies.crius.catalogue import Catalogue
-    from artist.policies.crius.workload import philly_jobs
+    from artist.crius.workload import philly_jobs
 
     path = Path(__file__).resolve().parent / "data" / "traces" / "philly_cluster_job_log.json"
     log = json.loads(path.read_text())
@@ -347,15 +348,15 @@ def test_philly_derived_jobs_keep_the_logs_arrivals_and_run_times():
             done[job["jobid"]] = (datetime.strptime(job["submitted_time"], stamp), run)
     first = min(t for t, _ in done.values())
     pools = crius_cluster("crius-testbed")
-    cat = Catalogue(pools)
+    cat = Catalogue(pools, crius_fabrics(pools))
     jobs = philly_jobs(path, pools, cat, count=100, seed=2)
     assert len(jobs) == len(done)
     for spec in jobs:
         submitted, run = done[spec.job_id.split("-", 1)[1]]
         assert spec.arrival == pytest.approx((submitted - first).total_seconds())
         # iterations = run time / the true step on the packed request: within one step of the log's run time
-        step = cat.true_seconds(cat.run_plan(spec.model, spec.global_batch, spec.n_g, spec.gpu_type, spec.n_g,
-                                             False), PoolAllocator(pools[spec.gpu_type].topology).take(spec.n_g))
+        plan = cat.run_plan(spec.model, spec.global_batch, spec.n_g, spec.gpu_type, spec.n_g, False)
+        step = GroundTruth(cat.fabrics).seconds(plan, PoolAllocator(pools[spec.gpu_type].topology).take(spec.n_g))
         assert spec.iterations * step <= run + 1e-6 and (spec.iterations + 1) * step > run or spec.iterations == 1
 
 
@@ -408,7 +409,7 @@ def test_elasticflow_ls_admits_at_the_minimum_then_doubles_the_best_marginal_gai
 def test_sweep_overrides_are_checked(capsys):
     from pathlib import Path
 
-    from artist.policies.crius.sweep import main
+    from artist.crius.sweep import main
 
     spec = str(Path(__file__).resolve().parent.parent / "sweeps" / "crius.yaml")
     assert main([spec, "--cluster", "nope"]) == 2

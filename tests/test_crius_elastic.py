@@ -12,6 +12,7 @@ from artist.elastic.cluster import CLUSTERS_DIR, ElasticCluster, Pool, PooledSte
 from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
 from artist.elastic.spec import ElasticSpec, LocalBatchLimit
 from artist.errors import InputError
+from artist.network.analytical import AnalyticalModel
 from artist.policies.crius.elastic import CriusElastic, pack
 from artist.policies.pollux.registry import PolicyContext, make_elastic_policy
 from artist.policies.pollux.scheduler import JobView
@@ -219,7 +220,8 @@ def philly_run():
     jobs = read_jobs(ROOT / "workloads/sia/workloads/philly/workload-1.csv", "both", limit=16)
     out = []
     for _ in range(2):
-        ctx = PolicyContext(apps, jobs, lambda _c: _Raising(), profiles)
+        ctx = PolicyContext(apps, jobs, lambda _c: _Raising(), profiles,
+                            {p.gpu_type: AnalyticalModel(p.topology) for p in cluster.pools})
         policy, seen = make_elastic_policy("crius", {}, cluster, 0, ctx)
         timer = PooledStepTimer(seen, {k: a for k, (a, _) in apps.items()}, profiles)
         sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, timer, policy,

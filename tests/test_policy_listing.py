@@ -4,7 +4,7 @@ from artist.cli import main
 
 
 def test_every_loops_policies_are_listed_with_their_loops(capsys):
-    from artist.policies.crius.simulation import POLICIES as CRIUS_POLICIES
+    from artist.crius.simulation import POLICIES as CRIUS_POLICIES
     from artist.policies.pollux.registry import ELASTIC_POLICIES
     from artist.policies.registry import builtin_policy_names
 

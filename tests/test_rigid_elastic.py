@@ -46,7 +46,7 @@ def _pool(gpu_type: str, racks: int, machines: int, gpus: int) -> Pool:
 
 
 def _context(cluster, jobs):
-    return RunContext(_apps(), list(jobs), _models()).policy_context()
+    return RunContext(_apps(), list(jobs), _models()).policy_context(cluster)
 
 
 def _view(job: ElasticJobSpec, now: float, current, attained: float = 0.0, remaining: float = 1e6) -> JobView:
@@ -118,7 +118,7 @@ def test_clusters_of_several_machine_shapes_are_refused():
 
 def _run(cluster, policy: str, jobs, params=None, check=None):
     ctx = RunContext(_apps(), list(jobs), _models())
-    allocator, seen = make_elastic_policy(policy, params or {}, cluster, 0, ctx.policy_context())
+    allocator, seen = make_elastic_policy(policy, params or {}, cluster, 0, ctx.policy_context(cluster))
     if check is not None:
         inner = allocator.allocate
 

@@ -1,5 +1,5 @@
 """`loop: crius` sweeps: Crius and its baselines through run_sweep give the numbers of Crius' own runner
-(artist/policies/crius/sweep.py), byte-identical for a seed; reduced versions and bad fields as other loops."""
+(artist/crius/sweep.py), byte-identical for a seed; reduced versions and bad fields as other loops."""
 
 import filecmp
 
@@ -29,7 +29,7 @@ def _spec(tmp_path, text=SPEC):
 
 
 def test_crius_sweep_matches_crius_runner_and_is_byte_identical(tmp_path):
-    from artist.policies.crius import sweep as crius_runner
+    from artist.crius import sweep as crius_runner
 
     spec = load_sweep_spec(_spec(tmp_path))
     outs = []
@@ -87,7 +87,7 @@ def test_shipped_paper_specs_load_through_artist_sweep():
     Crius' own runner still reads the Crius spec."""
     from pathlib import Path
 
-    from artist.policies.crius.sweep import read_spec
+    from artist.crius.sweep import read_spec
 
     sweeps = Path(__file__).resolve().parents[1] / "sweeps"
     crius = load_sweep_spec(sweeps / "crius.yaml")
@@ -102,6 +102,8 @@ def test_crius_comm_axis_none_makes_communication_free(tmp_path):
     """`comm: [none, analytical]`: the analytical runs keep the ids of a spec without `comm`; with none, Crius'
     offline profiles read 0 s and a rack-spanning job's true step is its compute alone (below analytical's)."""
     from artist.network.stack import CommSpec
+    from artist.crius.simulation import crius_fabrics
+    from artist.crius.truth import GroundTruth
     from artist.policies.crius.catalogue import Catalogue
     from artist.policies.crius.cluster import crius_cluster
 
@@ -111,12 +113,13 @@ def test_crius_comm_axis_none_makes_communication_free(tmp_path):
     assert [r.run_id for r in both.runs if r.axes["backend"] == "analytical"] == [r.run_id for r in plain.runs]
     assert {r.elastic.backend for r in both.runs} == {"none", "analytical"}
     pools = crius_cluster("crius-testbed")
-    free, alpha_beta = Catalogue(pools, CommSpec("none")), Catalogue(pools)
+    free, alpha_beta = (Catalogue(pools, crius_fabrics(pools, CommSpec("none"))),
+                        Catalogue(pools, crius_fabrics(pools)))
     assert free.tables["A40"].seconds("all_reduce", gpus=8, nbytes=3e7) == 0.0
     assert alpha_beta.tables["A40"].seconds("all_reduce", gpus=8, nbytes=3e7) > 0.0
     plans = [c.run_plan("gpt3-1.3b", 64, 8, "A40", 8, tuned=False) for c in (free, alpha_beta)]
     gpus = list(range(0, 8))  # 4 machines of 2 A40 each: data parallel across machines
-    free_s, alpha_beta_s = (c.true_seconds(p, gpus) for c, p in zip((free, alpha_beta), plans))
+    free_s, alpha_beta_s = (GroundTruth(c.fabrics).seconds(p, gpus) for c, p in zip((free, alpha_beta), plans))
     assert 0 < free_s < alpha_beta_s
 
 

@@ -17,6 +17,7 @@ from artist.elastic.cluster import ElasticCluster, PooledStepTimer
 from artist.elastic.fairness_hetero import IsolatedTimes
 from artist.elastic.simulation import ElasticJobSpec, ElasticResult, ElasticSimulation
 from artist.errors import InputError
+from artist.network.analytical import AnalyticalModel
 from artist.policies.pollux.registry import ELASTIC_POLICIES, PolicyContext, make_elastic_policy
 from artist.workload import load_models
 from artist.workload.traces.pollux import APPLICATIONS
@@ -35,9 +36,12 @@ class RunContext:
         return PooledStepTimer(cluster, {k: a for k, (a, _) in self.apps.items()},
                                {k: self.models[APPLICATIONS[k][0]] for k in self.apps})
 
-    def policy_context(self) -> PolicyContext:
+    def policy_context(self, cluster: ElasticCluster) -> PolicyContext:
+        """With each pool's network model (the analytical one, as the step timer's): Crius profiles its
+        CommTables on it."""
         return PolicyContext(self.apps, self.jobs, self.timer_for,
-                             {k: self.models[APPLICATIONS[k][0]] for k in self.apps})
+                             {k: self.models[APPLICATIONS[k][0]] for k in self.apps},
+                             {p.gpu_type: AnalyticalModel(p.topology) for p in cluster.pools})
 
 
 def read_jobs(path: str | Path, columns: str, limit: int | None = None) -> list[ElasticJobSpec]:
@@ -81,7 +85,7 @@ def run(cluster: ElasticCluster, policy: str, jobs: list[ElasticJobSpec], seed: 
     if unknown:
         raise ValueError(f"no measured tables for application(s) {', '.join(unknown)}")
     ctx = RunContext(apps, list(jobs), load_models())
-    allocator, seen = make_elastic_policy(policy, params, cluster, seed, ctx.policy_context())
+    allocator, seen = make_elastic_policy(policy, params, cluster, seed, ctx.policy_context(cluster))
     machines = [(n.pool, n.machine) for n in seen.nodes]
     sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, ctx.timer_for(seen), allocator,
                             round_seconds=float(getattr(allocator, "round_seconds", round_seconds)),

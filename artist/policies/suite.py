@@ -3,7 +3,7 @@ line `artist simulate` gives a policy it cannot run.
 
 Three loops run policies today (README "Design notes"): the exact event loop (artist/simulator.py: `artist
 simulate`, rigid sweep specs), the elastic loop of 60 s rounds (artist/elastic/simulation.py: specs with
-`loop: elastic`) and Crius' loop of 300 s rounds (artist/policies/crius/simulation.py: sweeps/crius.yaml).
+`loop: elastic`) and Crius' loop of 300 s rounds (artist/crius/simulation.py: sweeps/crius.yaml).
 Each keeps its own registry; this module only reads them. A name in several loops is a different
 implementation in each (gandiva, tiresias, gavel, crius), and the listing says so.
 """
@@ -32,7 +32,7 @@ def _first_line(text: str | None) -> str:
 def all_policies() -> list[PolicyListing]:
     """Every policy name of every loop, sorted by name; plugins loaded in this process included."""
     from artist.policies import registry
-    from artist.policies.crius.simulation import POLICIES as CRIUS_POLICIES, SUMMARIES
+    from artist.policies.crius.registry import POLICIES as CRIUS_POLICIES, SUMMARIES
     from artist.policies.pollux.registry import ELASTIC_POLICIES, RIGID_IN_ELASTIC
 
     loops: dict[str, list[str]] = {}

@@ -1,10 +1,10 @@
-"""Sweeps of Crius' round loop (artist/policies/crius/simulation.py): specs with `loop: crius`.
+"""Sweeps of Crius' round loop (artist/crius/simulation.py): specs with `loop: crius`.
 
     name: crius-fig16
     loop: crius
     cluster: crius-1280             # artist/policies/crius/cluster.py CLUSTERS (pools: topologies/crius-*.yaml)
     jobs: 1000                      # jobs per workload
-    arrivals_per_hour: 150          # the synthetic Philly-shaped workload (artist/policies/crius/workload.py)
+    arrivals_per_hour: 150          # the synthetic Philly-shaped workload (artist/crius/workload.py)
     philly_log: ../traces/x.csv     # optional: arrivals and durations of a Philly cluster_job_log instead
     seeds: [1, 2]                   # axis; each seed draws one workload that every policy runs
     policies: [crius, gavel, fcfs, gandiva, elasticflow-ls]   # axis
@@ -77,7 +77,7 @@ class CriusRunConfig:
 def load_crius_spec(f: Fields, path: Path):
     """The SweepSpec of a `loop: crius` spec (checked and expanded; InputError on anything wrong)."""
     from artist.policies.crius.cluster import CLUSTERS, TOPOLOGY_DIR, crius_cluster
-    from artist.policies.crius.simulation import POLICIES
+    from artist.crius.simulation import POLICIES
     from artist.sweep import spec as rigid
 
     f.unknown_keys(CRIUS_TOP_LEVEL)
@@ -156,18 +156,20 @@ def _backends(f: Fields) -> list[str]:
 
 def simulate_crius(config: CriusRunConfig, policy: str, seed: int):
     """(Result, jobs drawn) of one Crius run: the seed's workload on the cluster under the policy."""
+    from artist.crius.simulation import crius_fabrics, simulate
+    from artist.crius.truth import GroundTruth
     from artist.policies.crius.catalogue import Catalogue
     from artist.policies.crius.cluster import crius_cluster
-    from artist.policies.crius.simulation import simulate
-    from artist.policies.crius.workload import crius_jobs, philly_jobs
+    from artist.crius.workload import crius_jobs, philly_jobs
 
     pools = crius_cluster(config.cluster)
-    catalogue = Catalogue(pools, CommSpec(config.backend))
+    catalogue = Catalogue(pools, crius_fabrics(pools, CommSpec(config.backend)))
+    truth = GroundTruth(catalogue.fabrics)
     if config.philly_log:
-        jobs = philly_jobs(config.philly_log, pools, catalogue, config.jobs, seed)
+        jobs = philly_jobs(config.philly_log, pools, catalogue, config.jobs, seed, truth)
     else:
-        jobs = crius_jobs(pools, catalogue, config.jobs, seed, config.arrivals_per_hour)
-    return simulate(pools, jobs, policy, config.depth, catalogue), jobs
+        jobs = crius_jobs(pools, catalogue, config.jobs, seed, config.arrivals_per_hour, truth)
+    return simulate(pools, jobs, policy, config.depth, catalogue, truth), jobs
 
 
 def tables_of(result) -> tuple[pd.DataFrame, dict, pd.DataFrame]:

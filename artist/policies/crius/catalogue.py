@@ -1,10 +1,13 @@
 """What schedulers and the simulation know of a job on an allocation (GPU type, GPU count), memoised.
 
-    cat = Catalogue(pools)                                    # one CommTable and fabric per pool
+    cat = Catalogue(pools, fabrics)                           # one CommTable per pool, from its fabric
     cat.crius_view(model, batch, n_g, "A40", 8)               # best Cell over its stage counts (estimate)
     cat.dp_view(model, batch, "A40", 8)                        # the baselines' data-parallel profile
     cat.run_plan(model, batch, n_g, "A40", 8, tuned=True)      # the plan the job actually runs + tuning cost
-    cat.true_seconds(run, gpus)                                # ground truth on the real placement
+
+The fabrics (GPU type -> network model) come from the loop that runs the policies (artist/crius/), which
+also times the plan actually run on the real placement (artist/crius/truth.py GroundTruth): a policy
+sees Crius' offline communication profiles (the CommTables), never the network model itself.
 
 Stage counts of a job's Cells (InitCells, Crius Alg. 1): powers of two from 1 to the user's N_G (log N_G + 1
 of them), pruned to at most the Cell's GPUs and the model's blocks.
@@ -19,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from artist.network.stack import CommSpec, fabric_for
+from typing import Mapping
+
 from artist.policies.crius.cells import Cell, CellEstimate, CellModel, StagePlan, estimate_cell_model
 from artist.policies.crius.commtable import CommTable
-from artist.policies.crius.truth import true_step_seconds
 from artist.policies.crius.tuning import full_search, tune_cell
 from artist.workload.zoo import zoo_model
 
@@ -45,16 +48,17 @@ class RunPlan:
 
 
 class Catalogue:
-    def __init__(self, pools, comm: CommSpec = CommSpec()):
+    def __init__(self, pools, fabrics: Mapping):
+        missing = [t for t in pools if t not in fabrics]
+        if missing:
+            raise ValueError(f"no network model for pool(s) {', '.join(missing)}")
         self.pools = pools
-        # the network stack every ArtISt command builds (default: analytical, ring, uncalibrated)
-        self.fabrics = {t: fabric_for(comm, p.topology) for t, p in pools.items()}
+        self.fabrics = dict(fabrics)  # GPU type -> the network model its CommTable is profiled on
         self.tables = {t: CommTable(p.topology, self.fabrics[t]) for t, p in pools.items()}
         self._models: dict = {}
         self._crius: dict = {}
         self._dp: dict = {}
         self._run: dict = {}
-        self._truth: dict = {}
 
     def cell_model(self, model: str, batch: int, gpu_type: str, gpus: int, stages: int) -> CellModel:
         key = (model, batch, gpu_type, gpus, stages)
@@ -109,22 +113,3 @@ class Catalogue:
                     run = RunPlan(t.model, t.plan, t.latency_s, t.tuning_seconds, float("inf"))
             self._run[key] = run
         return self._run[key]
-
-    def true_seconds(self, run: RunPlan, gpus) -> float:
-        """The run plan's step time on these GPUs; memoised by the placement's machine shape (GPUs per
-        machine in order), which is all the analytical fabric's answer depends on inside one pool."""
-        topo = run.model.pool.topology
-        shape = []
-        for g in gpus:
-            m = topo.machine_of(g)
-            if shape and shape[-1][0] == m:
-                shape[-1][1] += 1
-            else:
-                shape.append([m, 1])
-        racks = tuple(topo.rack_of_machine(m) for m, _ in shape)
-        key = (id(run.model), run.plan, tuple(n for _, n in shape), tuple(r == racks[0] for r in racks))
-        found = self._truth.get(key)
-        if found is None:
-            fabric = self.fabrics[run.model.pool.gpu_type]
-            found = self._truth[key] = true_step_seconds(run.model, run.plan, gpus, fabric)
-        return found

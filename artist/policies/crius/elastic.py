@@ -104,12 +104,11 @@ class ElasticCatalogue:
     def _table(self, gpu_type: str) -> CommTable:
         table = self.tables.get(gpu_type)
         if table is None:
-            from artist.network.analytical import AnalyticalModel
-
-            topology = self.topologies[gpu_type]
-            # the run's network backend of this pool; without one, the analytical model (PooledStepTimer's default)
-            fabric = self.fabrics.get(gpu_type) or AnalyticalModel(topology)
-            table = self.tables[gpu_type] = CommTable(topology, fabric)
+            fabric = self.fabrics.get(gpu_type)  # the run's network model of this pool (the loop passes it)
+            if fabric is None:
+                raise ValueError(f"crius profiles its CommTable on the run's network model: the policy context "
+                                 f"has none for pool {gpu_type!r}")
+            table = self.tables[gpu_type] = CommTable(self.topologies[gpu_type], fabric)
         return table
 
     def gradient_bytes(self, app: str) -> float:

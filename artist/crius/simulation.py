@@ -28,27 +28,18 @@ import statistics
 import time as wallclock
 from dataclasses import dataclass, field
 
-from artist.policies.crius.baselines import BASELINES
+from artist.crius.truth import GroundTruth
+from artist.network.stack import CommSpec, fabric_for
 from artist.policies.crius.catalogue import Catalogue, RunPlan
 from artist.policies.crius.cells import PROFILE_SECONDS
 from artist.policies.crius.cluster import PoolAllocator
 from artist.policies.crius.jobs import JobRun, JobSpec, gpu_counts
-from artist.policies.crius.scheduler import SEARCH_DEPTH, CriusScheduler
+from artist.policies.crius.registry import POLICIES, make_policy  # noqa: F401 - POLICIES: the loop's names
+from artist.policies.crius.scheduler import SEARCH_DEPTH
 
 ROUND_SECONDS = 300.0  # Crius' scheduling interval (sec. 7; the authors' SCHEDULING_INTERVAL = 300)
 CHECKPOINT_SECONDS = 30.0  # checkpoint-resume on a restart: chosen (paper silent; Pollux uses 30 s)
 MAX_ROUNDS = 200_000  # a run that has not finished by then is refused, not looped forever
-POLICIES = ("crius",) + tuple(BASELINES) + ("gavel",)  # gavel: through the Gavel module (gavel.py)
-# one line each for `artist list policies` (artist/policies/suite.py)
-SUMMARIES = {
-    "crius": "Crius (arXiv 2024): Cells (GPU type, count, pipeline stages) estimated and tuned per LLM job",
-    "fcfs": "first come first served on data-parallel profiles (Crius' baseline)",
-    "gandiva": "Gandiva as Crius evaluates it: grow-shrink on data-parallel profiles, the user's GPU type",
-    "elasticflow-ls": "ElasticFlow with loose SLOs (Crius' baseline): minimum-share admission, then scale-out",
-    "gavel": "Gavel's LP over the Cells' data-parallel throughputs (Crius' baseline)",
-}
-
-
 @dataclass
 class Result:
     policy: str
@@ -92,16 +83,10 @@ class Result:
         }
 
 
-def make_policy(name: str, catalogue: Catalogue, capacity: dict, depth: int = SEARCH_DEPTH):
-    if name == "crius":
-        return CriusScheduler(catalogue, capacity, depth)
-    if name == "gavel":
-        from artist.policies.crius.gavel import Gavel
-        return Gavel(catalogue, capacity)
-    try:
-        return BASELINES[name](catalogue, capacity)
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}") from None
+def crius_fabrics(pools, comm: CommSpec = CommSpec()) -> dict:
+    """Each pool's network model, as every ArtISt command builds it (default: analytical, ring,
+    uncalibrated): what the policies' CommTables are profiled on and the ground truth is timed on."""
+    return {t: fabric_for(comm, p.topology) for t, p in pools.items()}
 
 
 def profile_seconds(catalogue: Catalogue, spec: JobSpec, tuned: bool) -> float:
@@ -114,12 +99,13 @@ def profile_seconds(catalogue: Catalogue, spec: JobSpec, tuned: bool) -> float:
 
 class CriusSimulation:
     def __init__(self, pools, jobs, policy: str, depth: int = SEARCH_DEPTH, catalogue: Catalogue | None = None,
-                 round_seconds: float = ROUND_SECONDS):
+                 round_seconds: float = ROUND_SECONDS, truth: GroundTruth | None = None):
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
         self.pools = pools
-        self.catalogue = catalogue or Catalogue(pools)
+        self.catalogue = catalogue or Catalogue(pools, crius_fabrics(pools))
+        self.truth = truth or GroundTruth(self.catalogue.fabrics)  # the loop's, never the policy's
         self.capacity = {t: p.gpus for t, p in pools.items()}
         self.policy = make_policy(policy, self.catalogue, self.capacity, depth)
         self.tuned = self.policy.tuned
@@ -141,7 +127,7 @@ class CriusSimulation:
                 raise ValueError(f"job {spec.job_id}: {spec.model} cannot run on its request {spec.n_g} x "
                                  f"{spec.gpu_type} (no plan fits)")
             gpus = PoolAllocator(self.pools[spec.gpu_type].topology).take(spec.n_g)
-            found = self._ref[spec.job_id] = spec.global_batch / self.catalogue.true_seconds(run, gpus)
+            found = self._ref[spec.job_id] = spec.global_batch / self.truth.seconds(run, gpus)
         return found
 
     def _run_plan(self, job: JobRun) -> RunPlan:
@@ -177,7 +163,7 @@ class CriusSimulation:
                 wait += run.tuning_s
                 result.tuning_seconds += run.tuning_s
             j.restart_left = wait
-            j.step_s = self.catalogue.true_seconds(run, gpus)
+            j.step_s = self.truth.seconds(run, gpus)
             if self.tuned:
                 cell = self.catalogue.crius_view(j.spec.model, j.spec.global_batch, j.spec.n_g, *target)
                 cell_run = RunPlan(self.catalogue.cell_model(j.spec.model, j.spec.global_batch, target[0], target[1],
@@ -185,9 +171,9 @@ class CriusSimulation:
                                    cell.latency_s)
                 topo = self.pools[target[0]].topology
                 packed = len({topo.machine_of(g) for g in gpus}) == -(-target[1] // topo.gpus_per_machine)
-                result.accuracy.append((cell.latency_s, self.catalogue.true_seconds(cell_run, gpus), packed))
+                result.accuracy.append((cell.latency_s, self.truth.seconds(cell_run, gpus), packed))
                 full = self.catalogue.run_plan(j.spec.model, j.spec.global_batch, j.spec.n_g, *target, False)
-                result.tuning.append((j.step_s, self.catalogue.true_seconds(full, gpus)))
+                result.tuning.append((j.step_s, self.truth.seconds(full, gpus)))
             if j.start is None:
                 j.start = self.now
         return changed
@@ -244,5 +230,6 @@ class CriusSimulation:
         return result
 
 
-def simulate(pools, jobs, policy: str, depth: int = SEARCH_DEPTH, catalogue: Catalogue | None = None) -> Result:
-    return CriusSimulation(pools, jobs, policy, depth, catalogue).run()
+def simulate(pools, jobs, policy: str, depth: int = SEARCH_DEPTH, catalogue: Catalogue | None = None,
+             truth: GroundTruth | None = None) -> Result:
+    return CriusSimulation(pools, jobs, policy, depth, catalogue, truth=truth).run()

@@ -3,6 +3,7 @@
 
     jobs = crius_jobs(pools, catalogue, count=60, seed=1, arrivals_per_hour=20)
     jobs = philly_jobs("cluster_job_log", pools, catalogue, count=500, seed=1)   # with a Philly log
+    (both take truth=GroundTruth(catalogue.fabrics) to share its memo with the simulation)
 
 Arrival times and durations: philly_jobs takes them from a Philly cluster_job_log (msr-fiddle/philly-
 traces, read by artist/workload/traces/philly.py); the log is not shipped with the repository, so
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from artist.crius.truth import GroundTruth
 from artist.policies.crius.cluster import PoolAllocator
 from artist.policies.crius.jobs import JobSpec
 
@@ -41,7 +43,7 @@ DURATION_MAX_S = 24 * 3600.0  # INVENTED
 MAX_DRAWS = 1000  # per job: a cluster on which nothing can run is refused, not drawn forever
 
 
-def _draw(rng, pools, catalogue, duration_of):
+def _draw(rng, pools, catalogue, truth, duration_of):
     """One runnable job: (model, batch, N_G, type, true step seconds on its packed request, duration)."""
     types = sorted(pools)
     families = sorted(FAMILY_WEIGHTS)
@@ -61,13 +63,15 @@ def _draw(rng, pools, catalogue, duration_of):
         if run is None:
             continue
         gpus = PoolAllocator(pools[gpu_type].topology).take(n_g)
-        return model, batch, n_g, gpu_type, catalogue.true_seconds(run, gpus), duration
+        return model, batch, n_g, gpu_type, truth.seconds(run, gpus), duration
     raise ValueError(f"no runnable job found in {MAX_DRAWS} draws (is the cluster too small for the zoo?)")
 
 
-def crius_jobs(pools, catalogue, count: int, seed: int, arrivals_per_hour: float) -> list[JobSpec]:
+def crius_jobs(pools, catalogue, count: int, seed: int, arrivals_per_hour: float,
+               truth: GroundTruth | None = None) -> list[JobSpec]:
     if count < 0 or arrivals_per_hour <= 0:
         raise ValueError("count must be >= 0 and arrivals_per_hour > 0")
+    truth = truth or GroundTruth(catalogue.fabrics)
     rng = np.random.default_rng(seed)
 
     def duration_of(r):
@@ -76,25 +80,26 @@ def crius_jobs(pools, catalogue, count: int, seed: int, arrivals_per_hour: float
     jobs, now = [], 0.0
     for k in range(count):
         now += float(rng.exponential(3600.0 / arrivals_per_hour))
-        model, batch, n_g, gpu_type, step, duration = _draw(rng, pools, catalogue, duration_of)
+        model, batch, n_g, gpu_type, step, duration = _draw(rng, pools, catalogue, truth, duration_of)
         jobs.append(JobSpec(f"j{k:04d}", round(now, 3), model, batch, n_g, gpu_type, max(1, int(duration / step))))
     return jobs
 
 
-def philly_jobs(path, pools, catalogue, count: int, seed: int) -> list[JobSpec]:
+def philly_jobs(path, pools, catalogue, count: int, seed: int, truth: GroundTruth | None = None) -> list[JobSpec]:
     """The first `count` GPU jobs of a Philly cluster_job_log with a logged run time (submission order):
     arrivals from the log (relative to the first), durations as logged, model / batch / GPU count / type
     drawn as crius_jobs draws them (the log's own GPU count is not used, as Crius' adaptation)."""
     from artist.workload.traces.philly import read_philly
     from artist.workload.traces.record import LoadReport
 
+    truth = truth or GroundTruth(catalogue.fabrics)
     report = LoadReport(str(path), "philly")
     records = sorted((r for r in read_philly(path, report) if r.gpus > 0 and r.duration and r.duration > 0),
                      key=lambda r: (r.submit, r.job_id))[:count]
     rng = np.random.default_rng(seed)
     jobs = []
     for k, record in enumerate(records):
-        model, batch, n_g, gpu_type, step, duration = _draw(rng, pools, catalogue, lambda r: record.duration)
+        model, batch, n_g, gpu_type, step, duration = _draw(rng, pools, catalogue, truth, lambda r: record.duration)
         jobs.append(JobSpec(f"p{k:05d}-{record.job_id}", round(record.submit - records[0].submit, 3), model, batch,
                             n_g, gpu_type, max(1, int(duration / step))))
     return jobs

@@ -1,6 +1,6 @@
 """Run a Crius comparison from a YAML spec and print it beside the paper's figures.
 
-    python -m artist.policies.crius.sweep sweeps/crius.yaml [--out results/crius.json] [--jobs N]
+    python -m artist.crius.sweep sweeps/crius.yaml [--out results/crius.json] [--jobs N]
         [--cluster crius-testbed] [--rate ARRIVALS_PER_HOUR]
 
 Spec fields: name, cluster (crius-1280 | crius-testbed), jobs, arrivals_per_hour, seeds (list), policies
@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 
 from artist.errors import InputError
+from artist.crius.simulation import POLICIES, crius_fabrics, simulate
+from artist.crius.truth import GroundTruth
 from artist.policies.crius.catalogue import Catalogue
 from artist.policies.crius.cluster import CLUSTERS, crius_cluster
-from artist.policies.crius.simulation import POLICIES, simulate
-from artist.policies.crius.workload import crius_jobs, philly_jobs
+from artist.crius.workload import crius_jobs, philly_jobs
 from artist.yamlio import Fields, load_yaml_mapping
 
 MAX_JOBS = 100_000  # a spec asking for more is refused (the run would not end in reasonable time)
@@ -72,13 +73,14 @@ def run(spec: dict, jobs_override: int | None = None) -> dict:
     count = jobs_override or spec["jobs"]
     rows: dict[str, list[dict]] = {p: [] for p in spec["policies"]}
     for seed in spec["seeds"]:
-        catalogue = Catalogue(pools)
+        catalogue = Catalogue(pools, crius_fabrics(pools))
+        truth = GroundTruth(catalogue.fabrics)
         if spec["philly_log"]:
-            jobs = philly_jobs(spec["philly_log"], pools, catalogue, count, seed)
+            jobs = philly_jobs(spec["philly_log"], pools, catalogue, count, seed, truth)
         else:
-            jobs = crius_jobs(pools, catalogue, count, seed, spec["arrivals_per_hour"])
+            jobs = crius_jobs(pools, catalogue, count, seed, spec["arrivals_per_hour"], truth)
         for policy in spec["policies"]:
-            rows[policy].append(simulate(pools, jobs, policy, spec["depth"], catalogue).summary())
+            rows[policy].append(simulate(pools, jobs, policy, spec["depth"], catalogue, truth).summary())
     table = {}
     for policy, summaries in rows.items():
         table[policy] = {k: statistics.fmean(s[k] for s in summaries) for k in summaries[0]
@@ -114,7 +116,7 @@ def report(result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m artist.policies.crius.sweep")
+    parser = argparse.ArgumentParser(prog="python -m artist.crius.sweep")
     parser.add_argument("spec")
     parser.add_argument("--out")
     parser.add_argument("--jobs", type=int, help="override the spec's job count (a reduced run)")

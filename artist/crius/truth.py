@@ -1,6 +1,7 @@
 """Ground truth for Crius: the step time of the plan actually run, on the GPUs actually given.
 
     seconds = true_step_seconds(cell_model, plan, gpus, fabric)   # gpus: the placement, in machine order
+    truth = GroundTruth(fabrics); truth.seconds(run_plan, gpus)   # the same, memoised, fabric per pool
 
 The plan (one (d, t) per stage, stage s on the next G_s GPUs of the placement) becomes a step graph
 (artist/parallel/graph.py) that the fabric model times, like every other ArtISt job:
@@ -21,7 +22,7 @@ machines) instead of interpolated from a packed profile, and send/recv between t
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from artist.parallel.graph import Node, StepGraph
 from artist.parallel.hybrid import one_f_one_b
@@ -120,3 +121,32 @@ def plan_step_graph(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[
 def true_step_seconds(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[int], fabric) -> float:
     graph = plan_step_graph(model, plan, gpus)
     return fabric.time({"job": graph})["job"].step_seconds
+
+
+class GroundTruth:
+    """true_step_seconds of the plan a job runs, with the network model of its pool (GPU type -> fabric),
+    memoised by the placement's machine shape (GPUs per machine in order, and which machines share the
+    first one's rack), which is all the analytical fabric's answer depends on inside one pool."""
+
+    def __init__(self, fabrics: Mapping):
+        self.fabrics = dict(fabrics)
+        self._memo: dict = {}
+
+    def seconds(self, run, gpus) -> float:
+        """run: a catalogue RunPlan (its CellModel, kept alive by the catalogue, and its plan)."""
+        topo = run.model.pool.topology
+        shape = []
+        for g in gpus:
+            m = topo.machine_of(g)
+            if shape and shape[-1][0] == m:
+                shape[-1][1] += 1
+            else:
+                shape.append([m, 1])
+        racks = tuple(topo.rack_of_machine(m) for m, _ in shape)
+        key = (id(run.model), run.plan, tuple(n for _, n in shape), tuple(r == racks[0] for r in racks))
+        found = self._memo.get(key)
+        if found is None:
+            fabric = self.fabrics[run.model.pool.gpu_type]
+            found = self._memo[key] = true_step_seconds(run.model, run.plan, gpus, fabric)
+        return found
+
