@@ -13,7 +13,7 @@ import pytest
 
 from artist.cluster import FreeMap
 from artist.network.analytical import AnalyticalModel
-from artist.placement import MACHINE, NETWORK, RACK
+from artist.placement import MACHINE, NETWORK, RACK, Placement
 from artist.policies.dally import AutoTuner, network_priority
 from artist.policies.preemption import best_tier_for_size
 from artist.policies.registry import make_policy
@@ -319,3 +319,45 @@ def test_what_dally_keeps_between_moments_changes_no_decision():
     kept, forgotten = run(Dally(history_s=3600.0)), run(Forgetful(history_s=3600.0))
     assert sum(p for _, _, p, _ in forgotten) > 0  # preemptions happen, so the comparison means something
     assert kept == forgotten
+
+
+def test_counted_preemption_search_matches_the_one_by_one_search():
+    """Dally counts, on free GPUs per machine and rack, how many leading candidates reclaim() must release
+    (_fits, _fewest_leading); on random maps and candidate lists that count and its placement must be
+    what releasing them one by one and asking FreeMap.find after each gives."""
+    from artist.policies.dally import _fewest_leading, _fits, _released_prefix
+    from artist.policies.preemption import reclaim
+    from conftest import make_topology
+
+    topo = make_topology(racks=3, machines_per_rack=2, gpus_per_machine=4)
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(400):
+        owner = {}
+        gpus = list(range(topo.gpus))
+        rng.shuffle(gpus)
+        jobs, free_gpus, i = [], [], 0
+        while i < len(gpus):
+            size = rng.choice((1, 2, 3, 4, 6))
+            held = sorted(gpus[i:i + size])
+            i += size
+            if rng.random() < 0.25:
+                free_gpus.extend(held)
+            else:
+                jobs.append((f"j{len(jobs)}", Placement(topo, tuple(held))))
+                owner.update({g: jobs[-1][0] for g in held})
+        free = FreeMap(topo, [[g for g in range(m * 4, m * 4 + 4) if g in free_gpus] for m in range(topo.machines)])
+        candidates = jobs[:rng.randint(1, len(jobs))] if jobs else []
+        if not candidates:
+            continue
+        n, tier = rng.choice((2, 3, 4, 5, 8)), rng.choice((MACHINE, RACK))
+        released = _released_prefix(None, free, candidates)
+        brute = reclaim(free, candidates, lambda fm: fm.find(n, tier))
+        assert _fits(released, n, tier, topo) == (brute is not None)
+        if brute is not None:
+            counted = reclaim(free, candidates, lambda fm: fm.find(n, tier),
+                              needed=_fewest_leading(free, candidates, n, tier))
+            assert (counted.placement, counted.victims) == (brute.placement, brute.victims)
+            assert counted.free.free_by_machine == brute.free.free_by_machine
+            checked += 1
+    assert checked > 50

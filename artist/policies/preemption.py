@@ -40,7 +40,7 @@ def release_all(free: FreeMap, candidates: Sequence[tuple[str, Placement]]) -> F
 
 
 def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: Placer,
-            released: FreeMap | None = None) -> Reclaim | None:
+            released: FreeMap | None = None, fits: bool = False, needed: int | None = None) -> Reclaim | None:
     """Preempt the fewest leading candidates that let `place` succeed.
 
     candidates are (job id, current placement) in the order the policy would
@@ -49,22 +49,32 @@ def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: P
     only the ones whose GPUs the placement actually uses are preempted, the
     others keep running. Returns None (and touches nothing) when even
     preempting every candidate would not do. released: release_all(free,
-    candidates), when the caller has it."""
+    candidates), when the caller has it; fits: the caller knows place()
+    succeeds on that map (the check is skipped); needed: the caller knows how
+    many leading candidates the one-by-one search would release (counted on
+    free GPUs): they are released at once and place() asked once."""
     if not candidates:
         return None
     # One cheap check with every candidate released first: most failing
     # attempts stop here, so the one-by-one search runs only when it succeeds.
-    if place(release_all(free, candidates) if released is None else released.copy()) is None:
+    if not fits and needed is None and \
+            place(release_all(free, candidates) if released is None else released.copy()) is None:
         return None
     trial = free.copy()
     placement = None
     chosen: list[tuple[str, Placement]] = []
-    for job_id, p in candidates:
-        trial.give(p.gpus)
-        chosen.append((job_id, p))
+    if needed is not None:
+        chosen = list(candidates[:needed])
+        for _, p in chosen:
+            trial.give(p.gpus)
         placement = place(trial)
-        if placement is not None:
-            break
+    else:
+        for job_id, p in candidates:
+            trial.give(p.gpus)
+            chosen.append((job_id, p))
+            placement = place(trial)
+            if placement is not None:
+                break
     assert placement is not None  # guaranteed by the check above: place() is monotone in free GPUs
     used = set(placement.gpus)
     victims = tuple(j for j, p in chosen if used.intersection(p.gpus))
