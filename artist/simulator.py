@@ -38,7 +38,7 @@ from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step, 
 from artist.perf.hybrid_job import HybridJobModel, hybrid_job_model
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
-from artist.policies.base import Decision, Policy, SchedulerView
+from artist.policies.base import Decision, Observation, Policy, SchedulerView
 from artist.topology import Topology
 from artist.workload import Job, ModelProfile
 
@@ -140,6 +140,14 @@ class Simulator:
         self._pending_wake: float | None = None
         self.scheduling_calls = 0
         self.events = 0
+        period = getattr(policy, "period_s", None)
+        if period is not None and not (isinstance(period, (int, float)) and 0 < period < math.inf):
+            raise SimulationError(f"policy {policy.name!r}: period_s must be a positive number of seconds or "
+                                  f"None, got {period!r}")
+        self.round_interval = float(period) if period is not None else config.round_interval_s
+        # observations go to a policy that listens (Policy.observe overridden); iterations reported per job
+        self._observing = type(policy).observe is not Policy.observe
+        self._observed: dict[str, float] = {}
 
     # ---- event queue -------------------------------------------------------
     def _push(self, time: float, kind: int, payload=None) -> None:
@@ -151,7 +159,7 @@ class Simulator:
     def run(self) -> SimulationResult:
         for state in self.states.values():
             self._push(state.arrival, ARRIVAL, state.job_id)
-        if self.config.round_interval_s:
+        if self.round_interval:
             self._push(0.0, ROUND)
         finished = 0
         total = len(self.states)
@@ -185,6 +193,9 @@ class Simulator:
                 elif kind == ROUND:
                     if finished < total:
                         self._push(self._next_round(time), ROUND)
+                    if self._observing:
+                        for state in self.running.values():
+                            self._observe(state, state.iterations_done(time))
                     reschedule = bool(self.waiting or self.running)
             if reschedule and finished < total:
                 self._schedule()
@@ -204,7 +215,7 @@ class Simulator:
         """The round after `now`. An idle cluster waiting for an arrival far away skips the empty
         rounds in one jump (an arrival 10^9 s out would otherwise cost 10^9 / interval idle rounds);
         short gaps keep the round-by-round sum, so their round times stay exactly what they were."""
-        interval = self.config.round_interval_s
+        interval = self.round_interval
         if not (self.waiting or self.running) and self._events:
             gap = self._events[0][0] - now
             if gap > IDLE_ROUND_JUMP * interval:
@@ -390,6 +401,8 @@ class Simulator:
     def _account_progress(self, state: JobState, completed: bool = False) -> None:
         """Fold progress since the anchor into the job's totals."""
         done = float(state.job.iterations) if completed else state.iterations_done(self.now)
+        if self._observing:
+            self._observe(state, done)
         advanced = done - state.anchor_iterations
         if advanced > 0 and state.estimate is not None:
             state.exposed_comm_total += advanced * state.estimate.exposed_comm_seconds
@@ -399,6 +412,15 @@ class Simulator:
                 state.alone_step_total += advanced * state.alone_estimate.step_seconds
         state.anchor_iterations = done
         state.anchor_time = self.now
+
+    def _observe(self, state: JobState, done: float) -> None:
+        """Tell the policy what the job measured since its last observation: its iterations up to `done`
+        at its current step time (the rate they ran at: the caller folds progress before a rate changes)."""
+        seen = self._observed.get(state.job_id, 0.0)
+        if done > seen:
+            self._observed[state.job_id] = done
+            self.policy.observe(state.job_id, Observation(self.now, state.placement, done - seen,
+                                                          state.iteration_seconds))
 
     def _record_utilisation(self) -> None:
         allocated = self.cluster.allocated_gpus

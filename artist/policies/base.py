@@ -24,6 +24,17 @@ from artist.placement import Placement
 from artist.topology import Topology
 
 
+@dataclass(frozen=True)
+class Observation:
+    """What a running job measured since its last observation, as an agent in the job would report it:
+    the iterations it completed on its GPUs and the time each took there (with its co-runners' traffic
+    when contention is shared). Never the performance model's answer for another placement."""
+    time: float  # end of the span observed
+    placement: Placement  # the GPUs it ran on
+    iterations: float  # iterations completed in the span (fractional at a span's end mid-iteration)
+    step_seconds: float  # measured seconds per iteration on those GPUs
+
+
 @dataclass
 class Decision:
     allocations: dict[str, Placement]  # job id -> placement, for every job that should run
@@ -70,12 +81,21 @@ def start_strictly_in_order(jobs, free: FreeMap, allocations: dict[str, Placemen
 
 
 class Policy:
-    """Base class: subclasses set `name` and implement schedule()."""
+    """Base class: subclasses set `name` and implement schedule().
+
+    period_s: the policy's own scheduling period (it is asked at every multiple of it, besides arrivals,
+    completions and its wake-ups); None: the simulator's round_interval_s. observe(): called by the loop
+    with what every running job measured (Observation) when its rate changes, it stops or ends, and at
+    every periodic round: a policy that learns (a throughput model, say) learns from this."""
 
     name = "policy"
+    period_s: float | None = None
 
     def schedule(self, view: SchedulerView) -> Decision:
         raise NotImplementedError
+
+    def observe(self, job_id: str, observation: Observation) -> None:
+        """What the job measured since its last observation (class docstring); by default ignored."""
 
     def parameters(self) -> dict:
         """The policy's settings, for result tables."""
