@@ -1,10 +1,12 @@
 """The analytical model against hand-computed α-β times."""
 
+from pathlib import Path
+
 import pytest
 
 from artist.network.analytical import AnalyticalModel, StartupLatency, schedule_seconds
 from artist.network.collectives import allreduce_schedule
-from artist.placement import placement_from_shape
+from artist.placement import Placement, placement_from_shape
 from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import Node, StepGraph, schedule_graph
 from artist.perf.model import as_perf_model
@@ -13,6 +15,7 @@ from artist.workload import ModelProfile
 from conftest import (MACHINE_LINK_US, MACHINE_SWITCH_US, NIC_GBPS, NVSWITCH_GBPS, RACK_LINK_US, RACK_SWITCH_US,
                       SPINE_LINK_US, SPINE_SWITCH_US)
 
+REPO = Path(__file__).resolve().parent.parent
 S = 100_000_000  # bytes
 NCCL = StartupLatency()  # 8.4 µs base, 3.4 µs NVLink step, 14 µs NET step (NCCL tuning.cc)
 BASE, NV_STEP, NET_STEP = 8.4e-6, 3.4e-6, 14.0e-6
@@ -179,3 +182,22 @@ def test_ring_fast_path_is_bit_identical_to_the_schedule(channels):
         p = placement_from_shape(topology, shape)
         schedule = allreduce_schedule("ring", p, _reference_bytes(p, channels), channels, dependencies=False)
         assert ring_allreduce_linear(p, channels, NCCL) == LinearCollective.of(schedule, topology, NCCL), shape
+
+
+def test_ring_fast_path_is_bit_identical_on_random_placements_of_an_ecmp_fabric():
+    """The same check on placements drawn at random on an oversubscribed ECMP spine (rings whose hops
+    differ in weight, several channels): the latency chain's fold order is the generic walk's."""
+    import random
+
+    from artist.network.analytical import LinearCollective, _reference_bytes, ring_allreduce_linear
+    from artist.network.symmetry import fabric_form
+    from artist.topology import load_topology
+
+    topology = load_topology(REPO / "topologies" / "dally-3tier-ecmp-4to1-100g.yaml", racks=3)
+    rng = random.Random(5)
+    for _ in range(12):
+        gpus = tuple(sorted(rng.sample(range(topology.gpus), rng.choice((3, 5, 9, 17)))))
+        _, p = fabric_form(Placement(topology, gpus))
+        for channels in (1, 4):
+            schedule = allreduce_schedule("ring", p, _reference_bytes(p, channels), channels, dependencies=False)
+            assert ring_allreduce_linear(p, channels, NCCL) == LinearCollective.of(schedule, topology, NCCL), gpus

@@ -155,21 +155,23 @@ def ring_allreduce_linear(placement: Placement, channels: int, latency: StartupL
     steps = 2 * (n - 1)
     # Latency chain: every step each rank of each channel's ring receives once, from its ring
     # predecessor, at the predecessor's latest receive + the hop's weight (a rank that has received
-    # nothing yet counts 0.0). Vectorised over (channel, rank); element-wise float64 additions, the
-    # same operations as the generic walk, so the result is bit-identical.
-    src = np.array([c * n + h[0] for c, channel_hops in enumerate(hops) for h in channel_hops])
-    dst = np.array([c * n + h[1] for c, channel_hops in enumerate(hops) for h in channel_hops])
-    w = np.array([h[2] for channel_hops in hops for h in channel_hops], dtype=np.float64)
-    ready_now = np.zeros(channels * n)
-    for _ in range(steps):
-        arrived = np.empty_like(ready_now)
-        arrived[dst] = ready_now[src] + w
-        ready_now = arrived
+    # nothing yet counts 0.0). After `steps` steps the rank at ring position i has therefore received
+    # ((0 + w_{i-steps+1}) + w_{i-steps+2}) + ... + w_i, w_j the weight of the hop into position j
+    # (indices mod n): a left fold, which cumsum along a row performs in exactly that order (sequential,
+    # not pairwise), so the result is the generic walk's to the last bit, in one array operation per
+    # channel instead of one per step.
+    ends = []
+    window = (np.arange(n)[:, None] - steps + 1 + np.arange(steps)[None, :]) % n
+    for channel_hops in hops:
+        into = np.empty(n)
+        into[[(p + 1) % n for p in range(n)]] = [h[2] for h in channel_hops]  # hop p enters position p + 1
+        ends.append(np.cumsum(into[window], axis=1)[:, -1].max())
+    ready_max = max(ends)
     per_step = max(8.0 * b / link_bandwidth_bps(topology, link) for link, b in load.items())
     total = 0.0
     for _ in range(steps):
         total += per_step
-    return LinearCollective(latency.base_s + float(ready_now.max()), total / _reference_bytes(placement, channels))
+    return LinearCollective(latency.base_s + float(ready_max), total / _reference_bytes(placement, channels))
 
 
 class AnalyticalModel:
