@@ -151,3 +151,26 @@ def test_ranks_kept_between_moments_change_no_decision(params):
     kept, rederived = run(Tiresias(**params)), run(Rederiving(**params))
     assert sum(p for _, _, p, _ in rederived) > 0  # preemptions happen, so the comparison means something
     assert kept == rederived
+
+
+def test_placeable_read_off_the_counts_is_the_placement_search():
+    """Tiresias rules out a placement (and counts the preemptions one needs) from free GPUs per machine;
+    on random maps that answer must be whether _place (fewest_machines or find) finds one."""
+    import random
+
+    from artist.policies.tiresias import Tiresias
+
+    topo = make_topology(racks=3, machines_per_rack=3, gpus_per_machine=4)
+    policy = Tiresias()
+    policy._gpus_per_machine = topo.gpus_per_machine
+    rng = random.Random(2)
+    seen = {True: 0, False: 0}
+    for _ in range(500):
+        free_gpus = [g for g in range(topo.gpus) if rng.random() < rng.choice((0.2, 0.5, 0.8))]
+        free = FreeMap(topo, [[g for g in range(m * 4, m * 4 + 4) if g in free_gpus] for m in range(topo.machines)])
+        for model in (LOW_SKEW, HIGH_SKEW):
+            state = waiting("w", rng.randint(1, 14), 0.0, model=model)
+            found = policy._place(state, free) is not None
+            assert policy._placeable(state, free.free_count, free.total_free) == found
+            seen[found] += 1
+    assert min(seen.values()) > 100  # both answers were exercised
