@@ -146,7 +146,7 @@ class Simulator:
                                   f"None, got {period!r}")
         self.round_interval = float(period) if period is not None else config.round_interval_s
         # observations go to a policy that listens (Policy.observe overridden); iterations reported per job
-        self._observing = type(policy).observe is not Policy.observe
+        self._observing = getattr(type(policy), "observe", Policy.observe) is not Policy.observe
         self._observed: dict[str, float] = {}
 
     # ---- event queue -------------------------------------------------------
