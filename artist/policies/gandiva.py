@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from artist.cluster import FreeMap
 from artist.jobstate import RUNNING
-from artist.placement import MACHINE, TIER_ORDER
+from artist.placement import TIER_ORDER
 from artist.policies.base import Decision, Policy, SchedulerView, start_strictly_in_order
+from artist.policies.preemption import best_tier_for_size
 from artist.policies.registry import register
 
 
@@ -129,7 +130,9 @@ class Gandiva(Policy):
             placement = state.placement
             seen[state.job_id] = (state, placement)
             candidates.pop(state.job_id, None)
-            if placement.tier != MACHINE:
+            # a job already at the best tier its size allows anywhere (16 GPUs in one rack of 8-GPU
+            # machines) can never move up
+            if TIER_ORDER[placement.tier] > TIER_ORDER[best_tier_for_size(view.topology, placement.size)]:
                 # [state, placement, step alone there, step floor, epoch of its last tier check, version of
                 # its last unpaid move] (the last two: -1 before any)
                 candidates[state.job_id] = [state, placement, None, 0.0, -1, -1]
