@@ -273,7 +273,10 @@ class _DallyBase(Policy):
         allocations = view.current_allocations()
         free = view.plan()
         priority = {}  # P of every job the round looks at: waiting jobs now, running ones when needed
-        heap = []
+        # jobs in rising (P, arrival, id): the waiting ones sorted once, the ones preempted in this round
+        # on a heap beside them; the next job is the smaller head of the two
+        queue = []
+        pushed: list = []
         known = self._waiting_priority
         for s in view.waiting:
             # a waiting job's P holds while it waits (its progress and held time do not move): kept per
@@ -285,12 +288,13 @@ class _DallyBase(Policy):
                 p = network_priority(s, now)
                 known[s.job_id] = (s, getattr(s, "version", None), p)
             priority[s.job_id] = p
-            heap.append((p, s.arrival, s.job_id, s))
+            queue.append((p, s.arrival, s.job_id, s))
         if len(known) > 2 * len(view.waiting) + 64:  # forget jobs that no longer wait
             waiting_now = {s.job_id for s in view.waiting}
             for job_id in [j for j in known if j not in waiting_now]:
                 del known[job_id]
-        heapq.heapify(heap)
+        queue.sort()
+        head = 0
         by_priority = None  # the running jobs, highest P first (ties by id): made at the first preemption try
         released = None  # (k, `free` with the first k preemption candidates given back): _released_prefix
         holding = {s.job_id: s for s in view.running}  # running and not preempted this round
@@ -301,8 +305,12 @@ class _DallyBase(Policy):
         no_preemption: set[tuple[int, str]] = set()  # (GPUs, allowed tier) that found no victims
         timers_of: dict[int, tuple[float, float]] = {}  # GPUs -> job_timers (timers() reads the size only)
         wake: float | None = None
-        while heap:
-            p_job, _, job_id, state = heapq.heappop(heap)
+        while head < len(queue) or pushed:
+            if pushed and (head == len(queue) or pushed[0] < queue[head]):
+                p_job, _, job_id, state = heapq.heappop(pushed)
+            else:
+                p_job, _, job_id, state = queue[head]
+                head += 1
             n = state.gpus
             # A job preempted this round starts a new wait now.
             if job_id in preempted:
@@ -354,7 +362,7 @@ class _DallyBase(Policy):
                                 v = holding.pop(victim)
                                 del allocations[victim]
                                 preempted.add(victim)
-                                heapq.heappush(heap, (priority[victim], v.arrival, victim, v))
+                                heapq.heappush(pushed, (priority[victim], v.arrival, victim, v))
                             break
                     else:
                         no_preemption.add((n, allowed))
