@@ -182,3 +182,46 @@ def test_heterogeneous_rho_on_one_pool_is_the_one_type_rho():
     pooled = HeterogeneousIsolated(apps, timer, cluster)
     for share in (0.5, 3.0, 12.5):
         assert pooled.seconds("cifar10", share) == pytest.approx(one.seconds("cifar10", share), rel=1e-12)
+
+
+def _generated_spec(tmp_path, workload: str, policies: str = "policies: [pollux, fifo]\n", seeds: str = "[0, 1]"):
+    path = tmp_path / "g.yaml"
+    path.write_text(f"name: g\nloop: elastic\ntopology: {ROOT / 'topologies/pollux-t4.yaml'}\n{policies}"
+                    f"workloads:\n  - {workload}\nseeds: {seeds}\n")
+    return path
+
+
+def test_a_generator_workload_runs_the_measured_applications_at_m0_x_gpus(tmp_path):
+    """A generator in an elastic spec: every job runs the application its model stands for, on the
+    generator's GPU count at batch M0 x GPUs (Pollux's "realistic" configuration), drawn per seed."""
+    from artist.elastic.applications import pollux_applications
+    from artist.workload.traces.pollux import APPLICATIONS
+
+    spec = load_sweep_spec(_generated_spec(tmp_path, '{spec: "poisson:n=20,interarrival=300,gpus=1|2|4", label: gen}'))
+    apps = pollux_applications()
+    by_seed = {}
+    for run in spec.runs:
+        for job in run.jobs:
+            assert job.app in apps
+            if run.policy.name == "fifo":  # a rigid policy runs the jobs as generated
+                assert job.gpus in (1, 2, 4) and job.batch == apps[job.app][1].initial_batch * job.gpus
+        by_seed.setdefault(run.axes["seed"], set()).add(tuple((j.job_id, j.arrival, j.app) for j in run.jobs))
+    assert all(len(v) == 1 for v in by_seed.values())  # both policies of a seed run the same jobs
+    assert by_seed[0] != by_seed[1]  # the seed draws them
+    assert {j.app for run in spec.runs for j in run.jobs} <= set(APPLICATIONS)
+    pollux = next(r for r in spec.runs if r.policy.name == "pollux")
+    assert all(j.gpus == 0 and j.batch == 0 for j in pollux.jobs)  # Pollux picks both (job_config none)
+
+
+@pytest.mark.parametrize("workload, message", [
+    ('{spec: "poisson:n=5,interarrival=60,models=vgg16"}', "unknown model 'vgg16'"),
+    ('{spec: "llm:n=2,interarrival=60"}', "no measured application"),
+    ('{spec: "batch:n=3", realistic: real.csv}', "one configuration"),
+    ('{spec: "poisson:n=40,interarrival=60,gpus=64"}', "largest measured batch"),
+])
+def test_a_bad_generated_workload_is_one_line_naming_the_field(tmp_path, workload, message):
+    path = _generated_spec(tmp_path, workload)
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(path)
+    text = str(exc.value)
+    assert "\n" not in text and str(path) in text and "workloads[0]" in text and message in text

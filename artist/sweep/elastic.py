@@ -155,9 +155,9 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
         raise f.error("models", f"no model profile for {', '.join(missing)} (the gradients of the synchronisation)")
 
     policies = _policies(f, base, configs[topologies[0].path], topologies[0].topology, apps)
-    workloads, job_rows = _workloads(f, base, apps)
+    workloads, job_rows = _workloads(f, base, apps, models)
     for p in policies:
-        if not _tuned(p) and any(rows[1] is None for rows in job_rows):
+        if not _tuned(p) and any(not callable(rows) and rows[1] is None for rows in job_rows):
             raise f.error("policies", f"{p.label}: tuned_jobs: false needs a `realistic` file for every workload")
     spec = rigid.SweepSpec(name, f.source, topologies, racks, policies, workloads, seeds, backends, algorithms,
                            channels, [NO_CALIBRATION], SimulatorConfig(), models, models_sha, comm_options)
@@ -265,12 +265,88 @@ def _read_jobs(path: Path, apps: Mapping, where: Fields, key: str):
     return tuple(jobs)
 
 
-def _workloads(f: Fields, base: Path, apps: Mapping):
+class _GeneratedJobs:
+    """The jobs of a generator (batch:..., poisson:...) or a published trace (FORMAT:path=...) for one seed,
+    as the elastic loop runs them: each job's model names its application (APPLICATIONS, the measured
+    Pollux applications and their profiles: resnet18 -> cifar10, resnet50 -> imagenet, bert_large -> bert,
+    and the stand-ins vgg11 -> yolov3, alexnet -> deepspeech2, mobilenet_v3_large -> ncf), its GPU count is
+    the generator's, and its batch M0 x GPUs: the "realistic" configuration of Pollux section 5.2 (the
+    artifact's workloads-realistic files, workloads/pollux/SOURCE.md). A job's length is its application's
+    measured training run, not the generator's iterations. Both columns (tuned and realistic) are these."""
+
+    def __init__(self, text: str, apps: Mapping, models: Mapping, first: int | None, where: Fields):
+        from artist.workload.traces.pollux import APPLICATIONS
+
+        self.text, self.apps, self.first, self.where = text, apps, first, where
+        self.app_of = {APPLICATIONS[a][0]: a for a in apps if a in APPLICATIONS}
+        # generators draw from these models only (their default `models=`): the applications' profiles
+        self.models = {m: models[m] for m in sorted(self.app_of) if m in models}
+        self._seen: dict[int, tuple] = {}
+
+    def __call__(self, seed: int) -> tuple:
+        found = self._seen.get(seed)
+        if found is None:
+            jobs = tuple(self._job(job) for job in self._generated(seed))
+            if not jobs:
+                raise self.where.error("spec", f"{self.text}: no jobs")
+            found = self._seen[seed] = (jobs, jobs)
+        return found
+
+    def _generated(self, seed: int):
+        from artist.workload.spec import jobs_from_spec
+
+        try:
+            jobs = jobs_from_spec(self.text, self.models, seed)
+        except InputError as exc:
+            raise self.where.error("spec", str(exc)) from None
+        return jobs[:self.first] if self.first else jobs
+
+    def _job(self, job):
+        from artist.elastic.simulation import ElasticJobSpec
+        from artist.elastic.spec import split_batch
+
+        app = self.app_of.get(job.model)
+        if app is None:
+            raise self.where.error("spec", f"{self.text}: job {job.job_id}'s model {job.model!r} has no measured "
+                                           f"application (the elastic loop's jobs run one of: "
+                                           f"{', '.join(f'{m} ({a})' for m, a in sorted(self.app_of.items()))})")
+        elastic = self.apps[app][1]
+        batch = elastic.initial_batch * job.gpus
+        if batch > elastic.max_batch:
+            raise self.where.error("spec", f"{self.text}: job {job.job_id} ({app} on {job.gpus} GPUs) would train at "
+                                           f"M0 x GPUs = {batch}, beyond {app}'s largest measured batch "
+                                           f"{elastic.max_batch}: ask for fewer GPUs (gpus=)")
+        for gpu_type in sorted(elastic.local_batch):
+            if split_batch(batch, job.gpus, elastic.limit(gpu_type), elastic.initial_batch) is None:
+                raise self.where.error("spec", f"{self.text}: job {job.job_id} ({app} on {job.gpus} GPUs, batch "
+                                               f"M0 x GPUs = {batch}) fits no local batch of a {gpu_type}")
+        return ElasticJobSpec(job.job_id, float(job.arrival), app, gpus=job.gpus, batch=batch)
+
+
+def _workloads(f: Fields, base: Path, apps: Mapping, models: Mapping):
     from artist.sweep import spec as rigid
+    from artist.workload.spec import GENERATORS
+    from artist.workload.traces.spec import TRACE_KINDS
 
     out, rows = [], []
     for wf in rigid._entries(f, "workloads", "spec", {"spec", "realistic", "label", "first"},
-                             "Pollux workload CSVs or {spec, realistic, label, first} mappings"):
+                             "Pollux workload CSVs, generators, FORMAT:path= traces or {spec, realistic, label, "
+                             "first} mappings"):
+        text = wf.string("spec")
+        kind = text.partition(":")[0]
+        if kind in GENERATORS or kind in TRACE_KINDS:
+            if wf.has("realistic"):
+                raise wf.error("realistic", "a generated or published workload has one configuration (M0 x GPUs)")
+            choice = (WorkloadChoice(wf.string("label", text), text, text, {"generator": text}) if kind in GENERATORS
+                      else rigid._trace_workload(wf, text, base))
+            first = wf.integer("first", minimum=1) if wf.has("first") else None
+            if first:
+                choice.identity["first"] = first
+            generated = _GeneratedJobs(choice.resolved, apps, models, first, wf)
+            generated(0)  # a bad generator or model fails here, with its field
+            out.append(choice)
+            rows.append(generated)
+            continue
         tuned_path = rigid._resolve(base, wf.string("spec"))
         if not tuned_path.is_file():
             raise wf.error("spec", f"no such workload file {tuned_path}")
@@ -322,12 +398,13 @@ def _expand(spec, job_rows, configs: dict, identity_extra: dict) -> list[Run]:
                 gpus = topology.gpus
             for policy in spec.policies:
                 for wi, workload in enumerate(spec.workloads):
-                    jobs = _jobs_for(policy, job_rows[wi])
-                    too_big = next((j for j in jobs if j.gpus > gpus), None)
-                    if too_big is not None:
-                        raise InputError(spec.source, f"field 'workloads[{wi}]'",
-                                         f"job {too_big.job_id} asks for {too_big.gpus} GPUs, {gpus} exist")
                     for seed in spec.seeds:
+                        rows = job_rows[wi](seed) if callable(job_rows[wi]) else job_rows[wi]  # generated: per seed
+                        jobs = _jobs_for(policy, rows)
+                        too_big = next((j for j in jobs if j.gpus > gpus), None)
+                        if too_big is not None:
+                            raise InputError(spec.source, f"field 'workloads[{wi}]'",
+                                             f"job {too_big.job_id} asks for {too_big.gpus} GPUs, {gpus} exist")
                         for backend, algorithm, channels in itertools.product(spec.backends, spec.algorithms,
                                                                               spec.channels):
                             options = spec.comm_options[backend]
