@@ -1,0 +1,56 @@
+"""Every policy of the suite (`artist list policies`) runs a generated workload to the end in each loop that
+runs it: a regression guard of the listing's claims while the three loops are being merged into one
+(docs/decisions/0001-one-loop.md)."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from artist.cli import main
+from artist.policies.suite import CRIUS, ELASTIC, EXACT, all_policies
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# the smallest settings that still exercise each policy (Pollux's genetic search shortened)
+PARAMS = {(ELASTIC, "pollux"): "{pop_size: 6, generations: 3}", (ELASTIC, "gavel"): "{tuned_jobs: true}"}
+
+
+def _builtin():
+    from artist.policies.registry import builtin_policy_names
+
+    exact = set(builtin_policy_names())
+    return [(p.name, loop) for p in all_policies() for loop in p.loops if loop != EXACT or p.name in exact]
+
+
+def _spec(loop: str, name: str) -> str:
+    params = PARAMS.get((loop, name))
+    policy = f"{{name: {name}, params: {params}, label: p}}" if params else f"{{name: {name}, label: p}}"
+    if loop == EXACT:
+        return (f"name: every\ntopology: {ROOT / 'topologies/dally-3tier.yaml'}\nracks: [1]\npolicies: [{policy}]\n"
+                f"workloads:\n  - {{spec: 'batch:n=6,gpus=1|2|4|8,min_iter=200,max_iter=2000', label: gen}}\n"
+                f"seeds: [0]\ncomm: analytical\n")
+    if loop == ELASTIC:
+        return (f"name: every\nloop: elastic\ntopology: {ROOT / 'topologies/pollux-t4.yaml'}\npolicies: [{policy}]\n"
+                f"workloads:\n  - {{spec: 'poisson:n=5,interarrival=120,gpus=1|2|4,models=resnet18|bert_large|"
+                f"alexnet', label: gen}}\nseeds: [0]\ncomm: analytical\n")
+    assert loop == CRIUS
+    return (f"name: every\nloop: crius\ncluster: crius-testbed\njobs: 4\narrivals_per_hour: 20\nseeds: [1]\n"
+            f"policies: [{name}]\ndepth: 1\n")
+
+
+@pytest.mark.parametrize("name, loop", _builtin())
+def test_the_policy_runs_a_generated_workload_to_the_end(tmp_path, monkeypatch, name, loop):
+    (tmp_path / "every.yaml").write_text(_spec(loop, name))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "every.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache"]) == 0
+    results = pd.read_csv(tmp_path / "results/every/results.csv")
+    assert len(results) == 1 and results.jobs.iloc[0] > 0 and (results.finished == results.jobs).all()
+
+
+def test_the_suite_is_every_papers_policy_and_baseline():
+    assert {name for name, _ in _builtin()} == {
+        "fifo", "gandiva", "tiresias", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated",  # Dally
+        "pollux", "optimus-oracle", "sia", "gavel",  # Pollux and Sia and their baselines
+        "crius", "fcfs", "elasticflow-ls"}  # Crius and its baselines (gandiva and gavel above)
+    assert {loop for _, loop in _builtin()} == {EXACT, ELASTIC, CRIUS}
