@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/loop_speed.py [--jobs 10000] [--racks 20] [--policies fifo,dally]
                                                  [--repeat 1] [--baseline 5aa1e05]
+                                                 [--elastic pollux,sia,gavel,optimus-oracle,tiresias]
 
 Workload (the issue's): 10 000 Poisson jobs, mean inter-arrival 5 s (loads the cluster to ~90 %), seed 1,
 every shipped model, 1-32 GPUs, 500-20 000 iterations (log-uniform), on 20 racks of dally-3tier
@@ -14,7 +15,9 @@ baseline commit into a temporary directory, removed afterwards. A small driver a
 times only the simulation (the loop), not start-up, trace reading or table writing. Results are
 compared on every column of the jobs and utilisation tables at full precision (parquet; column names
 differ between the trees, values must not). With --repeat N the runs alternate old/new N times and
-the best time of each counts. Figures are printed; nothing is asserted.
+the best time of each counts. With --elastic, the elastic loop's policies' CPU seconds per 60 s round are
+printed beside (this tree only: benchmarks/pollux_run.py on Pollux's workload 6). Figures are printed;
+nothing is asserted.
 """
 
 from __future__ import annotations
@@ -175,8 +178,13 @@ def main() -> int:
     ap.add_argument("--policies", default="fifo,dally", help="comma-separated policies (e.g. fifo,dally,tiresias)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tree and policy, alternating; the best counts")
     ap.add_argument("--baseline", default=WAVE1, help=f"commit to compare against (default {WAVE1}, wave 1)")
+    ap.add_argument("--elastic", default="", metavar="POLICIES",
+                    help="also the elastic loop's policies (e.g. pollux,sia,gavel,optimus-oracle,tiresias): their "
+                         "policy CPU seconds per 60 s round on Pollux's workload 6 (benchmarks/pollux_run.py)")
+    ap.add_argument("--elastic-jobs", type=int, default=40, help="the first N jobs of that workload")
     args = ap.parse_args()
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    elastic = [p.strip() for p in args.elastic.split(",") if p.strip()]
 
     with tempfile.TemporaryDirectory(prefix="artist-loop-speed-") as tmp:
         tmp = Path(tmp)
@@ -241,6 +249,22 @@ def main() -> int:
         except BenchError as exc:
             print(f"loop_speed: {exc}", file=sys.stderr)
             return 1
+    if elastic:
+        print()
+        print(f"elastic loop (60 s rounds; Pollux's workload 6, first {args.elastic_jobs} jobs, 64 T4; this tree): "
+              f"policy CPU seconds per round")
+        print(f"{'policy':<16} {'rounds':>7} {'median':>8} {'p95':>8} {'max':>8} {'total':>8} {'run CPU s':>10}")
+        for policy in elastic:
+            out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "pollux_run.py"), "--policy", policy,
+                                  "--jobs", str(args.elastic_jobs)], cwd=REPO, capture_output=True, text=True,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+            if out.returncode != 0:
+                tail = (out.stderr.strip() or out.stdout.strip()).splitlines()[-1:] or ["(no output)"]
+                print(f"{policy:<16} failed: {tail[0]}")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{policy:<16} {r['rounds']:>7} {r['policy_cpu_s_median']:>8.3f} {r['policy_cpu_s_p95']:>8.3f} "
+                  f"{r['policy_cpu_s_max']:>8.3f} {r['policy_cpu_s_total']:>8.1f} {r['cpu_s']:>10.1f}", flush=True)
     return 0
 
 
