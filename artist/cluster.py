@@ -18,7 +18,76 @@ class AllocationError(RuntimeError):
     """A request that would break the cluster's invariants (a bug in a policy or the simulator)."""
 
 
-class FreeMap:
+class _FreeCounts:
+    """What the tier of a placement depends on: free GPUs per machine (free_count), per rack (rack_free) and
+    in all (total_free), and the most on one machine and in one rack (kept until the counts change)."""
+
+    topology: Topology
+    free_count: list[int]
+    rack_free: list[int]
+    total_free: int
+    _most_free: tuple[int, int] | None
+
+    def most_free(self) -> tuple[int, int]:
+        """(most free GPUs on one machine, in one rack). Why kept: Gandiva asks it of every running job
+        at every scheduling moment, and the map changes far less often."""
+        if self._most_free is None:
+            self._most_free = (max(self.free_count), max(self.rack_free))
+        return self._most_free
+
+    def best_tier_possible(self, n: int) -> str | None:
+        """The most consolidated tier at which n GPUs are free right now."""
+        if n > self.total_free:
+            return None
+        machine_most, rack_most = self.most_free()
+        if n <= self.topology.gpus_per_machine and machine_most >= n:
+            return MACHINE
+        if n <= self.topology.gpus_per_rack and rack_most >= n:
+            return RACK
+        return NETWORK
+
+
+class FreeCounts(_FreeCounts):
+    """A FreeMap's counts without which GPUs: enough for best_tier_possible and for asking whether a job
+    would fit if some running jobs gave their GPUs back (give / take their placements), at a fraction of
+    a trial map's cost. find() needs the map."""
+
+    def __init__(self, free: "FreeMap"):
+        self.topology = free.topology
+        self.free_count = free.free_count[:]
+        self.rack_free = free.rack_free[:]
+        self.total_free = free.total_free
+        self._most_free = free._most_free
+
+    def copy(self) -> "FreeCounts":
+        new = FreeCounts.__new__(FreeCounts)
+        new.topology, new.total_free, new._most_free = self.topology, self.total_free, self._most_free
+        new.free_count, new.rack_free = self.free_count[:], self.rack_free[:]
+        return new
+
+    def give(self, placement: Placement) -> None:
+        """Count the placement's GPUs free (the most free kept up to date: counts only grow)."""
+        mpr = self.topology.machines_per_rack
+        machine_most, rack_most = self._most_free if self._most_free is not None else (None, None)
+        for m, gpus in placement.gpus_by_machine.items():
+            k, r = len(gpus), m // mpr
+            self.free_count[m] += k
+            self.rack_free[r] += k
+            if machine_most is not None:
+                machine_most, rack_most = max(machine_most, self.free_count[m]), max(rack_most, self.rack_free[r])
+        self.total_free += placement.size
+        self._most_free = None if machine_most is None else (machine_most, rack_most)
+
+    def take(self, placement: Placement) -> None:
+        mpr = self.topology.machines_per_rack
+        for m, gpus in placement.gpus_by_machine.items():
+            self.free_count[m] -= len(gpus)
+            self.rack_free[m // mpr] -= len(gpus)
+        self.total_free -= placement.size
+        self._most_free = None
+
+
+class FreeMap(_FreeCounts):
     def __init__(self, topology: Topology, free_by_machine: Sequence[Iterable[int]] | None = None):
         self.topology = topology
         gpm = topology.gpus_per_machine
@@ -42,13 +111,6 @@ class FreeMap:
         new.total_free = self.total_free
         new._most_free = self._most_free
         return new
-
-    def most_free(self) -> tuple[int, int]:
-        """(most free GPUs on one machine, in one rack). Why kept: Gandiva asks it of every running job
-        at every scheduling moment, and the map changes far less often."""
-        if self._most_free is None:
-            self._most_free = (max(self.free_count), max(self.rack_free))
-        return self._most_free
 
     # ---- bookkeeping -------------------------------------------------------
     def _by_machine(self, gpus: Iterable[int]) -> dict[int, list[int]]:
@@ -105,17 +167,6 @@ class FreeMap:
             self.total_free += k
 
     # ---- search ------------------------------------------------------------
-    def best_tier_possible(self, n: int) -> str | None:
-        """The most consolidated tier at which n GPUs are free right now."""
-        if n > self.total_free:
-            return None
-        machine_most, rack_most = self.most_free()
-        if n <= self.topology.gpus_per_machine and machine_most >= n:
-            return MACHINE
-        if n <= self.topology.gpus_per_rack and rack_most >= n:
-            return RACK
-        return NETWORK
-
     def best_tier_with(self, n: int, gpus: Iterable[int] | Placement) -> str | None:
         """best_tier_possible(n) as it would be after give(gpus), without copying or changing the map
         (Gandiva asks it of every running job at every scheduling moment; most cannot move up a tier).

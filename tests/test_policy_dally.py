@@ -323,10 +323,10 @@ def test_what_dally_keeps_between_moments_changes_no_decision():
 
 def test_counted_preemption_search_matches_the_one_by_one_search():
     """Dally counts, on free GPUs per machine and rack, how many leading candidates reclaim() must release
-    (_fits, _fewest_leading); on random maps and candidate lists that count and its placement must be
+    (_fits, fewest_leading); on random maps and candidate lists that count and its placement must be
     what releasing them one by one and asking FreeMap.find after each gives."""
-    from artist.policies.dally import _fewest_leading, _fits, _released_prefix
-    from artist.policies.preemption import reclaim
+    from artist.policies.dally import _fits, _released_prefix
+    from artist.policies.preemption import fewest_leading, reclaim
     from conftest import make_topology
 
     topo = make_topology(racks=3, machines_per_rack=2, gpus_per_machine=4)
@@ -352,11 +352,17 @@ def test_counted_preemption_search_matches_the_one_by_one_search():
             continue
         n, tier = rng.choice((2, 3, 4, 5, 8)), rng.choice((MACHINE, RACK))
         released = _released_prefix(None, free, candidates)
+        # a shorter prefix's counts taken from the longer one's are the counts made afresh
+        k = rng.randint(1, len(candidates))
+        shrunk = _released_prefix(released, free, candidates[:k])[1]
+        fresh = _released_prefix(None, free, candidates[:k])[1]
+        assert (shrunk.free_count, shrunk.rack_free, shrunk.total_free, shrunk.most_free()) == \
+            (fresh.free_count, fresh.rack_free, fresh.total_free, fresh.most_free())
         brute = reclaim(free, candidates, lambda fm: fm.find(n, tier))
-        assert _fits(released, n, tier, topo) == (brute is not None)
+        assert _fits(released[1], n, tier) == (brute is not None)
         if brute is not None:
             counted = reclaim(free, candidates, lambda fm: fm.find(n, tier),
-                              needed=_fewest_leading(free, candidates, n, tier))
+                              needed=fewest_leading(free, candidates, lambda c: _fits(c, n, tier)))
             assert (counted.placement, counted.victims) == (brute.placement, brute.victims)
             assert counted.free.free_by_machine == brute.free.free_by_machine
             checked += 1

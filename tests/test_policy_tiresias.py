@@ -5,7 +5,7 @@ Cluster: 2 racks x 2 machines x 4 GPUs unless stated (GPU g on machine g // 4).
 
 import pytest
 
-from artist.cluster import FreeMap
+from artist.cluster import FreeCounts, FreeMap
 from artist.network.analytical import AnalyticalModel
 from artist.policies.preemption import fewest_machines
 from artist.policies.registry import make_policy
@@ -162,7 +162,6 @@ def test_placeable_read_off_the_counts_is_the_placement_search():
 
     topo = make_topology(racks=3, machines_per_rack=3, gpus_per_machine=4)
     policy = Tiresias()
-    policy._gpus_per_machine = topo.gpus_per_machine
     rng = random.Random(2)
     seen = {True: 0, False: 0}
     for _ in range(500):
@@ -171,6 +170,7 @@ def test_placeable_read_off_the_counts_is_the_placement_search():
         for model in (LOW_SKEW, HIGH_SKEW):
             state = waiting("w", rng.randint(1, 14), 0.0, model=model)
             found = policy._place(state, free) is not None
-            assert policy._placeable(state, free.free_count, free.total_free) == found
+            assert policy._placeable(state, free) == found
+            assert policy._placeable(state, FreeCounts(free)) == found  # the counts alone answer the same
             seen[found] += 1
     assert min(seen.values()) > 100  # both answers were exercised

@@ -73,10 +73,11 @@ import sys
 from collections import deque
 from fractions import Fraction
 
+from artist.cluster import FreeCounts
 from artist.jobstate import JobState
 from artist.placement import MACHINE, NETWORK, RACK, TIER_ORDER, Placement
 from artist.policies.base import Decision, Policy, SchedulerView
-from artist.policies.preemption import best_tier_for_size, reclaim
+from artist.policies.preemption import best_tier_for_size, fewest_leading, reclaim
 from artist.policies.registry import register
 
 # Tolerance on timer comparisons (seconds): a wake-up computed for a timer
@@ -296,7 +297,7 @@ class _DallyBase(Policy):
         queue.sort()
         head = 0
         by_priority = None  # the running jobs, highest P first (ties by id): made at the first preemption try
-        released = None  # (k, `free` with the first k preemption candidates given back): _released_prefix
+        released = None  # (k, free counts with the first k preemption candidates given back): _released_prefix
         holding = {s.job_id: s for s in view.running}  # running and not preempted this round
         preempted: set[str] = set()
         # The caches hold until the free map and the tuner change (an accepted offer). A failed
@@ -352,9 +353,9 @@ class _DallyBase(Policy):
                         # reclaim() first tries the map with every candidate given back; its answer (is
                         # there a placement of n at this tier?) is read off that map's counts here
                         got = None
-                        if candidates and _fits(released, n, tier, topo):
+                        if candidates and _fits(released[1], n, tier):
                             got = reclaim(free, candidates, lambda fm, t=tier: fm.find(n, t),
-                                          needed=_fewest_leading(free, candidates, n, tier))
+                                          needed=fewest_leading(free, candidates, lambda c, t=tier: _fits(c, n, t)))
                         if got is not None:
                             released = None
                             choice, free = got.placement, got.free
@@ -384,64 +385,30 @@ class _DallyBase(Policy):
 
 
 def _released_prefix(released, free, candidates):
-    """(len(candidates), free GPUs per machine, per rack, in all, candidates) of `free` with those
-    candidates' GPUs given back: the counts of the map reclaim() tries first. The jobs of a round come in
-    rising P, so each one's candidates are a prefix of the last one's (while `free` and the running jobs
-    stay as they were; the caller drops `released` when they change): the counts are the last one's less
-    the dropped candidates' GPUs, not a new pass over every candidate."""
+    """(len(candidates), FreeCounts of `free` with those candidates' GPUs given back, candidates): the
+    counts of the map reclaim() tries first. The jobs of a round come in rising P, so each one's candidates
+    are a prefix of the last one's (while `free` and the running jobs stay as they were; the caller drops
+    `released` when they change): the counts are the last one's less the dropped candidates' GPUs, not a
+    new pass over every candidate."""
     k = len(candidates)
     if released is not None and released[0] >= k:
         if released[0] == k:
             return released
-        _, machine, rack, total, before = released
-        machine, rack = machine[:], rack[:]
-        dropped, sign = before[k:], -1  # taken again
+        counts = released[1].copy()
+        for _, placement in released[2][k:]:
+            counts.take(placement)
     else:
-        machine, rack, total = free.free_count[:], free.rack_free[:], free.total_free
-        dropped, sign = candidates, 1  # given back
-    mpr = free.topology.machines_per_rack
-    for _, placement in dropped:
-        for m, gpus in placement.gpus_by_machine.items():
-            machine[m] += sign * len(gpus)
-            rack[m // mpr] += sign * len(gpus)
-        total += sign * placement.size
-    return k, machine, rack, total, candidates
+        counts = FreeCounts(free)
+        for _, placement in candidates:
+            counts.give(placement)
+    return k, counts, candidates
 
 
-def _fewest_leading(free, candidates, n: int, tier: str) -> int:
-    """How many leading candidates reclaim()'s one-by-one search releases before FreeMap.find(n, tier)
-    succeeds, counted on free GPUs per machine and rack (what find's tier test reads); the caller knows
-    releasing them all succeeds."""
-    t = free.topology
-    mpr = t.machines_per_rack
-    machine, rack, total = free.free_count[:], free.rack_free[:], free.total_free
-    machine_most, rack_most = max(machine), max(rack)
-    for k, (_, placement) in enumerate(candidates, 1):
-        for m, gpus in placement.gpus_by_machine.items():
-            machine[m] += len(gpus)
-            rack[m // mpr] += len(gpus)
-            machine_most = max(machine_most, machine[m])
-            rack_most = max(rack_most, rack[m // mpr])
-        total += placement.size
-        if _fits((k, machine, rack, total, None), n, tier, t, machine_most, rack_most):
-            return k
-    raise AssertionError("the caller checked that releasing every candidate lets the job fit")
-
-
-def _fits(released, n: int, tier: str, topology, machine_most: int | None = None,
-          rack_most: int | None = None) -> bool:
-    """Whether FreeMap.find(n, tier) finds a placement on the map whose counts `released` holds: the
-    most consolidated tier possible (best_tier_possible, from the counts) is no worse than `tier`."""
-    _, machine, rack, total, _ = released
-    if n > total:
-        return False
-    if n <= topology.gpus_per_machine and (max(machine) if machine_most is None else machine_most) >= n:
-        return True
-    if tier == MACHINE:
-        return False
-    if n <= topology.gpus_per_rack and (max(rack) if rack_most is None else rack_most) >= n:
-        return True
-    return tier == NETWORK
+def _fits(counts: FreeCounts, n: int, tier: str) -> bool:
+    """Whether FreeMap.find(n, tier) finds a placement on a map with these free counts: the most
+    consolidated tier possible there is no worse than `tier`."""
+    best = counts.best_tier_possible(n)
+    return best is not None and TIER_ORDER[best] <= TIER_ORDER[tier]
 
 
 @register("dally")

@@ -1,7 +1,8 @@
 """Placement searches shared by the policies that preempt or consolidate.
 
 - reclaim(): which running jobs to preempt so that a waiting job can be placed
-  the way it wants (Tiresias, Dally).
+  the way it wants (Tiresias, Dally); fewest_leading(): how many of them, counted
+  on free GPUs (cluster.FreeCounts) instead of trial maps.
 - fewest_machines(): a placement on the fewest machines possible (Tiresias'
   consolidation of high-skew models).
 - best_tier_for_size(): the most consolidated tier a job of n GPUs can ever get.
@@ -16,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from artist.cluster import FreeMap
+from artist.cluster import FreeCounts, FreeMap
 from artist.placement import MACHINE, NETWORK, RACK, Placement
 from artist.topology import Topology
 
@@ -30,17 +31,8 @@ class Reclaim:
     free: FreeMap  # the map after the victims left and the placement was taken
 
 
-def release_all(free: FreeMap, candidates: Sequence[tuple[str, Placement]]) -> FreeMap:
-    """A copy of `free` with every candidate's GPUs given back: what reclaim() tries first. A caller that
-    tries several jobs against the same map and candidates can make it once and pass it on."""
-    trial = free.copy()
-    for _, p in candidates:
-        trial.give(p.gpus)
-    return trial
-
-
 def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: Placer,
-            released: FreeMap | None = None, fits: bool = False, needed: int | None = None) -> Reclaim | None:
+            needed: int | None = None) -> Reclaim | None:
     """Preempt the fewest leading candidates that let `place` succeed.
 
     candidates are (job id, current placement) in the order the policy would
@@ -48,17 +40,10 @@ def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: P
     one into a trial map until `place` finds a placement; of those released,
     only the ones whose GPUs the placement actually uses are preempted, the
     others keep running. Returns None (and touches nothing) when even
-    preempting every candidate would not do. released: release_all(free,
-    candidates), when the caller has it; fits: the caller knows place()
-    succeeds on that map (the check is skipped); needed: the caller knows how
-    many leading candidates the one-by-one search would release (counted on
-    free GPUs): they are released at once and place() asked once."""
+    preempting every candidate would not do. needed: how many leading
+    candidates that search releases, when the caller has counted it
+    (fewest_leading): they are released at once and place() asked once."""
     if not candidates:
-        return None
-    # One cheap check with every candidate released first: most failing
-    # attempts stop here, so the one-by-one search runs only when it succeeds.
-    if not fits and needed is None and \
-            place(release_all(free, candidates) if released is None else released.copy()) is None:
         return None
     trial = free.copy()
     placement = None
@@ -69,6 +54,13 @@ def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: P
             trial.give(p.gpus)
         placement = place(trial)
     else:
+        # One cheap check with every candidate released first: most failing
+        # attempts stop here, so the one-by-one search runs only when it succeeds.
+        released = free.copy()
+        for _, p in candidates:
+            released.give(p.gpus)
+        if place(released) is None:
+            return None
         for job_id, p in candidates:
             trial.give(p.gpus)
             chosen.append((job_id, p))
@@ -83,6 +75,19 @@ def reclaim(free: FreeMap, candidates: Sequence[tuple[str, Placement]], place: P
         if job_id not in victims:
             trial.take(p.gpus)  # released only for the search: it keeps running
     return Reclaim(placement, victims, trial)
+
+
+def fewest_leading(free: FreeMap, candidates: Sequence[tuple[str, Placement]],
+                   fits: Callable[[FreeCounts], bool]) -> int:
+    """How many leading candidates reclaim()'s one-by-one search releases before the job fits, where
+    fits(counts) says, from free GPU counts alone, whether its placer succeeds on a map with those counts
+    (the policy's placeability test). The caller knows releasing every candidate fits."""
+    counts = FreeCounts(free)
+    for k, (_, placement) in enumerate(candidates, 1):
+        counts.give(placement)
+        if fits(counts):
+            return k
+    raise AssertionError("the caller checked that releasing every candidate lets the job fit")
 
 
 def best_tier_for_size(topology: Topology, n: int) -> str:

@@ -57,11 +57,11 @@ from bisect import bisect_left, bisect_right, insort
 from heapq import heappop, heappush, nlargest
 from operator import is_not
 
-from artist.cluster import FreeMap
+from artist.cluster import FreeCounts, FreeMap
 from artist.jobstate import RUNNING, JobState
 from artist.placement import Placement
 from artist.policies.base import Decision, Policy, SchedulerView
-from artist.policies.preemption import fewest_machines, reclaim
+from artist.policies.preemption import fewest_leading, fewest_machines, reclaim
 from artist.policies.registry import register
 
 # Pollux artifact (petuum/adaptdl simulator/tiresias.py): two queues, threshold 3600 * 16 GPU-seconds.
@@ -89,7 +89,6 @@ class Tiresias(Policy):
         self._run_base: dict[str, float] = {}  # running seconds at the last promotion
         self._entry: dict[str, tuple[int, float]] = {}  # job -> (queue, time it entered that queue)
         self._book = _Book()
-        self._gpus_per_machine = 0  # of the topology scheduled on (set by schedule; _placeable reads it)
 
     def parameters(self) -> dict:
         return {"thresholds": list(self.thresholds), "skew_threshold": self.skew_threshold,
@@ -112,20 +111,19 @@ class Tiresias(Policy):
             return fewest_machines(free, state.gpus)
         return free.find(state.gpus)
 
-    def _placeable(self, state: JobState, free_per_machine: list[int], total: int) -> bool:
-        """Whether _place finds a placement on a map with these free GPUs per machine, read off the counts:
-        find() places any n up to the free total; fewest_machines() needs the ceil(n / GPUs per machine)
-        freest machines to hold n (one machine's worth: one machine). Cheaper than the search, and the
-        same answer (a test checks)."""
+    def _placeable(self, state: JobState, free: FreeMap | FreeCounts) -> bool:
+        """Whether _place finds a placement on a map with these free counts, read off them: find() places any
+        n up to the free total; fewest_machines() needs the ceil(n / GPUs per machine) freest machines to hold
+        n (one machine's worth: one machine). Cheaper than the search, and the same answer (a test checks)."""
         n = state.gpus
-        if n > total:
+        if n > free.total_free:
             return False
         if not self.needs_consolidation(state):
             return True
-        per_machine = self._gpus_per_machine
+        per_machine = free.topology.gpus_per_machine
         if n <= per_machine:
-            return max(free_per_machine) >= n
-        return sum(nlargest(-(-n // per_machine), free_per_machine)) >= n
+            return free.most_free()[0] >= n
+        return sum(nlargest(-(-n // per_machine), free.free_count)) >= n
 
     def _update_queue(self, state: JobState, now: float, service: float) -> int:
         q = self.queue_of(state, now, service)
@@ -184,10 +182,9 @@ class Tiresias(Policy):
         # (consolidated?, GPUs, queue) of failed attempts. Placing a job only takes
         # GPUs, so a failure stays a failure until a preemption frees some.
         failed: set[tuple[bool, int, int]] = set()
-        # queue -> (free GPUs per machine, in all) with every preemption candidate of a job of that queue
-        # given back (the same until `free` or the running jobs change: then emptied)
-        released: dict[int, tuple[list[int], int]] = {}
-        self._gpus_per_machine = view.topology.gpus_per_machine
+        # queue -> free counts with every preemption candidate of a job of that queue given back (the same
+        # until `free` or the running jobs change: then emptied)
+        released: dict[int, FreeCounts] = {}
         for q, _, _, _, job_id in ranked:
             if job_id in holding:
                 continue
@@ -196,7 +193,7 @@ class Tiresias(Policy):
             if key in failed:
                 continue
             placement = None
-            if self._placeable(state, free.free_count, free.total_free):
+            if self._placeable(state, free):
                 placement = self._place(state, free)
             if placement is not None:
                 free.take(placement.gpus)
@@ -213,11 +210,13 @@ class Tiresias(Policy):
                     if other in holding:
                         candidates.append((other, allocations[other]))
                 if q not in released:
-                    released[q] = _counts_with(free, candidates)
+                    released[q] = FreeCounts(free)
+                    for _, placement in candidates:
+                        released[q].give(placement)
                 got = None
-                if candidates and self._placeable(state, *released[q]):
+                if candidates and self._placeable(state, released[q]):
                     got = reclaim(free, candidates, lambda fm, s=state: self._place(s, fm),
-                                  needed=self._fewest_leading(state, free, candidates))
+                                  needed=fewest_leading(free, candidates, lambda c, s=state: self._placeable(s, c)))
                 if got is None:
                     failed.add(key)
                     continue
@@ -230,18 +229,6 @@ class Tiresias(Policy):
             allocations[job_id] = placement
             holding.add(job_id)
         return Decision(allocations, wake_at=self._next_wake(view, book, running, now))
-
-    def _fewest_leading(self, state: JobState, free: FreeMap, candidates) -> int:
-        """How many leading candidates reclaim()'s one-by-one search releases before _place succeeds,
-        counted (_placeable) on free GPUs per machine; the caller knows releasing them all succeeds."""
-        per_machine, total = free.free_count[:], free.total_free
-        for k, (_, placement) in enumerate(candidates, 1):
-            for m, gpus in placement.gpus_by_machine.items():
-                per_machine[m] += len(gpus)
-            total += placement.size
-            if self._placeable(state, per_machine, total):
-                return k
-        raise AssertionError("the caller checked that releasing every candidate places the job")
 
     # ---- what changed since the last moment ----------------------------------
     # The rank of every active job (queue, running before waiting, entry into the queue, arrival, job id)
@@ -346,16 +333,6 @@ class Tiresias(Policy):
                     if t > now and (best is None or t < best):
                         best = t
         return best
-
-
-def _counts_with(free: FreeMap, candidates) -> tuple[list[int], int]:
-    """(free GPUs per machine, in all) of `free` with the candidates' GPUs given back."""
-    per_machine, total = free.free_count[:], free.total_free
-    for _, placement in candidates:
-        for m, gpus in placement.gpus_by_machine.items():
-            per_machine[m] += len(gpus)
-        total += placement.size
-    return per_machine, total
 
 
 class _Book:
