@@ -7,7 +7,7 @@ The plan (one (d, t) per stage, stage s on the next G_s GPUs of the placement) b
 (artist/parallel/graph.py) that the fabric model times, like every other ArtISt job:
 
 - 1F1B (PipeDream-Flush, what Alpa runs) with B = 4 N_S micro-batches: stage s does
-  artist/parallel/hybrid.py's one_f_one_b order of passes, one pass at a time;
+  artist/parallel/hybrid.py's 1F1B order of passes (one_f_one_b_walk), one pass at a time;
 - a pass = one compute node on the stage's GPUs (forward, or backward at 2 x forward; the same FLOPs
   model as the estimate), then its TP all-reduces one after the other, each over every TP group at once;
 - after a forward, send/recv of the boundary activation to stage s + 1 over min(G_s, G_s+1) GPU pairs,
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from artist.parallel.graph import Node, StepGraph
-from artist.parallel.hybrid import one_f_one_b
+from artist.parallel.hybrid import one_f_one_b_walk
 from artist.policies.crius.cells import BACKWARD_FACTOR, CellModel, StagePlan
 from artist.workload.transformer import DTYPE_BYTES
 
@@ -78,33 +78,19 @@ def plan_step_graph(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[
             ends = tuple(b.add("all_gather", ends, g, nbytes=act / plan[dst].d) for g in tp_groups[dst])
         return ends
 
-    orders = [one_f_one_b(s, S, M) for s in range(S)]
-    position, last = [0] * S, [()] * S
+    last = [()] * S
     fwd_sent: dict = {}
     bwd_sent: dict = {}
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        progressed = False
-        for s in range(S):
-            while position[s] < len(orders[s]):
-                forward, j = orders[s][position[s]]
-                incoming = (fwd_sent.get((s - 1, j)) if s > 0 else ()) if forward else \
-                    (bwd_sent.get((s + 1, j)) if s < S - 1 else ())
-                if incoming is None:
-                    break
-                end = pass_nodes(s, forward, last[s] + incoming)
-                last[s] = end
-                if forward and s < S - 1:
-                    act = model.micro_batch * model.layers[model.cuts[s].last].output_bytes
-                    fwd_sent[(s, j)] = transfer(s, s + 1, act, end)
-                if not forward and s > 0:
-                    act = model.micro_batch * model.layers[model.cuts[s - 1].last].output_bytes
-                    bwd_sent[(s, j)] = transfer(s, s - 1, act, end)
-                position[s] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise RuntimeError("pipeline schedule deadlocked")
+    for s, forward, j in one_f_one_b_walk(S, M):
+        incoming = (fwd_sent[(s - 1, j)] if s > 0 else ()) if forward else (bwd_sent[(s + 1, j)] if s < S - 1 else ())
+        end = pass_nodes(s, forward, last[s] + incoming)
+        last[s] = end
+        if forward and s < S - 1:
+            act = model.micro_batch * model.layers[model.cuts[s].last].output_bytes
+            fwd_sent[(s, j)] = transfer(s, s + 1, act, end)
+        if not forward and s > 0:
+            act = model.micro_batch * model.layers[model.cuts[s - 1].last].output_bytes
+            bwd_sent[(s, j)] = transfer(s, s - 1, act, end)
     for s, p in enumerate(plan):
         if p.d == 1:
             continue

@@ -77,6 +77,35 @@ def one_f_one_b(stage: int, pp: int, microbatches: int) -> list[tuple[bool, int]
     return order
 
 
+def one_f_one_b_walk(pp: int, microbatches: int):
+    """Every pass of a 1F1B step, (stage, forward?, micro-batch), in the order a step's builder lays them:
+    the stages in turn, each running its one_f_one_b order as far as the passes it waits on are done
+    (a forward on the previous stage's forward of that micro-batch, a backward on the next stage's
+    backward of it). The builders (_Builder.pipeline, artist/crius/truth.py) add each pass's nodes, and
+    the sends the next pass waits on, as the walk yields it."""
+    orders = [one_f_one_b(p, pp, microbatches) for p in range(pp)]
+    position = [0] * pp
+    forwards_done: set[tuple[int, int]] = set()
+    backwards_done: set[tuple[int, int]] = set()
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for p in range(pp):
+            while position[p] < len(orders[p]):
+                forward, j = orders[p][position[p]]
+                if forward and p > 0 and (p - 1, j) not in forwards_done:
+                    break
+                if not forward and p < pp - 1 and (p + 1, j) not in backwards_done:
+                    break
+                yield p, forward, j
+                (forwards_done if forward else backwards_done).add((p, j))
+                position[p] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:  # cannot happen for 1F1B; a guard against an endless loop
+            raise RuntimeError("pipeline schedule deadlocked")
+
+
 @dataclass(frozen=True)
 class HybridStep:
     graph: StepGraph
@@ -148,37 +177,23 @@ class _Builder:
     def pipeline(self, replicas, stages) -> list[dict[int, int]]:
         """Every pass of one lock-step replica set; returns per stage the last backward's compute nodes."""
         pp, m = self.plan.pp, self.plan.microbatches
-        orders = [one_f_one_b(p, pp, m) for p in range(pp)]
-        position = [0] * pp
         last: list[tuple[int, ...]] = [()] * pp
         fwd_sent: dict[tuple[int, int], tuple[int, ...]] = {}  # (stage, micro-batch) -> sends to stage + 1
         bwd_sent: dict[tuple[int, int], tuple[int, ...]] = {}  # (stage, micro-batch) -> sends to stage - 1
         final: list[dict[int, int]] = [{} for _ in range(pp)]
-        remaining = sum(len(o) for o in orders)
-        while remaining:
-            progressed = False
-            for p in range(pp):
-                while position[p] < len(orders[p]):
-                    forward, j = orders[p][position[p]]
-                    if forward:
-                        incoming = fwd_sent.get((p - 1, j)) if p > 0 else ()
-                    else:
-                        incoming = bwd_sent.get((p + 1, j)) if p < pp - 1 else ()
-                    if incoming is None:
-                        break
-                    end, compute_of = self.stage_pass(replicas, p, forward, stages[p], last[p] + incoming)
-                    last[p] = end
-                    if forward and p < pp - 1:
-                        fwd_sent[(p, j)] = self.sends(replicas, p, p + 1, self.layers[stages[p][-1]].output_bytes, end)
-                    if not forward and p > 0:
-                        bwd_sent[(p, j)] = self.sends(replicas, p, p - 1, self.layers[stages[p][0]].input_bytes, end)
-                    if not forward and j == m - 1:
-                        final[p] = {**compute_of, -1: end}
-                    position[p] += 1
-                    remaining -= 1
-                    progressed = True
-            if not progressed:  # cannot happen for 1F1B; a guard against an endless loop
-                raise RuntimeError("pipeline schedule deadlocked")
+        for p, forward, j in one_f_one_b_walk(pp, m):
+            if forward:
+                incoming = fwd_sent[(p - 1, j)] if p > 0 else ()
+            else:
+                incoming = bwd_sent[(p + 1, j)] if p < pp - 1 else ()
+            end, compute_of = self.stage_pass(replicas, p, forward, stages[p], last[p] + incoming)
+            last[p] = end
+            if forward and p < pp - 1:
+                fwd_sent[(p, j)] = self.sends(replicas, p, p + 1, self.layers[stages[p][-1]].output_bytes, end)
+            if not forward and p > 0:
+                bwd_sent[(p, j)] = self.sends(replicas, p, p - 1, self.layers[stages[p][0]].input_bytes, end)
+            if not forward and j == m - 1:
+                final[p] = {**compute_of, -1: end}
         return final
 
     def gradient_all_reduces(self, stages, finals) -> None:
