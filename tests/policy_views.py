@@ -61,3 +61,24 @@ def fill(topology, gpus: tuple[int, ...], job_id: str = "filler", started_at: fl
          iteration_seconds: float = 0.1, **kw) -> JobState:
     """A running job that just occupies GPUs."""
     return running(job_id, gpus, topology, started_at, iteration_seconds, **kw)
+
+
+def loaded_outcomes(policy, seed: int, gpu_choices=(1, 2, 4, 8, 16, 32),
+                    topology_file: str = "dally-3tier.yaml") -> list[tuple]:
+    """Every job's (id, finish, preemptions, migrations, [(start, GPUs) of each placement]) after 300
+    Poisson jobs of the shipped models on 2 racks of a shipped topology: loaded enough that jobs queue and
+    policies preempt and migrate. For comparing a policy with a reference version of itself."""
+    from pathlib import Path
+
+    from artist.simulator import SimulatorConfig, simulate
+    from artist.topology import load_topology
+    from artist.workload import JobMix, load_models, poisson_jobs
+
+    root = Path(__file__).resolve().parent.parent
+    topo = load_topology(root / "topologies" / topology_file, racks=2)
+    models = load_models(root / "workloads" / "models")
+    mix = JobMix(tuple(sorted(models)), gpu_choices=gpu_choices, min_iterations=500, max_iterations=50_000)
+    jobs = poisson_jobs(300, mix, 20.0, seed)
+    result = simulate(topo, jobs, models, policy, AnalyticalModel(topo), SimulatorConfig(check_invariants=True))
+    return [(s.job_id, s.finish, s.preemptions, s.migrations, [(r.time, r.gpus) for r in s.history])
+            for s in result.jobs]

@@ -21,7 +21,7 @@ from artist.simulator import SimulatorConfig, simulate
 from artist.workload import JobMix, poisson_jobs
 
 from conftest import make_topology
-from policy_views import EXPOSED, LOW_SKEW, fill, running, view, waiting
+from policy_views import EXPOSED, LOW_SKEW, fill, loaded_outcomes, running, view, waiting
 
 
 @pytest.fixture
@@ -293,12 +293,7 @@ def test_what_dally_keeps_between_moments_changes_no_decision():
     """Waiting jobs' P and the auto-tuner's timers are kept between moments (valid while the job waits,
     and until an offer is recorded or a wait leaves the history window); a Dally that forgets both
     before every call must decide the same, on a loaded cluster with preemptions and short history."""
-    from pathlib import Path
-
     from artist.policies.dally import Dally
-    from artist.simulator import SimulatorConfig, simulate
-    from artist.topology import load_topology
-    from artist.workload import JobMix, load_models, poisson_jobs
 
     class Forgetful(Dally):
         def schedule(self, view):
@@ -306,18 +301,8 @@ def test_what_dally_keeps_between_moments_changes_no_decision():
             self.tuner._cache.clear()
             return super().schedule(view)
 
-    root = Path(__file__).resolve().parent.parent
-    topo = load_topology(root / "topologies" / "dally-3tier.yaml", racks=2)
-    models = load_models(root / "workloads" / "models")
-    mix = JobMix(tuple(sorted(models)), gpu_choices=(1, 2, 4, 8, 16, 32), min_iterations=500, max_iterations=50_000)
-    jobs = poisson_jobs(300, mix, 20.0, 7)
-
-    def run(policy):
-        result = simulate(topo, jobs, models, policy, AnalyticalModel(topo), SimulatorConfig(check_invariants=True))
-        return [(s.job_id, s.finish, s.preemptions, [(r.time, r.gpus) for r in s.history]) for s in result.jobs]
-
-    kept, forgotten = run(Dally(history_s=3600.0)), run(Forgetful(history_s=3600.0))
-    assert sum(p for _, _, p, _ in forgotten) > 0  # preemptions happen, so the comparison means something
+    kept, forgotten = loaded_outcomes(Dally(history_s=3600.0), 7), loaded_outcomes(Forgetful(history_s=3600.0), 7)
+    assert sum(p for _, _, p, _, _ in forgotten) > 0  # preemptions happen, so the comparison means something
     assert kept == forgotten
 
 

@@ -12,7 +12,7 @@ from artist.simulator import SimulatorConfig, simulate
 from artist.workload import Job
 
 from conftest import make_topology
-from policy_views import EXPOSED, LOW_SKEW, fill, running, view, waiting
+from policy_views import EXPOSED, LOW_SKEW, fill, loaded_outcomes, running, view, waiting
 
 
 @pytest.fixture
@@ -125,22 +125,7 @@ class _Forgetful:
 
 @pytest.mark.parametrize("topology_file", ["dally-3tier.yaml", "dally-3tier-ecmp-4to1-100g.yaml"])
 def test_memory_between_moments_changes_no_decision(topology_file):
-    from pathlib import Path
-
-    from artist.network.analytical import AnalyticalModel
-    from artist.topology import load_topology
-    from artist.workload import JobMix, load_models, poisson_jobs
-
-    root = Path(__file__).resolve().parent.parent
-    topo = load_topology(root / "topologies" / topology_file, racks=2)
-    models = load_models(root / "workloads" / "models")
-    mix = JobMix(tuple(sorted(models)), gpu_choices=(1, 2, 4, 8, 16), min_iterations=500, max_iterations=50_000)
-    jobs = poisson_jobs(300, mix, 20.0, 3)
-
-    def run(policy):
-        result = simulate(topo, jobs, models, policy, AnalyticalModel(topo), SimulatorConfig(check_invariants=True))
-        return [(s.job_id, s.finish, s.migrations, [r.gpus for r in s.history]) for s in result.jobs]
-
-    remembered, fresh = run(make_policy("gandiva")), run(_Forgetful())
-    assert sum(m for _, _, m, _ in fresh) > 0  # migrations happen, so the comparison means something
+    remembered = loaded_outcomes(make_policy("gandiva"), 3, (1, 2, 4, 8, 16), topology_file)
+    fresh = loaded_outcomes(_Forgetful(), 3, (1, 2, 4, 8, 16), topology_file)
+    assert sum(m for _, _, _, m, _ in fresh) > 0  # migrations happen, so the comparison means something
     assert remembered == fresh

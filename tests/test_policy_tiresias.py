@@ -13,7 +13,7 @@ from artist.simulator import SimulatorConfig, simulate
 from artist.workload import Job
 
 from conftest import make_topology
-from policy_views import HIGH_SKEW, LOW_SKEW, fill, running, view, waiting
+from policy_views import HIGH_SKEW, LOW_SKEW, fill, loaded_outcomes, running, view, waiting
 
 
 @pytest.fixture
@@ -127,29 +127,15 @@ def test_ranks_kept_between_moments_change_no_decision(params):
     """The policy keeps every job's rank between moments and re-ranks only what changed; a Tiresias that
     re-ranks every job at every moment (its bookkeeping emptied before each call, its queue entries and
     promotion baselines kept) must decide the same, on a loaded cluster with demotions and preemptions."""
-    from pathlib import Path
-
     from artist.policies.tiresias import Tiresias, _Book
-    from artist.topology import load_topology
-    from artist.workload import JobMix, load_models, poisson_jobs
 
     class Rederiving(Tiresias):
         def schedule(self, view):
             self._book = _Book()
             return super().schedule(view)
 
-    root = Path(__file__).resolve().parent.parent
-    topo = load_topology(root / "topologies" / "dally-3tier.yaml", racks=2)
-    models = load_models(root / "workloads" / "models")
-    mix = JobMix(tuple(sorted(models)), gpu_choices=(1, 2, 4, 8, 16, 32), min_iterations=500, max_iterations=50_000)
-    jobs = poisson_jobs(300, mix, 20.0, 5)
-
-    def run(policy):
-        result = simulate(topo, jobs, models, policy, AnalyticalModel(topo), SimulatorConfig(check_invariants=True))
-        return [(s.job_id, s.finish, s.preemptions, [(r.time, r.gpus) for r in s.history]) for s in result.jobs]
-
-    kept, rederived = run(Tiresias(**params)), run(Rederiving(**params))
-    assert sum(p for _, _, p, _ in rederived) > 0  # preemptions happen, so the comparison means something
+    kept, rederived = loaded_outcomes(Tiresias(**params), 5), loaded_outcomes(Rederiving(**params), 5)
+    assert sum(p for _, _, p, _, _ in rederived) > 0  # preemptions happen, so the comparison means something
     assert kept == rederived
 
 
