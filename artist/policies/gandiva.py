@@ -46,7 +46,7 @@ class Gandiva(Policy):
         # every running job seen, with the placement it was seen on; and the multi-machine jobs that may
         # still gain from a move, with their placement and their step there alone (None until asked).
         self._seen: dict[str, tuple] = {}  # job id -> (its state object, its placement) when last seen
-        self._candidates: dict[str, list] = {}
+        self._candidates: dict[str, _Candidate] = {}
         # The free GPUs per machine at the last moment (after its starts), and two counters: `_version`
         # moves whenever they differ from the moment before, `_epoch` only when some machine has more free
         # GPUs than the moment before (_advance_counters). A job that could not reach a better tier
@@ -69,13 +69,14 @@ class Gandiva(Policy):
         self._advance_counters(free)
         version, epoch = self._version, self._epoch
         moved = False  # once a job moves, `free` is no longer the moment's map: nothing remembered applies
-        for entry in sorted(candidates.values(), key=lambda e: (-TIER_ORDER[e[1].tier], e[0].job_id)):
-            state, current, now_step, floor, tier_epoch, paid_version = entry
-            if not moved and (tier_epoch == epoch or paid_version == version):
+        for entry in sorted(candidates.values(), key=lambda e: (-TIER_ORDER[e.placement.tier], e.state.job_id)):
+            state, current = entry.state, entry.placement
+            if not moved and (entry.tier_epoch == epoch or entry.unpaid_version == version):
                 continue
-            if now_step is None:
-                now_step = entry[2] = view.estimate(state, current).step_seconds
-                floor = entry[3] = view.step_floor(state)
+            if entry.step is None:
+                entry.step = view.estimate(state, current).step_seconds
+                entry.floor = view.step_floor(state)
+            now_step, floor = entry.step, entry.floor
             # No target can save more than the step now less the fastest step the job could have, and
             # its remaining iterations only fall while it holds this placement: once even that saving
             # cannot pay the restore, no later moment can either (the same answer as the search below,
@@ -87,19 +88,19 @@ class Gandiva(Policy):
             # cannot move up, and for them the trial copy below would be wasted
             if TIER_ORDER[free.best_tier_with(state.gpus, current)] >= TIER_ORDER[current.tier]:
                 if not moved:
-                    entry[4] = epoch
+                    entry.tier_epoch = epoch
                 continue
             trial = free.copy()
             trial.give(current.gpus)
             target = trial.find(state.gpus)
             if TIER_ORDER[target.tier] >= TIER_ORDER[current.tier]:
                 if not moved:
-                    entry[5] = version
+                    entry.unpaid_version = version
                 continue
             saved = now_step - view.estimate(state, target).step_seconds
             if saved * state.remaining_iterations(view.now) <= view.restore_seconds:
                 if not moved:
-                    entry[5] = version
+                    entry.unpaid_version = version
                 continue
             moved = True
             trial.take(target.gpus)
@@ -107,12 +108,12 @@ class Gandiva(Policy):
             allocations[state.job_id] = target
         return Decision(allocations)
 
-    def _watch(self, view: SchedulerView) -> dict[str, list]:
-        """The multi-machine running jobs that may still gain from a move (job id -> [state, placement,
-        step alone or None, ...]), brought up to date with the view. view.running is in start order, so
-        the jobs started (or moved) since the last moment are its tail: the walk back stops at the first
-        job seen before as the same state object on the same placement. When it stops at none (the first
-        moment, or a view made of new objects each time) everything is rebuilt from the view."""
+    def _watch(self, view: SchedulerView) -> dict[str, "_Candidate"]:
+        """The multi-machine running jobs that may still gain from a move, brought up to date with the
+        view. view.running is in start order, so the jobs started (or moved) since the last moment are its
+        tail: the walk back stops at the first job seen before as the same state object on the same
+        placement. When it stops at none (the first moment, or a view made of new objects each time)
+        everything is rebuilt from the view."""
         seen, candidates = self._seen, self._candidates
         running = view.running
         fresh = []
@@ -133,10 +134,8 @@ class Gandiva(Policy):
             # a job already at the best tier its size allows anywhere (16 GPUs in one rack of 8-GPU
             # machines) can never move up
             if TIER_ORDER[placement.tier] > TIER_ORDER[best_tier_for_size(view.topology, placement.size)]:
-                # [state, placement, step alone there, step floor, epoch of its last tier check, version of
-                # its last unpaid move] (the last two: -1 before any)
-                candidates[state.job_id] = [state, placement, None, 0.0, -1, -1]
-        gone = [j for j, (s, p, *_) in candidates.items() if s.status != RUNNING or s.placement is not p]
+                candidates[state.job_id] = _Candidate(state, placement)
+        gone = [j for j, c in candidates.items() if c.state.status != RUNNING or c.state.placement is not c.placement]
         for job_id in gone:
             del candidates[job_id]
         return candidates
@@ -150,3 +149,16 @@ class Gandiva(Policy):
             if last is None or len(last) != len(counts) or any(a > b for a, b in zip(counts, last)):
                 self._epoch += 1
             self._last_free = (free.free_by_machine[:], free.free_count[:])
+
+
+class _Candidate:
+    """A multi-machine running job Gandiva may still move, with what it remembers of it."""
+
+    __slots__ = ("state", "placement", "step", "floor", "tier_epoch", "unpaid_version")
+
+    def __init__(self, state, placement):
+        self.state, self.placement = state, placement
+        self.step: float | None = None  # its step alone on `placement` (asked once, when first needed)
+        self.floor = 0.0  # the fastest step it could have anywhere (PerfModel.step_floor)
+        self.tier_epoch = -1  # the epoch of its last failed tier check (-1: none)
+        self.unpaid_version = -1  # the version at its last move that did not pay (-1: none)
