@@ -3,7 +3,7 @@ job at the smallest depth to 5.98 s at the largest; sec. 8.6).
 
     PYTHONPATH=. python benchmarks/crius_decision.py [--running 150] [--arrivals 20] [--depths 0 1 2 3 4]
 
-Setup: `running` jobs of the Crius workload (workload.py, seed 1) are started on their own request
+Setup: `running` jobs of the Crius workload (artist/crius/workload.py, seed 1) are started on their own request
 (type, N_G) while they fit, which leaves the cluster nearly full; then `arrivals` more jobs arrive in one
 decision and CriusScheduler.decide() places them (ScaleResource over running and new jobs). The Cell
 estimates are computed once beforehand (warm catalogue: profiling happens at arrival, not in the
