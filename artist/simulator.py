@@ -8,6 +8,11 @@ completion is predicted when it (re)starts and the prediction is invalidated
 are all applied before the policy is asked once: completions, then arrivals,
 then wake-ups and periodic rounds.
 
+Elastic jobs (artist/elastic/exact.py: Pollux's, Sia's, the baselines' jobs of measured applications)
+run in the same loop beside or instead of rigid ones: their policy places them on any number of GPUs, and
+they advance exactly between their own events (end of a restart, of an epoch, completion), folded in at
+every periodic round, where the job's own agent observes what it trained (artist/elastic/jobs.py).
+
 Contention (SimulatorConfig.contention): "isolated" gives every job the rate of
 its step alone. "shared" gives jobs that can share links (perf/contention.py:
 rack-spanning jobs with a rack in common) the rates of their steps co-simulated
@@ -28,7 +33,9 @@ import heapq
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import numpy as np
 
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel, fabric_setting
@@ -41,6 +48,9 @@ from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Observation, Policy, SchedulerView
 from artist.topology import Topology
 from artist.workload import Job, ModelProfile
+
+if TYPE_CHECKING:
+    from artist.elastic.exact import ElasticWorkload
 
 COMPLETION, ARRIVAL, WAKE, ROUND = 0, 1, 2, 3
 # Idle rounds skipped in one jump when the next event is more than this many rounds away.
@@ -81,12 +91,15 @@ class SimulationResult:
     contention: str = "isolated"
     # shared mode: (time, busiest spine link's utilisation, mean over spine links in use, busiest link)
     spine_utilisation: list = field(default_factory=list)
+    # periodic rounds with jobs in the system, plus one per idle stretch (the round loop's count)
+    rounds: int = 0
 
 
 class Simulator:
     def __init__(self, topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile],
                  policy: Policy, perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
-                 on_finish: Callable[[int, int, float], None] | None = None):
+                 on_finish: Callable[[int, int, float], None] | None = None,
+                 elastic: "ElasticWorkload | None" = None):
         self.on_finish = on_finish  # (finished, total, now) after every completion: progress output
         self.topology = topology
         self.policy = policy
@@ -130,6 +143,9 @@ class Simulator:
             else:
                 model = models[job.model]
             self.states[job.job_id] = JobState(job, model)
+        self.elastic = elastic
+        if elastic is not None:
+            self._add_elastic(elastic)
         self.now = 0.0
         self._events: list = []
         self._seq = 0
@@ -148,6 +164,24 @@ class Simulator:
         # observations go to a policy that listens (Policy.observe overridden); iterations reported per job
         self._observing = getattr(type(policy), "observe", Policy.observe) is not Policy.observe
         self._observed: dict[str, float] = {}
+        self.rounds = 0
+        self._next_round_at = math.inf  # time of the queued periodic round
+        self._idle = False  # the last round found no job in the system
+
+    def _add_elastic(self, elastic: "ElasticWorkload") -> None:
+        from artist.elastic.exact import ElasticJobState
+
+        if self.shared:
+            raise SimulationError("elastic jobs are timed alone in this loop: contention 'shared' does not "
+                                  "serve them yet")
+        try:
+            elastic.check_nodes(self.topology.machines, self.topology.gpus_per_machine)
+        except ValueError as exc:
+            raise SimulationError(str(exc)) from None
+        for spec in sorted(elastic.specs, key=lambda j: (j.arrival, j.job_id)):
+            if spec.job_id in self.states:
+                raise SimulationError(f"job id {spec.job_id!r} appears twice in the workload")
+            self.states[spec.job_id] = ElasticJobState(spec)
 
     # ---- event queue -------------------------------------------------------
     def _push(self, time: float, kind: int, payload=None) -> None:
@@ -161,12 +195,13 @@ class Simulator:
             self._push(state.arrival, ARRIVAL, state.job_id)
         if self.round_interval:
             self._push(0.0, ROUND)
+            self._next_round_at = 0.0
         finished = 0
         total = len(self.states)
         while self._events and finished < total:
             time = self._events[0][0]
             self.now = time
-            reschedule = False
+            reschedule = rounded = False
             while self._events and self._events[0][0] == time:
                 _, kind, _, payload = heapq.heappop(self._events)
                 self.events += 1
@@ -176,6 +211,8 @@ class Simulator:
                     job_id, version = payload
                     state = self.states[job_id]
                     if state.status == RUNNING and state.version == version:
+                        if state.is_elastic and not self._elastic_event(state):
+                            continue  # a restart or an epoch ended: re-tuned, its next event queued
                         self._finish(state)
                         finished += 1
                         reschedule = True
@@ -183,6 +220,8 @@ class Simulator:
                             self.on_finish(finished, total, time)
                 elif kind == ARRIVAL:
                     state = self.states[payload]
+                    if state.is_elastic:
+                        state.elastic = self.elastic.jobs.admit(state.spec)
                     state.waiting_since = time
                     self.waiting[payload] = state
                     reschedule = True
@@ -191,14 +230,22 @@ class Simulator:
                         self._pending_wake = None
                     reschedule = True
                 elif kind == ROUND:
+                    rounded = True
                     if finished < total:
-                        self._push(self._next_round(time), ROUND)
+                        self._next_round_at = self._next_round(time)
+                        self._push(self._next_round_at, ROUND)
+                    self._count_round()
+                    if self.elastic is not None:
+                        self._elastic_rounds_end()
                     if self._observing:
                         for state in self.running.values():
-                            self._observe(state, state.iterations_done(time))
+                            if not state.is_elastic:
+                                self._observe(state, state.iterations_done(time))
                     reschedule = bool(self.waiting or self.running)
             if reschedule and finished < total:
-                self._schedule()
+                self._schedule(rounded)
+                if rounded and self.elastic is not None:
+                    self._elastic_rounds_begin()
             if self._touched_leaves:
                 self._rerate()
             if finished < total and not self.running and not self._has_future_work():
@@ -209,7 +256,7 @@ class Simulator:
         makespan = max((s.finish for s in self.states.values() if s.finish is not None), default=0.0)
         return SimulationResult(list(self.states.values()), makespan, self.utilisation, self.topology,
                                 self.policy.name, self.scheduling_calls, self.events, self.config.contention,
-                                self.spine_record)
+                                self.spine_record, self.rounds)
 
     def _next_round(self, now: float) -> float:
         """The round after `now`. An idle cluster waiting for an arrival far away skips the empty
@@ -222,15 +269,22 @@ class Simulator:
                 return now + math.floor(gap / interval) * interval
         return now + interval
 
+    def _count_round(self) -> None:
+        """A round with jobs in the system counts; idle ones count once per idle stretch."""
+        idle = not (self.waiting or self.running)
+        if not (idle and self._idle):
+            self.rounds += 1
+        self._idle = idle
+
     def _has_future_work(self) -> bool:
         """Anything left that could change what the policy decides (not a bare periodic round).
         A count kept by _push and the pop in run(), not a scan of the heap after every event."""
         return self._future_work > 0
 
     # ---- scheduling --------------------------------------------------------
-    def _schedule(self) -> None:
+    def _schedule(self, rounded: bool = False) -> None:
         view = SchedulerView(self.now, self.topology, list(self.waiting.values()), list(self.running.values()),
-                             self.cluster.free, self.perf, self.config.restore_seconds)
+                             self.cluster.free, self.perf, self.config.restore_seconds, rounded)
         self.scheduling_calls += 1
         decision = self.policy.schedule(view)
         if not isinstance(decision, Decision):
@@ -257,7 +311,7 @@ class Simulator:
             state = self.states.get(job_id)
             if state is None or state.status == FINISHED:
                 raise SimulationError(f"policy {self.policy.name!r} placed unknown or finished job {job_id!r}")
-            if placement.size != state.gpus:
+            if placement.size != state.gpus and not state.is_elastic:
                 raise SimulationError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; "
                                       f"it asks {state.gpus}")
         # Stop first (preemptions, migrations), then start, so GPUs can change hands.
@@ -295,6 +349,9 @@ class Simulator:
 
     def _stop(self, state: JobState, migrating: bool) -> None:
         self._leave_placement(state, WAITING)
+        if state.is_elastic:
+            state.close_round()
+            self.elastic.jobs.allocate(state.elastic, np.zeros(len(self.elastic.jobs.capacity), dtype=int))
         if migrating:
             state.migrations += 1
         else:
@@ -305,6 +362,9 @@ class Simulator:
     def _start(self, state: JobState, placement: Placement) -> None:
         now = self.now
         self.cluster.allocate(state.job_id, placement)
+        if state.is_elastic:
+            self._start_elastic(state, placement)
+            return
         estimate = self.perf.rates({state.job_id: (state.model, placement)})[state.job_id]
         state.placement = placement
         state.estimate = estimate
@@ -396,10 +456,14 @@ class Simulator:
     def _finish(self, state: JobState) -> None:
         self._leave_placement(state, FINISHED, completed=True)
         state.finish = self.now
+
         self._record_utilisation()
 
     def _account_progress(self, state: JobState, completed: bool = False) -> None:
         """Fold progress since the anchor into the job's totals."""
+        if state.is_elastic:
+            state.train(self.elastic.jobs, self.now)
+            return
         done = float(state.job.iterations) if completed else state.iterations_done(self.now)
         if self._observing:
             self._observe(state, done)
@@ -412,6 +476,53 @@ class Simulator:
                 state.alone_step_total += advanced * state.alone_estimate.step_seconds
         state.anchor_iterations = done
         state.anchor_time = self.now
+
+    # ---- elastic jobs (artist/elastic/exact.py) -----------------------------
+    def _start_elastic(self, state, placement: Placement) -> None:
+        """An elastic job on new GPUs: its GPU type, restart delay and (m, s) (ElasticJobs.allocate); it
+        trains from now to the next periodic round, then round by round."""
+        now = self.now
+        if state.first_start is None:
+            state.first_start = now
+        state.waited_seconds += now - state.waiting_since
+        state.waiting_since = None
+        state.started_at = now
+        state.status = RUNNING
+        state.version += 1
+        self.waiting.pop(state.job_id, None)
+        self.running[state.job_id] = state
+        state.start(self.elastic.jobs, placement, now, self._next_round_at - now)
+        state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
+                                             placement.gpus, state.iteration_seconds, 0.0,
+                                             state.elastic.progress.restart_left))
+        self._push_elastic(state)
+
+    def _push_elastic(self, state) -> None:
+        """The job's next own event: the end of its restart, of its epoch, or its completion."""
+        self._push(self.now + self.elastic.jobs.seconds_to_event(state.elastic), COMPLETION,
+                   (state.job_id, state.version))
+
+    def _elastic_event(self, state) -> bool:
+        """The job's own event: True when it completed; else its next event is queued."""
+        if state.train(self.elastic.jobs, self.now, own_event=True):
+            state.close_round()
+            return True
+        state.version += 1
+        self._push_elastic(state)
+        return False
+
+    def _elastic_rounds_end(self) -> None:
+        """A periodic round: every running elastic job trained up to now, and its round's progress closed."""
+        for state in self.running.values():
+            if state.is_elastic:
+                state.train(self.elastic.jobs, self.now)
+                state.close_round()
+
+    def _elastic_rounds_begin(self) -> None:
+        """After the round's decisions: every elastic job holding GPUs begins a round."""
+        for state in self.running.values():
+            if state.is_elastic:
+                state.open_round(self.elastic.jobs, self.now, self.round_interval)
 
     def _observe(self, state: JobState, done: float) -> None:
         """Tell the policy what the job measured since its last observation: its iterations up to `done`
@@ -433,9 +544,10 @@ class Simulator:
 
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,
              perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
-             on_finish: Callable[[int, int, float], None] | None = None) -> SimulationResult:
+             on_finish: Callable[[int, int, float], None] | None = None,
+             elastic: "ElasticWorkload | None" = None) -> SimulationResult:
     with rare_full_collections():
-        return Simulator(topology, jobs, models, policy, perf, config, on_finish).run()
+        return Simulator(topology, jobs, models, policy, perf, config, on_finish, elastic).run()
 
 
 @contextmanager

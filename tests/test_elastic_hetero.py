@@ -105,12 +105,12 @@ def test_a_mixed_allocation_runs_on_its_dominant_type_ties_to_the_faster(cluster
     sim = ElasticSimulation(cluster.capacity, cluster.node_types, [], apps, timer, scheduler=None)
     row = np.zeros(len(cluster.capacity), dtype=int)
     row[0], row[6] = 4, 4
-    assert sim._type_of(row) == "rtx"          # 4 t4 + 4 rtx: tie, rtx is faster (a100 > quad > rtx > t4)
+    assert sim.jobs.type_of(row) == "rtx"          # 4 t4 + 4 rtx: tie, rtx is faster (a100 > quad > rtx > t4)
     row[1] = 4
-    assert sim._type_of(row) == "t4"           # 8 t4 + 4 rtx
+    assert sim.jobs.type_of(row) == "t4"           # 8 t4 + 4 rtx
     row[:] = 0
     row[9] = 1
-    assert sim._type_of(row) == "a100"
+    assert sim.jobs.type_of(row) == "a100"
 
 
 def test_profiling_is_charged_as_ten_one_gpu_batches_per_type(cluster, timer):
@@ -122,7 +122,7 @@ def test_profiling_is_charged_as_ten_one_gpu_batches_per_type(cluster, timer):
     apps = heterogeneous_applications()
     sim = ElasticSimulation(cluster.capacity, cluster.node_types, [ElasticJobSpec("j", 0.0, "cifar10")], apps, timer,
                             Idle())
-    job = sim._admit(sim.pending[0])
+    job = sim.jobs.admit(sim.pending[0])
     expected = 0.0
     for t in cluster.gpu_types:
         limit = apps["cifar10"][1].limit(t)

@@ -51,21 +51,31 @@ class ElasticProgress:
             raise ValueError(f"iteration seconds must be positive, got {iter_seconds}")
         return self.replay.gain(batch, min(self.epoch, self.replay.epochs - 1)) / iter_seconds
 
-    def advance(self, seconds: float, batch: float, iter_seconds: float) -> float:
+    def seconds_to_boundary(self, batch: float, iter_seconds: float) -> float:
+        """Seconds from now to the end of the restart delay, else of the epoch (the last one's end is
+        completion) at this configuration: where advance() stops next."""
+        if self.restart_left > 0:
+            return self.restart_left
+        rate = self.rate(batch, iter_seconds)
+        return (float(self.replay.epoch_end_progress[self.epoch]) - self.progress) / rate
+
+    def advance(self, seconds: float, batch: float, iter_seconds: float, snap: float = 0.0) -> float:
         """Run for up to `seconds` at this configuration; stop early at the end of a restart delay, at
-        an epoch boundary or at completion. Returns the seconds used."""
+        an epoch boundary or at completion. Returns the seconds used. `snap`: a restart end or boundary
+        at most that far beyond `seconds` counts as reached (an event loop's clock, which put an event
+        at the boundary, may land a rounding error short of it)."""
         if seconds < 0:
             raise ValueError(f"seconds must be >= 0, got {seconds}")
         if self.done or seconds == 0:
             return 0.0
         if self.restart_left > 0:
-            used = min(seconds, self.restart_left)
+            used = self.restart_left if self.restart_left <= seconds + snap else seconds
             self.restart_left -= used
             return used
         rate = self.rate(batch, iter_seconds)
         boundary = float(self.replay.epoch_end_progress[self.epoch])
         to_boundary = (boundary - self.progress) / rate
-        if to_boundary <= seconds:
+        if to_boundary <= seconds + snap:
             self.progress = boundary
             return to_boundary
         self.progress += rate * seconds

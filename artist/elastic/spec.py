@@ -94,7 +94,7 @@ def clamp_local_batch(m: int, accum_steps: int, gpus: int, spec: ElasticSpec, li
 
 
 def fixed_batch_config(total_batch: int, gpus: int, spec: ElasticSpec, gpu_type: str) -> tuple[int, int] | None:
-    """(m, s) the elastic loop runs a fixed-batch job with on `gpus` GPUs of the type (simulation.py _tune:
+    """(m, s) the elastic loop runs a fixed-batch job with on `gpus` GPUs of the type (jobs.py ElasticJobs.tune:
     split_batch, then clamp_local_batch); None: the batch does not split."""
     limit = spec.limit(gpu_type)
     split = split_batch(total_batch, gpus, limit, spec.initial_batch)

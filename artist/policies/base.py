@@ -50,6 +50,7 @@ class SchedulerView:
     free: FreeMap  # the simulator's map: call plan() for a copy to modify
     perf: PerfModel  # ask through estimate(); a policy must not reach the fabric behind it
     restore_seconds: float
+    is_round: bool = False  # this moment includes a periodic round (a policy deciding on rounds only acts now)
 
     def plan(self) -> FreeMap:
         """A private copy of the free-GPU map to try placements on."""

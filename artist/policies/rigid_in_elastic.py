@@ -174,7 +174,7 @@ class RigidPolicyAllocator:
         return max(types, key=lambda t: (per_type[t], -rank[t]))
 
     def _config(self, job_id: str, gpus: int, gpu_type: str) -> tuple[int, int] | None:
-        """(m, s) the loop runs a fixed-batch job with on `gpus` GPUs of the type (simulation.py _tune)."""
+        """(m, s) the loop runs a fixed-batch job with on `gpus` GPUs of the type (jobs.py ElasticJobs.tune)."""
         spec, _, elastic = self._app(job_id)
         return fixed_batch_config(spec.batch, gpus, elastic, gpu_type)
 

@@ -1,0 +1,159 @@
+"""Elastic jobs in the exact event loop (artist/simulator.py): the workload handed to the loop and the
+loop's record of one job.
+
+    Simulator(topology, [], {}, policy, perf, config, elastic=ElasticWorkload(jobs, specs))
+
+An elastic job's GPU count, batch and (m, s) change during its life (artist/elastic/jobs.py); the loop
+gives it the GPUs its policy places it on and advances it exactly between events: its own events are the
+end of a restart, of an epoch (where it re-tunes) and completion; at every periodic round and every time
+it stops, what it trained since is folded in and its agent observes it. GPUs per node of the jobs' cluster
+are the machines of the loop's topology in order (node i = machine i).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from artist.elastic.jobs import ElasticJob, ElasticJobs, ElasticJobSpec
+from artist.jobstate import RUNNING, WAITING, PlacementRecord
+from artist.placement import Placement
+
+# How far beyond a span's end a job's own boundary (restart end, epoch end) may lie and still count as the
+# boundary its event was put at: the loop's clock rounds the event's time (an ulp of the absolute time,
+# ~1e-8 s at 10^8 s), far below any iteration's time.
+EVENT_SNAP_SECONDS = 1e-6
+
+
+@dataclass(frozen=True)
+class ElasticWorkload:
+    """The elastic jobs of a run for the exact loop: the job side (ElasticJobs, with its cluster of nodes
+    and step timer) and the jobs' specs."""
+    jobs: ElasticJobs
+    specs: Sequence[ElasticJobSpec]
+
+    def check_nodes(self, machines: int, gpus_per_machine: int) -> None:
+        capacity = self.jobs.capacity
+        if len(capacity) != machines or any(int(c) != gpus_per_machine for c in capacity):
+            raise ValueError(f"the elastic jobs' cluster has nodes of {sorted(set(capacity.tolist()))} GPUs x "
+                             f"{len(capacity)}; the loop's topology {machines} machines of {gpus_per_machine}: "
+                             f"node i must be machine i")
+
+
+@dataclass(eq=False)
+class ElasticJobState:
+    """The loop's record of an elastic job (what JobState is for a rigid one; the same bookkeeping names)."""
+    spec: ElasticJobSpec
+    is_elastic = True
+    model = None
+    estimate = None
+    elastic: ElasticJob | None = None  # admitted at its arrival
+    job_id: str = field(init=False)
+    arrival: float = field(init=False)
+    status: str = WAITING
+    placement: Placement | None = None
+    iteration_seconds: float = 0.0
+    anchor_time: float = 0.0  # progress folded in up to here
+    first_start: float | None = None
+    finish: float | None = None
+    started_at: float | None = None
+    waiting_since: float | None = None
+    waited_seconds: float = 0.0
+    ran_seconds: float = 0.0
+    preemptions: int = 0
+    migrations: int = 0
+    history: list[PlacementRecord] = field(default_factory=list)
+    version: int = 0
+    round_mark: float | None = None  # progress when the current round began (it held GPUs then)
+    # The job's clock: it trains in segments that end at the loop's periodic rounds, spending `left` of
+    # the segment's seconds span by span as the round loop does (simulation.py), so both loops give the
+    # same bits: `used` seconds of [segment_start, segment_start + segment_seconds) trained so far.
+    segment_start: float = 0.0
+    segment_seconds: float = 0.0
+    left: float = 0.0
+    used: float = 0.0
+
+    def __post_init__(self):
+        self.job_id, self.arrival = self.spec.job_id, self.spec.arrival
+
+    @property
+    def gpus(self) -> int:
+        return self.elastic.gpus if self.elastic is not None else 0
+
+    @property
+    def has_run(self) -> bool:
+        return self.first_start is not None
+
+    @property
+    def running(self) -> bool:
+        return self.status == RUNNING
+
+    # ---- the job's clock ---------------------------------------------------
+    def start(self, jobs: ElasticJobs, placement: Placement, now: float, to_next_round: float) -> None:
+        """On new GPUs: its type, restart delay and (m, s) (ElasticJobs.allocate); a segment to the next round."""
+        jobs.allocate(self.elastic, per_node(placement, len(jobs.capacity)))
+        self.placement = placement
+        self._segment(now, to_next_round)
+        self.iteration_seconds = jobs.iteration(self.elastic)[0]
+
+    def _segment(self, now: float, seconds: float) -> None:
+        self.segment_start, self.segment_seconds, self.left, self.used = now, seconds, seconds, 0.0
+
+    def train(self, jobs: ElasticJobs, now: float, own_event: bool = False) -> bool:
+        """Train up to now (its agent observes every span; at an epoch end it re-tunes). `own_event`: now
+        is the job's own event (end of a restart or an epoch, completion): exactly the one span up to it.
+        True when the job has completed (its finish time set as the round loop sets it)."""
+        job = self.elastic
+        if own_event:
+            rest = jobs.run(job, self.left, snap=EVENT_SNAP_SECONDS, max_spans=1)
+        elif now >= self.segment_start + self.segment_seconds:  # a round: the whole rest of the segment
+            rest = jobs.run(job, self.left)
+        else:  # stopped mid-segment
+            budget = (now - self.segment_start) - self.used
+            rest = self.left - budget + jobs.run(job, budget)
+        self.used += self.left - rest
+        self.left = rest
+        if job.progress.done and job.finish is None:
+            job.finish = self.segment_start + (self.segment_seconds - self.left)
+        self.iteration_seconds = jobs.iteration(job)[0] if job.gpus else 0.0
+        return job.progress.done
+
+    def open_round(self, jobs: ElasticJobs, now: float, seconds: float) -> None:
+        """A periodic round begins while it holds GPUs: a new segment, and the round's record."""
+        self._segment(now, seconds)
+        jobs.round_start(self.elastic, now)
+        self.round_mark = self.elastic.progress.progress
+
+    def close_round(self) -> None:
+        """The progress it made in the round now ending (stopped, completed, or the next round)."""
+        if self.round_mark is not None:
+            self.elastic.round_progress.append(self.elastic.progress.progress - self.round_mark)
+            self.round_mark = None
+
+
+def per_node(placement: Placement, nodes: int) -> np.ndarray:
+    """GPUs per node of a placement (node i = machine i of its topology)."""
+    return np.bincount([placement.topology.machine_of(g) for g in placement.gpus], minlength=nodes)
+
+
+def run_in_exact_loop(topology, jobs: ElasticJobs, specs: Sequence[ElasticJobSpec], allocator,
+                      round_seconds: float = 60.0, name: str | None = None):
+    """An elastic run (what ElasticSimulation(...).run() gives: an ElasticResult) in the exact event loop:
+    the allocator as a RoundAllocatorPolicy with period `round_seconds`, the jobs on `topology`'s machines
+    (node i = machine i). Restart costs are the applications' (ElasticJobs), not the loop's restore_seconds."""
+    from artist.elastic.allocators import RoundAllocatorPolicy
+    from artist.elastic.simulation import ElasticResult
+    from artist.network.analytical import AnalyticalModel
+    from artist.simulator import SimulatorConfig, simulate
+
+    policy = RoundAllocatorPolicy(allocator, jobs, round_seconds, name)
+    # the loop's performance model times rigid jobs only; elastic ones are timed by the jobs' step timer
+    result = simulate(topology, [], {}, policy, AnalyticalModel(topology),
+                      SimulatorConfig(round_interval_s=round_seconds, restore_seconds=0.0),
+                      elastic=ElasticWorkload(jobs, specs))
+    done = sorted((s.elastic for s in result.jobs), key=lambda j: j.spec.job_id)
+    makespan = max((j.finish for j in done), default=0.0)
+    return ElasticResult(done, makespan, result.rounds, policy.policy_seconds,
+                         policy_cpu_seconds=policy.policy_cpu_seconds)

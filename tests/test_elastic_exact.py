@@ -1,0 +1,146 @@
+"""Elastic jobs in the exact event loop (artist/elastic/exact.py, artist/elastic/allocators.py): the same bits
+as the 60 s round loop it replaces for every kind of allocator, hand-computed times for a lone job with a
+restart, and decisions only at rounds."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from elastic_helpers import csv_rows, measured_compute, t4_step_timer
+
+from artist.elastic.applications import POLLUX_DIR, pollux_applications
+from artist.elastic.cluster import ElasticCluster, Pool
+from artist.elastic.exact import ElasticWorkload, run_in_exact_loop
+from artist.elastic.jobs import ElasticJobs, ElasticJobSpec
+from artist.elastic.simulation import ElasticSimulation
+from artist.elastic.spec import ElasticSpec
+from artist.network.analytical import AnalyticalModel
+from artist.policies.pollux.baselines import OptimusOracle, TiresiasRigid
+from artist.policies.pollux.registry import PolicyContext, make_elastic_policy
+from artist.policies.pollux.scheduler import PolluxScheduler
+from artist.shipped import TOPOLOGIES_DIR
+from artist.simulator import SimulationError, Simulator, SimulatorConfig
+from artist.topology import load_topology
+
+
+@pytest.fixture(scope="module")
+def timer():
+    return t4_step_timer()
+
+
+@pytest.fixture(scope="module")
+def topology():
+    return load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
+
+
+def _workload(kind: str):
+    """8 jobs of the six applications arriving over 30 minutes (not on round boundaries): elastic for
+    Pollux, a fixed batch for Optimus+Oracle, fixed GPUs and batch for the rigid ones."""
+    apps = pollux_applications()
+    names = sorted(apps)
+    rng = np.random.default_rng(7)
+    jobs = []
+    for i in range(8):
+        app, gpus = names[i % len(names)], (1, 2, 4, 8)[i % 4]
+        spec = ElasticJobSpec(f"j{i:02d}", float(rng.integers(0, 1800)), app)
+        if kind != "elastic":
+            spec = dataclasses.replace(spec, gpus=gpus if kind == "rigid" else 0,
+                                       batch=apps[app][1].initial_batch * gpus)
+        jobs.append(spec)
+    return apps, jobs
+
+
+def _allocator(name: str, topology, timer, jobs, apps):
+    cap = [topology.gpus_per_machine] * topology.machines
+    if name == "pollux":
+        return PolluxScheduler(cap, pop_size=6, generations=3, seed=0)
+    if name == "optimus-oracle":
+        return OptimusOracle(cap)
+    if name == "tiresias":
+        return TiresiasRigid(cap)
+    cluster = ElasticCluster.of(topology.name, [Pool("t4", topology)])
+    context = PolicyContext(apps, list(jobs), lambda _cluster: timer)
+    return make_elastic_policy(name, {}, cluster, 0, context)[0]
+
+
+KINDS = {"pollux": "elastic", "optimus-oracle": "batch", "tiresias": "rigid", "gavel": "rigid", "fifo": "rigid",
+         "dally": "rigid"}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_the_exact_loop_gives_the_round_loops_bits(name, timer, topology):
+    apps, jobs = _workload(KINDS[name])
+    cap = [topology.gpus_per_machine] * topology.machines
+    seconds = float(getattr(_allocator(name, topology, timer, jobs, apps), "round_seconds", 60.0))
+    old = ElasticSimulation(cap, "t4", jobs, apps, timer, _allocator(name, topology, timer, jobs, apps),
+                            round_seconds=seconds).run()
+    new = run_in_exact_loop(topology, ElasticJobs(cap, "t4", jobs, apps, timer), jobs,
+                            _allocator(name, topology, timer, jobs, apps), seconds)
+    assert old.rounds == new.rounds and old.makespan == new.makespan
+    assert len(old.policy_seconds) == len(new.policy_seconds)  # the allocator was asked at the same rounds
+    for a, b in zip(old.jobs, new.jobs):
+        assert (a.spec, a.finish, a.attained, a.progress.restarts, a.progress.progress) == \
+            (b.spec, b.finish, b.attained, b.progress.restarts, b.progress.progress)
+        assert a.gpu_rounds == b.gpu_rounds and a.round_progress == b.round_progress
+
+
+class Script:
+    """Gives job j GPUs per node by round: the allocation of the latest round listed at or before now."""
+
+    def __init__(self, plan):
+        self.plan, self.calls = plan, []
+
+    def allocate(self, views):
+        now = views[0].submitted + views[0].age
+        self.calls.append(now)
+        return {v.job_id: np.array(max((t, a) for t, a in self.plan[v.job_id] if t <= now)[1]) for v in views}
+
+
+def _fixed_cifar(batch: int):
+    app, spec = pollux_applications()["cifar10"]
+    return {"cifar10": (app, ElasticSpec(initial_batch=128, max_batch=4096, local_batch=spec.local_batch,
+                                         fixed_batch=batch, restart_seconds=spec.restart_seconds))}
+
+
+def _total_progress():
+    tables = [csv_rows(p) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv"))]
+    return min(float(t[-1]["progress"]) for t in tables)
+
+
+def test_a_lone_job_resized_once_pays_one_restart_and_runs_at_each_allocations_rate(timer, topology):
+    """cifar10 at its fixed batch M0 = 128 (gain 1 per step). It arrives at 30 s, starts at the 60 s round
+    on 1 GPU, moves to 2 GPUs of one machine at 120 s (restart delay R, 64 per GPU), and ends when its
+    progress is done: finish = 120 + R + (P - 60 / t1) x t2 with t1, t2 its iteration times there."""
+    apps = _fixed_cifar(128)
+    job = ElasticJobSpec("j", 30.0, "cifar10")
+    nodes = topology.machines
+    one, two = np.zeros(nodes, int), np.zeros(nodes, int)
+    one[0], two[0] = 1, 2
+    script = Script({"j": [(0.0, one), (120.0, two)]})
+    result = run_in_exact_loop(topology, ElasticJobs([4] * nodes, "t4", [job], apps, timer), [job], script)
+    c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
+    t1 = c91 + 37 / 38 * (c129 - c91)  # 128 is between the measured local batches 91 and 129
+    t2 = timer.seconds("cifar10", "t4", two, 64, 0)[0]
+    restart = apps["cifar10"][1].restart_seconds
+    done = result.jobs[0]
+    assert done.finish == pytest.approx(120 + restart + (_total_progress() - 60 / t1) * t2, rel=1e-9)
+    assert done.progress.restarts == 1
+    assert script.calls[:3] == [60.0, 120.0, 180.0]  # asked at rounds only, never at the arrival (30 s)
+    # it held 1 GPU for 60 s, then 2 GPUs until the end (the restart included)
+    assert done.attained == pytest.approx(60 + 2 * (done.finish - 120), rel=1e-12)
+
+
+def test_elastic_jobs_are_refused_with_shared_contention_and_nodes_that_are_not_the_machines(timer, topology):
+    apps = pollux_applications()
+    jobs = [ElasticJobSpec("a", 0.0, "cifar10")]
+    workload = ElasticWorkload(ElasticJobs([4] * topology.machines, "t4", jobs, apps, timer), jobs)
+    policy = OptimusOracle([4] * topology.machines)
+    from artist.elastic.allocators import RoundAllocatorPolicy
+
+    adapter = RoundAllocatorPolicy(policy, workload.jobs)
+    fabric = AnalyticalModel(topology)
+    with pytest.raises(SimulationError, match="shared"):
+        Simulator(topology, [], {}, adapter, fabric, SimulatorConfig(contention="shared"), elastic=workload)
+    halves = ElasticWorkload(ElasticJobs([2] * (2 * topology.machines), "t4", jobs, apps, timer), jobs)
+    with pytest.raises(SimulationError, match="node i must be machine i"):
+        Simulator(topology, [], {}, adapter, fabric, elastic=halves)
