@@ -252,13 +252,23 @@ class FreeMap(_FreeCounts):
         return gpus, used
 
 
+ABSENT = "(absent)"  # owner of a GPU id that does not exist
+
+
 class ClusterState:
     """The cluster's allocations; the simulator is its only writer."""
 
-    def __init__(self, topology: Topology):
+    def __init__(self, topology: Topology, absent: Iterable[int] = ()):
+        """`absent`: GPU ids of the topology that do not exist (a smaller machine laid on a larger one's
+        slot, artist/elastic/cluster.py NodeLayout): never free, never allocated."""
         self.topology = topology
-        self.free = FreeMap(topology)
+        self.absent = frozenset(absent)
+        gpm = topology.gpus_per_machine
+        self.free = FreeMap(topology, [[g for g in range(m * gpm, (m + 1) * gpm) if g not in self.absent]
+                                       for m in range(topology.machines)] if self.absent else None)
         self.owner: list[str | None] = [None] * topology.gpus
+        for g in self.absent:
+            self.owner[g] = ABSENT
         self.allocations: dict[str, Placement] = {}
 
     def allocate(self, job_id: str, placement: Placement) -> None:
@@ -287,12 +297,13 @@ class ClusterState:
 
     @property
     def allocated_gpus(self) -> int:
-        return self.topology.gpus - self.free.total_free
+        return self.topology.gpus - len(self.absent) - self.free.total_free
 
     def check_invariants(self) -> None:
         held = sum(p.size for p in self.allocations.values())
-        if held + self.free.total_free != self.topology.gpus:
-            raise AllocationError(f"{held} held + {self.free.total_free} free != {self.topology.gpus} GPUs")
-        owned = sum(1 for o in self.owner if o is not None)
+        exist = self.topology.gpus - len(self.absent)
+        if held + self.free.total_free != exist:
+            raise AllocationError(f"{held} held + {self.free.total_free} free != {exist} GPUs")
+        owned = sum(1 for o in self.owner if o is not None and o is not ABSENT)
         if owned != held:
             raise AllocationError(f"owner map holds {owned} GPUs, allocations {held}")

@@ -175,9 +175,11 @@ class Simulator:
             raise SimulationError("elastic jobs are timed alone in this loop: contention 'shared' does not "
                                   "serve them yet")
         try:
-            elastic.check_nodes(self.topology.machines, self.topology.gpus_per_machine)
+            elastic.check(self.topology)
         except ValueError as exc:
             raise SimulationError(str(exc)) from None
+        if elastic.layout.absent:
+            self.cluster = ClusterState(self.topology, elastic.layout.absent)
         for spec in sorted(elastic.specs, key=lambda j: (j.arrival, j.job_id)):
             if spec.job_id in self.states:
                 raise SimulationError(f"job id {spec.job_id!r} appears twice in the workload")
@@ -491,7 +493,8 @@ class Simulator:
         state.version += 1
         self.waiting.pop(state.job_id, None)
         self.running[state.job_id] = state
-        state.start(self.elastic.jobs, placement, now, self._next_round_at - now)
+        state.start(self.elastic.jobs, self.elastic.layout.per_node(placement.gpus), placement, now,
+                    self._next_round_at - now)
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
                                              placement.gpus, state.iteration_seconds, 0.0,
                                              state.elastic.progress.restart_left))

@@ -33,6 +33,10 @@ def topology():
     return load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
 
 
+def _layout(topology):
+    return ElasticCluster.of(topology.name, [Pool("t4", topology)]).layout()
+
+
 def _workload(kind: str):
     """8 jobs of the six applications arriving over 30 minutes (not on round boundaries): elastic for
     Pollux, a fixed batch for Optimus+Oracle, fixed GPUs and batch for the rigid ones."""
@@ -74,7 +78,7 @@ def test_the_exact_loop_gives_the_round_loops_bits(name, timer, topology):
     seconds = float(getattr(_allocator(name, topology, timer, jobs, apps), "round_seconds", 60.0))
     old = ElasticSimulation(cap, "t4", jobs, apps, timer, _allocator(name, topology, timer, jobs, apps),
                             round_seconds=seconds).run()
-    new = run_in_exact_loop(topology, ElasticJobs(cap, "t4", jobs, apps, timer), jobs,
+    new = run_in_exact_loop(_layout(topology), ElasticJobs(cap, "t4", jobs, apps, timer), jobs,
                             _allocator(name, topology, timer, jobs, apps), seconds)
     assert old.rounds == new.rounds and old.makespan == new.makespan
     assert len(old.policy_seconds) == len(new.policy_seconds)  # the allocator was asked at the same rounds
@@ -117,7 +121,7 @@ def test_a_lone_job_resized_once_pays_one_restart_and_runs_at_each_allocations_r
     one, two = np.zeros(nodes, int), np.zeros(nodes, int)
     one[0], two[0] = 1, 2
     script = Script({"j": [(0.0, one), (120.0, two)]})
-    result = run_in_exact_loop(topology, ElasticJobs([4] * nodes, "t4", [job], apps, timer), [job], script)
+    result = run_in_exact_loop(_layout(topology), ElasticJobs([4] * nodes, "t4", [job], apps, timer), [job], script)
     c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
     t1 = c91 + 37 / 38 * (c129 - c91)  # 128 is between the measured local batches 91 and 129
     t2 = timer.seconds("cifar10", "t4", two, 64, 0)[0]
@@ -130,17 +134,39 @@ def test_a_lone_job_resized_once_pays_one_restart_and_runs_at_each_allocations_r
     assert done.attained == pytest.approx(60 + 2 * (done.finish - 120), rel=1e-12)
 
 
-def test_elastic_jobs_are_refused_with_shared_contention_and_nodes_that_are_not_the_machines(timer, topology):
-    apps = pollux_applications()
-    jobs = [ElasticJobSpec("a", 0.0, "cifar10")]
-    workload = ElasticWorkload(ElasticJobs([4] * topology.machines, "t4", jobs, apps, timer), jobs)
-    policy = OptimusOracle([4] * topology.machines)
+def test_elastic_jobs_are_refused_with_shared_contention_and_a_layout_of_other_nodes(timer, topology):
     from artist.elastic.allocators import RoundAllocatorPolicy
 
-    adapter = RoundAllocatorPolicy(policy, workload.jobs)
+    apps = pollux_applications()
+    jobs = [ElasticJobSpec("a", 0.0, "cifar10")]
+    layout = _layout(topology)
+    workload = ElasticWorkload(ElasticJobs([4] * topology.machines, "t4", jobs, apps, timer), jobs, layout)
+    adapter = RoundAllocatorPolicy(OptimusOracle([4] * topology.machines), workload.jobs, layout)
     fabric = AnalyticalModel(topology)
     with pytest.raises(SimulationError, match="shared"):
         Simulator(topology, [], {}, adapter, fabric, SimulatorConfig(contention="shared"), elastic=workload)
-    halves = ElasticWorkload(ElasticJobs([2] * (2 * topology.machines), "t4", jobs, apps, timer), jobs)
-    with pytest.raises(SimulationError, match="node i must be machine i"):
+    halves = ElasticWorkload(ElasticJobs([2] * (2 * topology.machines), "t4", jobs, apps, timer), jobs, layout)
+    with pytest.raises(SimulationError, match="its layout"):
         Simulator(topology, [], {}, adapter, fabric, elastic=halves)
+
+
+def test_a_cluster_of_several_machine_shapes_lays_its_nodes_on_one_gpu_map():
+    """Sia's 64-GPU cluster: 6 x 4 T4, 3 x 8 RTX, 2 x 8 A100 (one rack each) on one map of 3 racks of 6
+    slots of 8 GPUs; Pollux's 4-GPU virtual nodes split the 8-GPU machines in halves."""
+    from artist.elastic.cluster import load_cluster
+
+    cluster = load_cluster(TOPOLOGIES_DIR / "clusters" / "sia-hetero-64.yaml")
+    layout = cluster.layout()
+    topo = layout.topology
+    assert (topo.racks, topo.machines_per_rack, topo.gpus_per_machine) == (3, 6, 8)
+    assert layout.capacity == cluster.capacity and sum(layout.capacity) == 64
+    assert layout.node_gpus[0] == (0, 1, 2, 3) and layout.node_gpus[5] == (40, 41, 42, 43)  # T4: 4 of 8 slots
+    assert layout.node_gpus[6] == tuple(range(48, 56))  # the first RTX machine: rack 1, slot 0
+    assert layout.node_gpus[9] == tuple(range(96, 104))  # the first A100 machine: rack 2, slot 0
+    assert len(layout.absent) == topo.gpus - 64
+    assert all(topo.rack_of(g) == {"t4": 0, "rtx": 1, "a100": 2}[t]
+               for gpus, t in zip(layout.node_gpus, cluster.node_types) for g in gpus)
+    virtual = cluster.virtual(4).layout()
+    assert virtual.capacity == [4] * 16 and virtual.node_gpus[6] == (48, 49, 50, 51)
+    assert virtual.node_gpus[7] == (52, 53, 54, 55)
+    assert virtual.per_node([48, 53, 54, 96]).tolist() == [0] * 6 + [1, 2] + [0] * 4 + [1] + [0] * 3  # A100: 12-15

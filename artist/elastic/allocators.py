@@ -1,14 +1,14 @@
 """An elastic allocator (Pollux, Sia, Gavel, Optimus+Oracle, Tiresias, Crius, the rigid policies through
 RigidPolicyAllocator: artist/policies/pollux/registry.py) as a policy of the exact event loop.
 
-    RoundAllocatorPolicy(allocator, jobs: ElasticJobs, period_s=60.0)
+    RoundAllocatorPolicy(allocator, jobs: ElasticJobs, layout: NodeLayout, period_s=60.0)
 
 An allocator answers, once per round, GPUs per node for every job in the system from what the jobs' agents
 measured (JobView). At every periodic round of the loop (SchedulerView.is_round) this policy builds those
 views from the loop's elastic jobs, in arrival order (the round loop's order), asks the allocator, and turns
 its answer into placements: a job whose GPUs per node did not change keeps its placement (no restart), a
-changed one gets the lowest free GPU ids of its nodes (node i = machine i; which GPUs of a machine does not
-change a job's time). Between rounds it keeps every allocation as it is and asks to be woken at the next
+changed one gets the lowest free GPU ids of its nodes (where the NodeLayout puts them; which GPUs of a node
+does not change a job's time). Between rounds it keeps every allocation as it is and asks to be woken at the next
 round while jobs wait, as the round loop does: a job that arrives or a GPU that frees mid-round is acted on
 at the next round.
 """
@@ -20,6 +20,7 @@ import time as wallclock
 
 import numpy as np
 
+from artist.elastic.cluster import NodeLayout
 from artist.elastic.jobs import ElasticJobs
 from artist.jobstate import RUNNING
 from artist.placement import Placement
@@ -27,9 +28,11 @@ from artist.policies.base import Decision, Policy, SchedulerView
 
 
 class RoundAllocatorPolicy(Policy):
-    def __init__(self, allocator, jobs: ElasticJobs, period_s: float = 60.0, name: str | None = None):
+    def __init__(self, allocator, jobs: ElasticJobs, layout: NodeLayout, period_s: float = 60.0,
+                 name: str | None = None):
         self.allocator = allocator
         self.jobs = jobs
+        self.layout = layout
         self.period_s = float(period_s)
         self.name = name or type(allocator).__name__
         self.oracle = bool(getattr(allocator, "wants_oracle", False))  # Optimus+Oracle: exact work left
@@ -71,7 +74,9 @@ class RoundAllocatorPolicy(Policy):
         for job_id, per_node in changed:
             gpus: list[int] = []
             for node in np.flatnonzero(per_node):
-                mine = list(free.free_by_machine[node][: int(per_node[node])])
+                own = self.layout.node_gpus[node]
+                machine = view.topology.machine_of(own[0])
+                mine = [g for g in free.free_by_machine[machine] if own[0] <= g <= own[-1]][: int(per_node[node])]
                 if len(mine) < per_node[node]:
                     raise ValueError(f"{self.name}: job {job_id} was given {int(per_node[node])} GPUs of node {node}, "
                                      f"which has {len(mine)} free")

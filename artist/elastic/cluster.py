@@ -28,9 +28,13 @@ shipped topology file. A plain topology file is a one-pool cluster whose GPU typ
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
+
+import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
 from artist.errors import InputError
@@ -107,11 +111,73 @@ class ElasticCluster:
     def gpus(self) -> int:
         return sum(self.capacity)
 
+    def layout(self) -> "NodeLayout":
+        """The cluster's nodes on one Topology of the exact event loop (NodeLayout)."""
+        return NodeLayout.of(self)
+
     def pool_of(self, gpu_type: str) -> int:
         for i, p in enumerate(self.pools):
             if p.gpu_type == gpu_type:
                 return i
         raise KeyError(f"cluster {self.name!r} has no GPU type {gpu_type!r} (types: {', '.join(self.gpu_types)})")
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """Where the nodes of an ElasticCluster sit on the one Topology the exact event loop keeps its GPU map
+    on. One pool of whole machines is its own topology, node i machine i. Otherwise the pools' racks are laid
+    side by side (pool by pool) on a topology of the largest machine shape: a smaller machine's GPUs are the
+    first of its slot, a smaller rack's machines the first of its rack, and the GPUs of no node (`absent`)
+    are never free; a machine split into virtual nodes gives each node consecutive GPUs. The loop only keeps
+    its GPU map on that topology: an elastic job's time is its pool's (PooledStepTimer, NetworkStepTimer)."""
+    topology: Topology
+    node_gpus: tuple[tuple[int, ...], ...]  # GPU ids of every node
+
+    @classmethod
+    def of(cls, cluster: "ElasticCluster") -> "NodeLayout":
+        pools = cluster.pools
+        one = len(pools) == 1 and all(n.gpus == pools[0].topology.gpus_per_machine for n in cluster.nodes)
+        if one:
+            topo = pools[0].topology
+        else:
+            gpm = max(p.topology.gpus_per_machine for p in pools)
+            mpr = max(p.topology.machines_per_rack for p in pools)
+            rack_types = tuple(p.gpu_type for p in pools for _ in range(p.topology.racks))
+            topo = dataclasses.replace(pools[0].topology, name=f"{cluster.name} (GPU map)", racks=len(rack_types),
+                                       machines_per_rack=mpr, gpus_per_machine=gpm, rack_gpu_types=rack_types,
+                                       gpu_types={}, spine_model="bundle", hierarchy=None, rack_wiring="switch",
+                                       nics_per_machine=0, nic_of_gpu=())
+        first_rack = np.cumsum([0] + [p.topology.racks for p in pools])
+        node_gpus, offset = [], {}  # (pool, machine) -> GPUs of it given to nodes so far
+        for node in cluster.nodes:
+            pool = pools[node.pool].topology
+            rack, slot = divmod(node.machine, pool.machines_per_rack)
+            machine = (int(first_rack[node.pool]) + rack) * topo.machines_per_rack + slot
+            start = offset.get((node.pool, node.machine), 0)
+            offset[(node.pool, node.machine)] = start + node.gpus
+            base = machine * topo.gpus_per_machine + start
+            node_gpus.append(tuple(range(base, base + node.gpus)))
+        return cls(topo, tuple(node_gpus))
+
+    @cached_property
+    def node_of_gpu(self) -> np.ndarray:
+        """The node of every GPU id of the topology; -1: in no node."""
+        out = np.full(self.topology.gpus, -1, dtype=int)
+        for node, gpus in enumerate(self.node_gpus):
+            out[list(gpus)] = node
+        return out
+
+    @property
+    def absent(self) -> tuple[int, ...]:
+        return tuple(int(g) for g in np.flatnonzero(self.node_of_gpu < 0))
+
+    @property
+    def capacity(self) -> list[int]:
+        return [len(g) for g in self.node_gpus]
+
+    def per_node(self, gpus: Sequence[int]) -> np.ndarray:
+        """GPUs per node of a set of GPU ids."""
+        return np.bincount(self.node_of_gpu[list(gpus)], minlength=len(self.node_gpus))
 
 
 def _pool_topology(value, where: Fields, key: str, name: str) -> Topology:

@@ -1,13 +1,13 @@
 """Elastic jobs in the exact event loop (artist/simulator.py): the workload handed to the loop and the
 loop's record of one job.
 
-    Simulator(topology, [], {}, policy, perf, config, elastic=ElasticWorkload(jobs, specs))
+    Simulator(layout.topology, [], {}, policy, perf, config, elastic=ElasticWorkload(jobs, specs, layout))
 
 An elastic job's GPU count, batch and (m, s) change during its life (artist/elastic/jobs.py); the loop
 gives it the GPUs its policy places it on and advances it exactly between events: its own events are the
 end of a restart, of an epoch (where it re-tunes) and completion; at every periodic round and every time
-it stops, what it trained since is folded in and its agent observes it. GPUs per node of the jobs' cluster
-are the machines of the loop's topology in order (node i = machine i).
+it stops, what it trained since is folded in and its agent observes it. The nodes of the jobs' cluster sit
+on the loop's topology as its NodeLayout puts them (artist/elastic/cluster.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from artist.elastic.cluster import NodeLayout
 from artist.elastic.jobs import ElasticJob, ElasticJobs, ElasticJobSpec
 from artist.jobstate import RUNNING, WAITING, PlacementRecord
 from artist.placement import Placement
@@ -30,16 +31,19 @@ EVENT_SNAP_SECONDS = 1e-6
 @dataclass(frozen=True)
 class ElasticWorkload:
     """The elastic jobs of a run for the exact loop: the job side (ElasticJobs, with its cluster of nodes
-    and step timer) and the jobs' specs."""
+    and step timer), the jobs' specs, and where the nodes sit on the loop's topology."""
     jobs: ElasticJobs
     specs: Sequence[ElasticJobSpec]
+    layout: NodeLayout
 
-    def check_nodes(self, machines: int, gpus_per_machine: int) -> None:
-        capacity = self.jobs.capacity
-        if len(capacity) != machines or any(int(c) != gpus_per_machine for c in capacity):
-            raise ValueError(f"the elastic jobs' cluster has nodes of {sorted(set(capacity.tolist()))} GPUs x "
-                             f"{len(capacity)}; the loop's topology {machines} machines of {gpus_per_machine}: "
-                             f"node i must be machine i")
+    def check(self, topology) -> None:
+        if self.layout.topology != topology:
+            raise ValueError(f"the elastic jobs' nodes are laid out on topology {self.layout.topology.name!r}, "
+                             f"the loop runs on {topology.name!r}")
+        if list(self.jobs.capacity) != self.layout.capacity:
+            raise ValueError(f"the elastic jobs' cluster has {len(self.jobs.capacity)} nodes of "
+                             f"{sorted(set(self.jobs.capacity.tolist()))} GPUs, its layout "
+                             f"{len(self.layout.capacity)} of {sorted(set(self.layout.capacity))}")
 
 
 @dataclass(eq=False)
@@ -91,9 +95,11 @@ class ElasticJobState:
         return self.status == RUNNING
 
     # ---- the job's clock ---------------------------------------------------
-    def start(self, jobs: ElasticJobs, placement: Placement, now: float, to_next_round: float) -> None:
-        """On new GPUs: its type, restart delay and (m, s) (ElasticJobs.allocate); a segment to the next round."""
-        jobs.allocate(self.elastic, per_node(placement, len(jobs.capacity)))
+    def start(self, jobs: ElasticJobs, per_node: np.ndarray, placement: Placement, now: float,
+              to_next_round: float) -> None:
+        """On new GPUs (per_node of its nodes): its type, restart delay and (m, s) (ElasticJobs.allocate);
+        a segment to the next round."""
+        jobs.allocate(self.elastic, per_node)
         self.placement = placement
         self._segment(now, to_next_round)
         self.iteration_seconds = jobs.iteration(self.elastic)[0]
@@ -133,26 +139,23 @@ class ElasticJobState:
             self.round_mark = None
 
 
-def per_node(placement: Placement, nodes: int) -> np.ndarray:
-    """GPUs per node of a placement (node i = machine i of its topology)."""
-    return np.bincount([placement.topology.machine_of(g) for g in placement.gpus], minlength=nodes)
-
-
-def run_in_exact_loop(topology, jobs: ElasticJobs, specs: Sequence[ElasticJobSpec], allocator,
+def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[ElasticJobSpec], allocator,
                       round_seconds: float = 60.0, name: str | None = None):
     """An elastic run (what ElasticSimulation(...).run() gives: an ElasticResult) in the exact event loop:
-    the allocator as a RoundAllocatorPolicy with period `round_seconds`, the jobs on `topology`'s machines
-    (node i = machine i). Restart costs are the applications' (ElasticJobs), not the loop's restore_seconds."""
+    the allocator as a RoundAllocatorPolicy with period `round_seconds`, the jobs' nodes laid out on the
+    loop's topology by `layout` (ElasticCluster.layout()). Restart costs are the applications'
+    (ElasticJobs), not the loop's restore_seconds."""
     from artist.elastic.allocators import RoundAllocatorPolicy
     from artist.elastic.simulation import ElasticResult
     from artist.network.analytical import AnalyticalModel
     from artist.simulator import SimulatorConfig, simulate
 
-    policy = RoundAllocatorPolicy(allocator, jobs, round_seconds, name)
+    policy = RoundAllocatorPolicy(allocator, jobs, layout, round_seconds, name)
     # the loop's performance model times rigid jobs only; elastic ones are timed by the jobs' step timer
+    topology = layout.topology
     result = simulate(topology, [], {}, policy, AnalyticalModel(topology),
                       SimulatorConfig(round_interval_s=round_seconds, restore_seconds=0.0),
-                      elastic=ElasticWorkload(jobs, specs))
+                      elastic=ElasticWorkload(jobs, specs, layout))
     done = sorted((s.elastic for s in result.jobs), key=lambda j: j.spec.job_id)
     makespan = max((j.finish for j in done), default=0.0)
     return ElasticResult(done, makespan, result.rounds, policy.policy_seconds,

@@ -422,9 +422,9 @@ def _expand(spec, job_rows, configs: dict, identity_extra: dict) -> list[Run]:
 
 def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     """(result, timer, round seconds) of the run; `fabrics`: the network model of the synchronisation per
-    GPU type (one entry on a one-type topology). A one-type topology with jobs timed alone runs in the exact
-    event loop (artist/elastic/exact.py); a cluster of several types or shared contention in the round loop
-    (ElasticSimulation) until the exact loop has typed pools and times elastic jobs together."""
+    GPU type (one entry on a one-type topology). Jobs timed alone run in the exact event loop
+    (artist/elastic/exact.py); with shared contention in the round loop (ElasticSimulation) until the exact
+    loop times elastic jobs together."""
     from artist.elastic.cluster import PooledStepTimer
     from artist.elastic.contention import SharedContention
     from artist.elastic.exact import run_in_exact_loop
@@ -457,20 +457,17 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases
     # shared contention on the cluster the policy sees (its nodes are the loop's nodes), each pool's fabric
     contention = (SharedContention(seen, fabrics, measured, profiles) if config.contention == "shared" else None)
-    if config.cluster is None and contention is None:
-        # the exact event loop (artist/simulator.py); same bits as the round loop (tests/test_elastic_exact.py)
-        jobs = ElasticJobs(seen.capacity, config.gpu_type, run.jobs, config.apps, timer,
+    timer = timer if config.cluster is None else timer_for(seen)
+    node_types = config.gpu_type if config.cluster is None else seen.node_types
+    machines = None if config.cluster is None else [(n.pool, n.machine) for n in seen.nodes]
+    if contention is None:
+        # the exact event loop (artist/simulator.py); the same bits as the round loop (tests/test_elastic_exact.py)
+        jobs = ElasticJobs(seen.capacity, node_types, run.jobs, config.apps, timer, machines,
                            profiling=bool(getattr(policy, "wants_profiles", False)))
-        return run_in_exact_loop(topology, jobs, run.jobs, policy, round_seconds, run.policy.label), timer, \
+        return run_in_exact_loop(seen.layout(), jobs, run.jobs, policy, round_seconds, run.policy.label), timer, \
             round_seconds
-    if config.cluster is None:
-        sim = ElasticSimulation(seen.capacity, config.gpu_type, run.jobs, config.apps, timer, policy,
-                                round_seconds=round_seconds, contention=contention)
-    else:
-        timer = timer_for(seen)
-        sim = ElasticSimulation(seen.capacity, seen.node_types, run.jobs, config.apps, timer, policy,
-                                round_seconds=round_seconds, node_machines=[(n.pool, n.machine) for n in seen.nodes],
-                                contention=contention)
+    sim = ElasticSimulation(seen.capacity, node_types, run.jobs, config.apps, timer, policy,
+                            round_seconds=round_seconds, node_machines=machines, contention=contention)
     return sim.run(), timer, round_seconds
 
 
