@@ -172,8 +172,8 @@ class Simulator:
         from artist.elastic.exact import ElasticJobState
 
         if self.shared:
-            raise SimulationError("elastic jobs are timed alone in this loop: contention 'shared' does not "
-                                  "serve them yet")
+            raise SimulationError("elastic jobs meet on links through their own round co-simulation "
+                                  "(ElasticJobs' contention), not the loop's contention 'shared'")
         try:
             elastic.check(self.topology)
         except ValueError as exc:
@@ -522,10 +522,20 @@ class Simulator:
                 state.close_round()
 
     def _elastic_rounds_begin(self) -> None:
-        """After the round's decisions: every elastic job holding GPUs begins a round."""
-        for state in self.running.values():
-            if state.is_elastic:
-                state.open_round(self.elastic.jobs, self.now, self.round_interval)
+        """After the round's decisions: every elastic job holding GPUs begins a round; with shared
+        contention, those meeting on links are timed together for the round (its iteration times change,
+        so its next event is queued anew)."""
+        jobs = self.elastic.jobs
+        running = [state for state in self.running.values() if state.is_elastic]
+        for state in running:
+            state.open_round(jobs, self.now, self.round_interval)
+        if jobs.contention is not None:
+            running.sort(key=lambda state: (state.arrival, state.job_id))  # the round loop's order
+            jobs.share_round([state.elastic for state in running])
+            for state in running:
+                state.iteration_seconds = jobs.iteration(state.elastic)[0]
+                state.version += 1
+                self._push_elastic(state)
 
     def _observe(self, state: JobState, done: float) -> None:
         """Tell the policy what the job measured since its last observation: its iterations up to `done`

@@ -35,7 +35,8 @@ import numpy as np  # noqa: E402
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications  # noqa: E402
 from artist.elastic.cluster import ElasticCluster, Pool  # noqa: E402
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation  # noqa: E402
+from artist.elastic.exact import simulate_elastic  # noqa: E402
+from artist.elastic.jobs import ElasticJobSpec  # noqa: E402
 from artist.elastic.steptime import NetworkStepTimer  # noqa: E402
 from artist.network.analytical import AnalyticalModel  # noqa: E402
 from artist.policies.pollux.registry import ELASTIC_POLICIES, PolicyContext, make_elastic_policy  # noqa: E402
@@ -80,11 +81,9 @@ def main(argv=None):
     policy, seen = make_elastic_policy(args.policy, params, cluster, seed=args.seed,
                                        context=PolicyContext(apps, jobs, lambda _cluster: timer, timer.profiles,
                                                              {"t4": timer.fabric}))
-    sim = ElasticSimulation(seen.capacity, "t4", jobs, apps, timer, policy,
-                            round_seconds=float(getattr(policy, "round_seconds", 60.0)))
     start = time.perf_counter()
     cpu0 = _cpu_seconds()
-    result = sim.run()
+    result = simulate_elastic(seen, jobs, apps, timer, policy, float(getattr(policy, "round_seconds", 60.0)))
     summary = result.summary()
     policy_cpu = np.array(result.policy_cpu_seconds)
     summary.update(wall_s=round(time.perf_counter() - start, 1), cpu_s=round(_cpu_seconds() - cpu0, 1),

@@ -27,6 +27,17 @@ def measured_compute(app, batch):
                              for r in rows if int(r["local_bsz"]) == batch)
 
 
+def t4_cluster(machines: int, gpus: int = 4):
+    """A one-type cluster of `machines` T4 machines of `gpus` GPUs (pollux-t4.yaml's machines and links)."""
+    import dataclasses
+
+    from artist.elastic.cluster import ElasticCluster, Pool
+
+    topo = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
+    topo = dataclasses.replace(topo, machines_per_rack=machines, gpus_per_machine=gpus)
+    return ElasticCluster.of(topo.name, [Pool("t4", topo)])
+
+
 def t4_step_timer() -> NetworkStepTimer:
     """Step times on topologies/pollux-t4.yaml with the analytical network."""
     topo = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")

@@ -5,7 +5,8 @@ import numpy as np
 
 from artist.elastic.applications import heterogeneous_applications
 from artist.elastic.cluster import CLUSTERS_DIR, ElasticCluster, PooledStepTimer, load_cluster
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobSpec
 from artist.policies.sia.scheduler import SiaScheduler
 from artist.workload import load_models
 from artist.workload.traces.pollux import APPLICATIONS
@@ -47,8 +48,7 @@ def small_hetero_run():
     jobs = [ElasticJobSpec("c0", 0.0, "cifar10"), ElasticJobSpec("n0", 60.0, "ncf", batch=32768),
             ElasticJobSpec("c2", 400.0, "cifar10", gpus=2, batch=256)]
     sched = Recording(SiaScheduler(cluster.capacity, cluster.node_types), cluster.node_types)
-    sim = ElasticSimulation(cluster.capacity, cluster.node_types, jobs, apps, timer_for(cluster, apps), sched)
-    result = sim.run()
+    result = simulate_elastic(cluster, jobs, apps, timer_for(cluster, apps), sched)
     rows = [(j.spec.job_id, j.finish, j.progress.restarts, j.gpu_type, round(j.profile_gpu_seconds, 9))
             for j in result.jobs]
     return rows, sched.types

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from artist.elastic.cluster import CLUSTERS_DIR, ElasticCluster, Pool, PooledStepTimer, load_cluster
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobSpec
 from artist.elastic.spec import ElasticSpec, LocalBatchLimit
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
@@ -224,9 +225,7 @@ def philly_run():
                             {p.gpu_type: AnalyticalModel(p.topology) for p in cluster.pools})
         policy, seen = make_elastic_policy("crius", {}, cluster, 0, ctx)
         timer = PooledStepTimer(seen, {k: a for k, (a, _) in apps.items()}, profiles)
-        sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, timer, policy,
-                                node_machines=[(n.pool, n.machine) for n in seen.nodes])
-        out.append((sim.run(), policy))
+        out.append((simulate_elastic(seen, jobs, apps, timer, policy), policy))
     return out
 
 

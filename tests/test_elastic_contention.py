@@ -15,7 +15,8 @@ from fabric_helpers import NIC_GBPS, ecmp_topology
 from artist.elastic.applications import pollux_applications
 from artist.elastic.cluster import ElasticCluster, Pool, PooledStepTimer
 from artist.elastic.contention import RoundJob, SharedContention
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobSpec
 from artist.errors import InputError
 from artist.network.flow import FlowModel
 from artist.policies.pollux.agent import PolluxAgent
@@ -115,8 +116,7 @@ def _simulate(allocs, shared: bool, monkeypatch=None, seen=None):
         monkeypatch.setattr(PolluxAgent, "observe", observe)
     jobs = [ElasticJobSpec(j, 0.0, APP, gpus=2, batch=2 * M) for j in allocs]
     contention = SharedContention(cluster, {"t4": fabric}, measured, profiles) if shared else None
-    sim = ElasticSimulation(cluster.capacity, "t4", jobs, apps, timer, Fixed(allocs), contention=contention)
-    return sim.run(), timer
+    return simulate_elastic(cluster, jobs, apps, timer, Fixed(allocs), contention=contention), timer
 
 
 CROSSING = {"a": [1, 0, 1, 0], "b": [0, 1, 0, 1]}

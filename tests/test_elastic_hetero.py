@@ -9,7 +9,8 @@ import pytest
 
 from artist.elastic.applications import SIA_DIR, heterogeneous_applications
 from artist.elastic.cluster import CLUSTERS_DIR, PooledStepTimer, load_cluster
-from artist.elastic.simulation import PROFILE_BATCHES, PROFILE_ITERATIONS, ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import PROFILE_BATCHES, PROFILE_ITERATIONS, ElasticJobs, ElasticJobSpec
 from artist.errors import InputError
 from artist.shipped import TOPOLOGIES_DIR
 from artist.workload import load_models
@@ -102,27 +103,21 @@ def test_compute_is_the_types_measured_table_and_sync_the_types_links(cluster, t
 
 def test_a_mixed_allocation_runs_on_its_dominant_type_ties_to_the_faster(cluster, timer):
     apps = heterogeneous_applications()
-    sim = ElasticSimulation(cluster.capacity, cluster.node_types, [], apps, timer, scheduler=None)
+    jobs = ElasticJobs(cluster.capacity, cluster.node_types, [], apps, timer)
     row = np.zeros(len(cluster.capacity), dtype=int)
     row[0], row[6] = 4, 4
-    assert sim.jobs.type_of(row) == "rtx"          # 4 t4 + 4 rtx: tie, rtx is faster (a100 > quad > rtx > t4)
+    assert jobs.type_of(row) == "rtx"          # 4 t4 + 4 rtx: tie, rtx is faster (a100 > quad > rtx > t4)
     row[1] = 4
-    assert sim.jobs.type_of(row) == "t4"           # 8 t4 + 4 rtx
+    assert jobs.type_of(row) == "t4"           # 8 t4 + 4 rtx
     row[:] = 0
     row[9] = 1
-    assert sim.jobs.type_of(row) == "a100"
+    assert jobs.type_of(row) == "a100"
 
 
 def test_profiling_is_charged_as_ten_one_gpu_batches_per_type(cluster, timer):
-    class Idle:
-        wants_profiles = True
-
-        def allocate(self, jobs):
-            raise RuntimeError("not asked")
     apps = heterogeneous_applications()
-    sim = ElasticSimulation(cluster.capacity, cluster.node_types, [ElasticJobSpec("j", 0.0, "cifar10")], apps, timer,
-                            Idle())
-    job = sim.jobs.admit(sim.pending[0])
+    spec = ElasticJobSpec("j", 0.0, "cifar10")
+    job = ElasticJobs(cluster.capacity, cluster.node_types, [spec], apps, timer, profiling=True).admit(spec)
     expected = 0.0
     for t in cluster.gpu_types:
         limit = apps["cifar10"][1].limit(t)
@@ -160,8 +155,7 @@ def test_a_mixed_allocation_is_run_on_its_dominant_type_in_the_loop(cluster, tim
             return {j.job_id: row.copy() for j in jobs}
     apps = {"cifar10": heterogeneous_applications()["cifar10"]}
     job = ElasticJobSpec("c", 0.0, "cifar10", batch=512)
-    sim = ElasticSimulation(cluster.capacity, cluster.node_types, [job], apps, timer, Mixed())
-    job = sim.run().jobs[0]
+    job = simulate_elastic(cluster, [job], apps, timer, Mixed()).jobs[0]
     assert job.gpu_type == "rtx" and job.agent is job.agents["rtx"] and job.agents["t4"].most_gpus == 0
     assert job.agents["rtx"].most_gpus == 8
     assert job.progress.progress == pytest.approx(job.app.replay.total_progress)

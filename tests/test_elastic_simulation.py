@@ -1,13 +1,14 @@
-"""Elastic jobs under Pollux in 60 s rounds: the ground-truth step time (measured compute + ArtISt's
+"""Elastic jobs under Pollux, decided in 60 s rounds: the ground-truth step time (measured compute + ArtISt's
 network), a lone job's completion time by hand, conservation, capacity, and determinism."""
 
 
 import numpy as np
 import pytest
-from elastic_helpers import csv_rows, measured_compute, t4_step_timer
+from elastic_helpers import csv_rows, measured_compute, t4_cluster, t4_step_timer
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobs, ElasticJobSpec
 from artist.elastic.spec import ElasticSpec
 from artist.policies.pollux.scheduler import PolluxScheduler
 
@@ -39,9 +40,8 @@ def test_a_lone_fixed_batch_job_takes_its_progress_times_its_step_time(timer):
     compute(128) seconds, no restart, from its first round."""
     app, spec = pollux_applications()["cifar10"]
     fixed = ElasticSpec(initial_batch=128, max_batch=4096, local_batch=spec.local_batch, fixed_batch=128)
-    sim = ElasticSimulation([1], "t4", [ElasticJobSpec("j", 0.0, "cifar10")], {"cifar10": (app, fixed)}, timer,
-                            PolluxScheduler([1], pop_size=4, generations=2, seed=0))
-    job = sim.run().jobs[0]
+    job = simulate_elastic(t4_cluster(1, 1), [ElasticJobSpec("j", 0.0, "cifar10")], {"cifar10": (app, fixed)}, timer,
+                           PolluxScheduler([1], pop_size=4, generations=2, seed=0)).jobs[0]
     # 128 is not a measured local batch: linear between the medians at 91 and 129
     c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
     c128 = c91 + (128 - 91) / (129 - 91) * (c129 - c91)
@@ -52,9 +52,8 @@ def test_a_lone_fixed_batch_job_takes_its_progress_times_its_step_time(timer):
 def _small_run(timer, seed):
     apps = pollux_applications()
     jobs = [ElasticJobSpec(f"j{i}", 200.0 * i, app) for i, app in enumerate(["cifar10", "ncf"])]
-    sim = ElasticSimulation([4, 4], "t4", jobs, {k: apps[k] for k in ("ncf", "cifar10")}, timer,
+    return simulate_elastic(t4_cluster(2), jobs, {k: apps[k] for k in ("ncf", "cifar10")}, timer,
                             PolluxScheduler([4, 4], pop_size=6, generations=3, seed=seed))
-    return sim.run()
 
 
 def test_every_job_finishes_its_measured_epochs_within_capacity_and_runs_repeat(timer):
@@ -76,11 +75,10 @@ def test_every_job_finishes_its_measured_epochs_within_capacity_and_runs_repeat(
 
 def test_unknown_application_and_duplicate_ids_are_refused(timer):
     apps = pollux_applications()
-    sched = PolluxScheduler([4])
     with pytest.raises(ValueError, match="unknown application 'gpt'"):
-        ElasticSimulation([4], "t4", [ElasticJobSpec("a", 0, "gpt")], apps, timer, sched)
+        ElasticJobs([4], "t4", [ElasticJobSpec("a", 0, "gpt")], apps, timer)
     with pytest.raises(ValueError, match="unique"):
-        ElasticSimulation([4], "t4", [ElasticJobSpec("a", 0, "ncf")] * 2, apps, timer, sched)
+        ElasticJobs([4], "t4", [ElasticJobSpec("a", 0, "ncf")] * 2, apps, timer)
     assert np.isfinite(timer.seconds("ncf", "t4", (2,), 64, 0)[0])
 
 
@@ -88,11 +86,10 @@ def test_a_lone_rigid_job_under_tiresias_runs_its_own_gpus_and_batch(timer):
     """cifar10 at 1 GPU and batch 128 (= M0) under Tiresias: the same hand value as the fixed-batch case."""
     from artist.policies.pollux.baselines import TiresiasRigid
     apps = pollux_applications()
-    sim = ElasticSimulation([2], "t4", [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)],
-                            {"cifar10": apps["cifar10"]}, timer, TiresiasRigid([2]))
-    job = sim.run().jobs[0]
+    job = simulate_elastic(t4_cluster(1, 2), [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)],
+                           {"cifar10": apps["cifar10"]}, timer, TiresiasRigid([2])).jobs[0]
     c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
     assert job.finish == pytest.approx(_cifar_total_progress() * (c91 + 37 / 38 * (c129 - c91)), rel=1e-9)
     assert {g for _, g, _, _ in job.gpu_rounds} == {1} and job.progress.restarts == 0
     with pytest.raises(ValueError, match="both gpus and batch"):
-        ElasticSimulation([2], "t4", [ElasticJobSpec("k", 0.0, "cifar10", gpus=1)], apps, timer, TiresiasRigid([2]))
+        ElasticJobs([2], "t4", [ElasticJobSpec("k", 0.0, "cifar10", gpus=1)], apps, timer)

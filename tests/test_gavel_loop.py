@@ -6,12 +6,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from elastic_helpers import csv_rows, measured_compute, t4_step_timer
+from elastic_helpers import csv_rows, measured_compute, t4_cluster, t4_step_timer
 
 from artist.elastic.applications import POLLUX_DIR, pollux_applications
 from artist.elastic.profiling import IsolatedProfiler
 from artist.elastic.spec import fixed_batch_config
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobSpec
 from artist.policies.gavel.policy import GavelPolicy
 from artist.policies.gavel.rounds import GAVEL_ROUND_SECONDS
 
@@ -44,9 +45,8 @@ def test_a_lone_job_under_gavel_takes_its_hand_time(timer):
     """The Tiresias hand case (tests/test_elastic_simulation.py) under Gavel in 360 s rounds: picked in
     the first round, kept every round after, so (total progress) x compute(128), no restart."""
     jobs = [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)]
-    sim = ElasticSimulation([2], "t4", jobs, {"cifar10": pollux_applications()["cifar10"]}, timer,
-                            _gavel([2], jobs, timer), round_seconds=GAVEL_ROUND_SECONDS)
-    job = sim.run().jobs[0]
+    job = simulate_elastic(t4_cluster(1, 2), jobs, {"cifar10": pollux_applications()["cifar10"]}, timer,
+                           _gavel([2], jobs, timer), round_seconds=GAVEL_ROUND_SECONDS).jobs[0]
     total = min(float(csv_rows(p)[-1]["progress"]) for p in sorted((POLLUX_DIR / "cifar10").glob("validation-*.csv")))
     c91, c129 = measured_compute("cifar10", 91), measured_compute("cifar10", 129)
     c128 = c91 + 37 / 38 * (c129 - c91)
@@ -64,9 +64,8 @@ def _small_run(timer, objective):
     jobs = _workload(14)
     capacity = [4, 4, 4, 4]
     policy = _gavel(capacity, jobs, timer, objective=objective)
-    sim = ElasticSimulation(capacity, "t4", jobs, pollux_applications(), timer, policy,
-                            round_seconds=GAVEL_ROUND_SECONDS)
-    return sim.run(), policy
+    return simulate_elastic(t4_cluster(4), jobs, pollux_applications(), timer, policy,
+                            round_seconds=GAVEL_ROUND_SECONDS), policy
 
 
 @pytest.mark.parametrize("objective", ["max_sum_throughput", "max_min_fairness"])

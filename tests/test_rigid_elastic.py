@@ -12,7 +12,8 @@ import pytest
 from artist.elastic.applications import heterogeneous_applications
 from artist.elastic.cluster import ElasticCluster, Pool, load_cluster
 from artist.elastic.hetero_runs import RunContext, read_jobs
-from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobSpec
 from artist.policies.pollux.registry import RIGID_IN_ELASTIC, make_elastic_policy
 from artist.policies.pollux.scheduler import JobView
 from artist.shipped import TOPOLOGIES_DIR
@@ -127,9 +128,7 @@ def _run(cluster, policy: str, jobs, params=None, check=None):
             check(views, out)
             return out
         allocator.allocate = allocate
-    sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, _apps(), ctx.timer_for(seen), allocator,
-                            node_machines=[(n.pool, n.machine) for n in seen.nodes])
-    return sim.run()
+    return simulate_elastic(seen, jobs, _apps(), ctx.timer_for(seen), allocator)
 
 
 def test_fifo_in_the_elastic_loop_starts_jobs_in_arrival_order():

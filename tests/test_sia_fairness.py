@@ -80,7 +80,8 @@ def test_share_below_one_gpu_and_rigid_jobs_time_share():
 
 def test_the_summary_of_a_multi_type_run_reports_hetero_ftf():
     from artist.elastic.applications import heterogeneous_applications
-    from artist.elastic.simulation import ElasticJobSpec, ElasticSimulation
+    from artist.elastic.exact import simulate_elastic
+    from artist.elastic.jobs import ElasticJobSpec
     from artist.policies.sia.scheduler import SiaScheduler
     from tests.sia_helpers import small_cluster, timer_for
 
@@ -88,8 +89,7 @@ def test_the_summary_of_a_multi_type_run_reports_hetero_ftf():
     apps = {k: v for k, v in heterogeneous_applications().items() if k == "ncf"}
     jobs = [ElasticJobSpec("a", 0.0, "ncf"), ElasticJobSpec("b", 0.0, "ncf")]
     timer = timer_for(cluster, apps)
-    result = ElasticSimulation(cluster.capacity, cluster.node_types, jobs, apps, timer,
-                               SiaScheduler(cluster.capacity, cluster.node_types)).run()
+    result = simulate_elastic(cluster, jobs, apps, timer, SiaScheduler(cluster.capacity, cluster.node_types))
     assert "ftf_hetero_worst" not in result.summary()
     result.isolated = IsolatedTimes(timer, {p.gpu_type: p.topology.gpus for p in cluster.pools},
                                     {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools})

@@ -1,6 +1,7 @@
 """Elastic jobs in the exact event loop (artist/simulator.py): the workload handed to the loop and the
 loop's record of one job.
 
+    simulate_elastic(cluster, specs, apps, timer, allocator, round_seconds) -> ElasticResult
     Simulator(layout.topology, [], {}, policy, perf, config, elastic=ElasticWorkload(jobs, specs, layout))
 
 An elastic job's GPU count, batch and (m, s) change during its life (artist/elastic/jobs.py); the loop
@@ -13,12 +14,13 @@ on the loop's topology as its NodeLayout puts them (artist/elastic/cluster.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from artist.elastic.cluster import NodeLayout
-from artist.elastic.jobs import ElasticJob, ElasticJobs, ElasticJobSpec
+from artist.elastic.cluster import ElasticCluster, NodeLayout
+from artist.elastic.jobs import ElasticJob, ElasticJobs, ElasticJobSpec, StepTimer
+from artist.elastic.result import ElasticResult
 from artist.jobstate import RUNNING, WAITING, PlacementRecord
 from artist.placement import Placement
 
@@ -139,6 +141,21 @@ class ElasticJobState:
             self.round_mark = None
 
 
+def simulate_elastic(cluster: ElasticCluster, specs: Sequence[ElasticJobSpec], apps: Mapping, timer: StepTimer,
+                     allocator, round_seconds: float = 60.0, profiling: bool | None = None, contention=None,
+                     name: str | None = None) -> ElasticResult:
+    """An elastic run on a cluster (a one-type topology is a cluster of one pool: ElasticCluster.of): the
+    jobs of `specs` (applications `apps`: name -> (MeasuredApplication, ElasticSpec)) timed by `timer`,
+    GPUs per node allocated by `allocator` every `round_seconds` (an elastic policy of
+    artist/policies/pollux/registry.py; the cluster as it sees it, virtual nodes too). `profiling`
+    (default: the allocator's wants_profiles): Sia's 1-GPU profile of every new job; `contention`: a
+    SharedContention (artist/elastic/contention.py) that times jobs meeting on links together each round."""
+    profiling = bool(getattr(allocator, "wants_profiles", False)) if profiling is None else profiling
+    jobs = ElasticJobs(cluster.capacity, cluster.node_types, specs, apps, timer,
+                       [(n.pool, n.machine) for n in cluster.nodes], profiling, contention)
+    return run_in_exact_loop(cluster.layout(), jobs, specs, allocator, round_seconds, name)
+
+
 def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[ElasticJobSpec], allocator,
                       round_seconds: float = 60.0, name: str | None = None):
     """An elastic run (what ElasticSimulation(...).run() gives: an ElasticResult) in the exact event loop:
@@ -146,7 +163,6 @@ def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[Ela
     loop's topology by `layout` (ElasticCluster.layout()). Restart costs are the applications'
     (ElasticJobs), not the loop's restore_seconds."""
     from artist.elastic.allocators import RoundAllocatorPolicy
-    from artist.elastic.simulation import ElasticResult
     from artist.network.analytical import AnalyticalModel
     from artist.simulator import SimulatorConfig, simulate
 
@@ -158,5 +174,9 @@ def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[Ela
                       elastic=ElasticWorkload(jobs, specs, layout))
     done = sorted((s.elastic for s in result.jobs), key=lambda j: j.spec.job_id)
     makespan = max((j.finish for j in done), default=0.0)
+    contention = jobs.contention
     return ElasticResult(done, makespan, result.rounds, policy.policy_seconds,
-                         policy_cpu_seconds=policy.policy_cpu_seconds)
+                         policy_cpu_seconds=policy.policy_cpu_seconds,
+                         contention="isolated" if contention is None else "shared",
+                         components=(0, 0) if contention is None else
+                         (contention.components_asked, contention.components_timed))

@@ -15,7 +15,9 @@ from pathlib import Path
 from artist.elastic.applications import heterogeneous_applications
 from artist.elastic.cluster import ElasticCluster, PooledStepTimer
 from artist.elastic.fairness_hetero import IsolatedTimes
-from artist.elastic.simulation import ElasticJobSpec, ElasticResult, ElasticSimulation
+from artist.elastic.exact import simulate_elastic
+from artist.elastic.jobs import ElasticJobSpec
+from artist.elastic.result import ElasticResult
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.policies.pollux.registry import ELASTIC_POLICIES, PolicyContext, make_elastic_policy
@@ -86,11 +88,8 @@ def run(cluster: ElasticCluster, policy: str, jobs: list[ElasticJobSpec], seed: 
         raise ValueError(f"no measured tables for application(s) {', '.join(unknown)}")
     ctx = RunContext(apps, list(jobs), load_models())
     allocator, seen = make_elastic_policy(policy, params, cluster, seed, ctx.policy_context(cluster))
-    machines = [(n.pool, n.machine) for n in seen.nodes]
-    sim = ElasticSimulation(seen.capacity, seen.node_types, jobs, apps, ctx.timer_for(seen), allocator,
-                            round_seconds=float(getattr(allocator, "round_seconds", round_seconds)),
-                            node_machines=machines)
-    result = sim.run()
+    result = simulate_elastic(seen, jobs, apps, ctx.timer_for(seen), allocator,
+                              float(getattr(allocator, "round_seconds", round_seconds)))
     # Sia's heterogeneous finish-time fairness in the summary, on the real machines whatever the policy saw
     result.isolated = IsolatedTimes(ctx.timer_for(cluster), {p.gpu_type: p.topology.gpus for p in cluster.pools},
                                     {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools})

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -109,17 +109,13 @@ class ElasticJob:
         return self.gpus * self.local_batch * (self.accum_steps + 1)
 
 
-# (iteration seconds now, one pass's compute seconds, iteration seconds alone) of a job at its configuration
-Iteration = Callable[[ElasticJob], tuple[float, float, float]]
-
-
 class ElasticJobs:
     """The elastic jobs of one run on a cluster of nodes (module docstring). `node_machines` names the
     physical machine of every node, so virtual nodes of one machine count as one node for the agents."""
 
     def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
-                 node_machines: Sequence | None = None, profiling: bool = False):
+                 node_machines: Sequence | None = None, profiling: bool = False, contention=None):
         self.capacity = np.asarray(capacity, dtype=int)
         if isinstance(gpu_type, str):
             self.node_types = [gpu_type] * len(self.capacity)
@@ -148,6 +144,10 @@ class ElasticJobs:
             if missing:
                 raise ValueError(f"job {j.job_id}: {j.app} has no compute table for {', '.join(missing)}")
         self.apps = apps
+        # shared contention (artist/elastic/contention.py): job -> (its local batch when the round began, its
+        # shared step, shared / alone) for the jobs timed with co-runners this round
+        self.contention = contention
+        self.shared: dict[str, tuple[int, float, float]] = {}
 
     # ---- arrival -----------------------------------------------------------
     def admit(self, spec: ElasticJobSpec) -> ElasticJob:
@@ -226,25 +226,48 @@ class ElasticJobs:
 
     # ---- training ----------------------------------------------------------
     def iteration(self, job: ElasticJob) -> tuple[float, float, float]:
-        """(iteration seconds, one pass's compute seconds, iteration seconds alone) on the job's GPUs."""
+        """(iteration seconds this round, one pass's compute seconds, iteration seconds alone) on the job's
+        GPUs. Timed with co-runners this round (share_round): its accumulation passes plus its shared step;
+        re-tuned within the round, the round's shared / alone ratio on its new step alone (a stated
+        approximation: the co-simulation is per round)."""
         iter_s, compute_s = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch,
                                                job.accum_steps)
-        return iter_s, compute_s, iter_s
+        shared = self.shared.get(job.spec.job_id)
+        if shared is None:
+            return iter_s, compute_s, iter_s
+        m, step, ratio = shared
+        if job.local_batch != m:
+            step = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch, 0)[0] * ratio
+        return job.accum_steps * compute_s + step, compute_s, iter_s
+
+    def share_round(self, running: Sequence[ElasticJob]) -> None:
+        """Shared contention, as a round begins: the running jobs that meet on links timed together
+        (contention.round_steps), each with its step alone."""
+        from artist.elastic.contention import RoundJob
+
+        steps = self.contention.round_steps([RoundJob(j.spec.job_id, j.spec.app, j.alloc, j.local_batch)
+                                             for j in running])
+        self.shared = {}
+        for job in running:
+            if job.spec.job_id in steps:
+                alone, _ = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch, 0)
+                shared = steps[job.spec.job_id]
+                self.shared[job.spec.job_id] = (job.local_batch, shared, shared / alone)
 
     def round_start(self, job: ElasticJob, now: float) -> None:
         """A round in which the job holds GPUs begins: (time, GPUs, batch, efficiency) recorded."""
         epoch = min(job.progress.epoch, job.app.replay.epochs - 1)
         job.gpu_rounds.append((now, job.gpus, job.batch, job.app.replay.efficiency(self.replay_batch(job), epoch)))
 
-    def run(self, job: ElasticJob, seconds: float, iteration: Iteration | None = None, snap: float = 0.0,
-            shared: bool = False, max_spans: int | None = None) -> float:
+    def run(self, job: ElasticJob, seconds: float, snap: float = 0.0, max_spans: int | None = None) -> float:
         """Train for up to `seconds` on the job's GPUs: spans end at the end of a restart, of an epoch (the
         agent learns the epoch's statistics and re-picks (m, s)) and at completion; the agent observes
-        every span it trained. `iteration`: the job's iteration times (default: alone, self.iteration);
-        `snap`: a boundary that close beyond the last span counts as reached (the caller's clock put an
-        event there); `shared`: record the seconds trained and the same iterations alone. The seconds
-        not used (0 unless the job completed, or `max_spans` spans ended first)."""
-        iteration = iteration or self.iteration
+        every span it trained (at self.iteration's times). `snap`: a boundary that close beyond the last span
+        counts as reached (the caller's clock put an event there). With shared contention, the seconds trained
+        and the same iterations alone are recorded. The seconds not used (0 unless the job completed, or
+        `max_spans` spans ended first)."""
+        iteration = self.iteration
+        shared = self.contention is not None
         left = seconds
         spans = 0
         while not job.progress.done and (left > NO_TIME or (snap > 0 and spans == 0)):

@@ -40,13 +40,12 @@ from __future__ import annotations
 
 import math
 import time as wallclock
-from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from artist.elastic.contention import RoundJob, SharedContention
-from artist.elastic.fairness_hetero import fairness_fields
+from artist.elastic.contention import SharedContention
+from artist.elastic.result import ElasticResult
 from artist.elastic.jobs import (FASTER_TYPES, PROFILE_BATCHES, PROFILE_ITERATIONS, ElasticJob, ElasticJobs,
                                  ElasticJobSpec, StepTimer)
 from artist.elastic.measured import MeasuredApplication
@@ -64,28 +63,6 @@ class Allocator(Protocol):
     def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]: ...
 
 
-@dataclass
-class ElasticResult:
-    jobs: list[ElasticJob]
-    makespan: float
-    rounds: int
-    policy_seconds: list[float]   # wall seconds of every scheduler call
-    isolated: object = None       # IsolatedTimes of a multi-type run: adds Sia's FTF to the summary
-    policy_cpu_seconds: list[float] = field(default_factory=list)  # this process's CPU seconds of every call
-    contention: str = "isolated"  # "shared": jobs tables and summaries carry the contention slowdown
-    components: tuple[int, int] = (0, 0)  # shared: components of 2+ met over the rounds, and co-simulated (memo)
-
-    def summary(self) -> dict:
-        jct = np.array([j.finish - j.spec.arrival for j in self.jobs])
-        return {"jobs": len(self.jobs), "avg_jct_h": float(jct.mean() / 3600),
-                "p99_jct_h": float(np.percentile(jct, 99) / 3600), "makespan_h": self.makespan / 3600,
-                "avg_restarts": float(np.mean([j.progress.restarts for j in self.jobs])),
-                "policy_s_median": float(np.median(self.policy_seconds)) if self.policy_seconds else 0.0,
-                "policy_s_p95": float(np.percentile(self.policy_seconds, 95)) if self.policy_seconds else 0.0,
-                "gpu_h_per_job": float(np.mean([j.attained + j.profile_gpu_seconds for j in self.jobs]) / 3600),
-                **fairness_fields(self)}
-
-
 class ElasticSimulation:
     def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
@@ -93,39 +70,14 @@ class ElasticSimulation:
                  node_machines: Sequence | None = None, profiling: bool | None = None,
                  contention: SharedContention | None = None):
         profiling = bool(getattr(scheduler, "wants_profiles", False)) if profiling is None else profiling
-        self.jobs = ElasticJobs(capacity, gpu_type, jobs, apps, timer, node_machines, profiling)
+        self.jobs = ElasticJobs(capacity, gpu_type, jobs, apps, timer, node_machines, profiling, contention)
         self.capacity = self.jobs.capacity
         self.timer, self.scheduler = timer, scheduler
         self.contention = contention
-        self._shared: dict[str, tuple[int, float, float]] = {}  # job -> (round-start m, shared step, ratio)
         self.round_seconds = float(round_seconds)
         self.pending = sorted(jobs, key=lambda j: (j.arrival, j.job_id))
         self.active: list[ElasticJob] = []
         self.done: list[ElasticJob] = []
-
-    def _share_round(self) -> None:
-        """Shared mode: each running job's shared step for this round (contention.py), with its step alone."""
-        running = [j for j in self.active if j.gpus]
-        steps = self.contention.round_steps([RoundJob(j.spec.job_id, j.spec.app, j.alloc, j.local_batch)
-                                             for j in running])
-        self._shared = {}
-        for job in running:
-            if job.spec.job_id in steps:
-                alone, _ = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch, 0)
-                shared = steps[job.spec.job_id]
-                self._shared[job.spec.job_id] = (job.local_batch, shared, shared / alone)
-
-    def _iteration(self, job: ElasticJob) -> tuple[float, float, float]:
-        """(iteration seconds this round, one pass's compute seconds, iteration seconds alone)."""
-        iter_s, compute_s = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch,
-                                               job.accum_steps)
-        shared = self._shared.get(job.spec.job_id)
-        if shared is None:
-            return iter_s, compute_s, iter_s
-        m, step, ratio = shared
-        if job.local_batch != m:  # re-tuned within the round: the round's ratio on its new step alone
-            step = self.timer.seconds(job.spec.app, job.gpu_type, job.alloc, job.local_batch, 0)[0] * ratio
-        return job.accum_steps * compute_s + step, compute_s, iter_s
 
     def run(self) -> ElasticResult:
         policy_seconds: list[float] = []
@@ -152,12 +104,12 @@ class ElasticSimulation:
                 if not np.array_equal(new, job.alloc):
                     self.jobs.allocate(job, new)
             if self.contention is not None:
-                self._share_round()
+                self.jobs.share_round([j for j in self.active if j.gpus])
             for job in self.active:
                 if job.gpus:
                     self.jobs.round_start(job, now)
                     before = job.progress.progress
-                    left = self.jobs.run(job, self.round_seconds, self._iteration, shared=self.contention is not None)
+                    left = self.jobs.run(job, self.round_seconds)
                     if job.progress.done:
                         job.finish = now + (self.round_seconds - left)
                     job.round_progress.append(job.progress.progress - before)

@@ -422,14 +422,10 @@ def _expand(spec, job_rows, configs: dict, identity_extra: dict) -> list[Run]:
 
 def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     """(result, timer, round seconds) of the run; `fabrics`: the network model of the synchronisation per
-    GPU type (one entry on a one-type topology). Jobs timed alone run in the exact event loop
-    (artist/elastic/exact.py); with shared contention in the round loop (ElasticSimulation) until the exact
-    loop times elastic jobs together."""
+    GPU type (one entry on a one-type topology). The exact event loop runs it (artist/elastic/exact.py)."""
     from artist.elastic.cluster import PooledStepTimer
     from artist.elastic.contention import SharedContention
-    from artist.elastic.exact import run_in_exact_loop
-    from artist.elastic.jobs import ElasticJobs
-    from artist.elastic.simulation import ElasticSimulation
+    from artist.elastic.exact import simulate_elastic
     from artist.elastic.steptime import NetworkStepTimer
     from artist.policies.pollux.registry import PolicyContext, make_elastic_policy
     from artist.workload.traces.pollux import APPLICATIONS
@@ -458,17 +454,8 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     # shared contention on the cluster the policy sees (its nodes are the loop's nodes), each pool's fabric
     contention = (SharedContention(seen, fabrics, measured, profiles) if config.contention == "shared" else None)
     timer = timer if config.cluster is None else timer_for(seen)
-    node_types = config.gpu_type if config.cluster is None else seen.node_types
-    machines = None if config.cluster is None else [(n.pool, n.machine) for n in seen.nodes]
-    if contention is None:
-        # the exact event loop (artist/simulator.py); the same bits as the round loop (tests/test_elastic_exact.py)
-        jobs = ElasticJobs(seen.capacity, node_types, run.jobs, config.apps, timer, machines,
-                           profiling=bool(getattr(policy, "wants_profiles", False)))
-        return run_in_exact_loop(seen.layout(), jobs, run.jobs, policy, round_seconds, run.policy.label), timer, \
-            round_seconds
-    sim = ElasticSimulation(seen.capacity, node_types, run.jobs, config.apps, timer, policy,
-                            round_seconds=round_seconds, node_machines=machines, contention=contention)
-    return sim.run(), timer, round_seconds
+    return simulate_elastic(seen, run.jobs, config.apps, timer, policy, round_seconds, contention=contention,
+                            name=run.policy.label), timer, round_seconds
 
 
 class HeterogeneousIsolated:
