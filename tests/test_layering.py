@@ -21,7 +21,7 @@ def _imports(path: Path) -> set[str]:
 
 
 POLICIES = REPO / "artist" / "policies"
-LOOPS = ("artist.simulator", "artist.elastic.simulation", "artist.crius")  # the modules that advance time
+LOOPS = ("artist.simulator", "artist.elastic.exact", "artist.crius")  # the modules that advance time
 
 
 def _policy_modules() -> list[Path]:

@@ -10,7 +10,7 @@ physical machine.
     ElasticCluster.nodes          -> [NodeInfo(pool, machine, gpus), ...]
     ElasticCluster.capacity       -> GPUs per node (what every Allocator receives)
     ElasticCluster.node_types     -> GPU type per node
-    PooledStepTimer               -> the StepTimer of artist/elastic/simulation.py over all pools
+    PooledStepTimer               -> the StepTimer of artist/elastic/jobs.py over all pools
 
 Timing (PooledStepTimer): a job's iteration is the measured compute of its GPU type plus ArtISt's DDP
 step on the job's real placement in its pool (which machines in which racks; symmetric placements share a
@@ -18,7 +18,7 @@ memo entry). Pools do not share links: a job never spans pools under Sia, and ev
 the one-type loop already does (Sia's configurations keep distributed jobs off each other's NICs); the
 opt-in shared mode (artist/elastic/contention.py) times jobs meeting on a pool's spine together instead. A
 mixed-type allocation (only a heterogeneity-unaware policy makes one: Pollux) is timed as Sia's artifact
-does, collapsed to its dominant type (artist/elastic/simulation.py): that type's compute, and its GPUs on
+does, collapsed to its dominant type (artist/elastic/jobs.py): that type's compute, and its GPUs on
 the other pools' machines laid out as extra machines of the dominant pool (a stated approximation).
 
 A cluster file (topologies/clusters/, e.g. sia-hetero-64.yaml) has `name`, `source` and
@@ -220,7 +220,7 @@ def load_cluster(path: str | Path, gpu_type: str | None = None) -> ElasticCluste
 
 
 class PooledStepTimer:
-    """StepTimer (artist/elastic/simulation.py) over a multi-type cluster: measured compute of the job's
+    """StepTimer (artist/elastic/jobs.py) over a multi-type cluster: measured compute of the job's
     GPU type + ArtISt's DDP step on its real placement in that type's pool (see the module docstring)."""
 
     def __init__(self, cluster: ElasticCluster, apps: Mapping[str, MeasuredApplication],

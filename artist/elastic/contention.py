@@ -5,7 +5,7 @@
         -> {job_id: shared step seconds}   (only jobs in a contention component of two or more)
 
 The elastic loop's default (isolated) times every job alone on its placement (PooledStepTimer /
-NetworkStepTimer). With `contention: shared` (artist/elastic/simulation.py), every round, after the
+NetworkStepTimer). With `contention: shared` (ElasticJobs.share_round, artist/elastic/jobs.py), every round, after the
 allocation is applied:
 
 - every running job gets real GPUs in its pool (node -> machine -> rack from ElasticCluster.nodes): a job

@@ -158,7 +158,7 @@ def simulate_elastic(cluster: ElasticCluster, specs: Sequence[ElasticJobSpec], a
 
 def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[ElasticJobSpec], allocator,
                       round_seconds: float = 60.0, name: str | None = None):
-    """An elastic run (what ElasticSimulation(...).run() gives: an ElasticResult) in the exact event loop:
+    """An elastic run (an ElasticResult) in the exact event loop:
     the allocator as a RoundAllocatorPolicy with period `round_seconds`, the jobs' nodes laid out on the
     loop's topology by `layout` (ElasticCluster.layout()). Restart costs are the applications'
     (ElasticJobs), not the loop's restore_seconds."""

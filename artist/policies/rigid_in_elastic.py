@@ -1,6 +1,6 @@
 """The rigid event simulator's policies (FIFO, Gandiva, Dally and its variants) in the elastic loop.
 
-The elastic loop (artist/elastic/simulation.py) asks an allocator every 60 s round for GPUs per node of
+An elastic run (artist/elastic/exact.py) asks an allocator every 60 s round for GPUs per node of
 every job; the rigid policies (artist/policies/{fifo,gandiva,dally}.py) answer a SchedulerView with
 placements of GPU ids on one Topology. RigidPolicyAllocator runs the rigid policy's own schedule() each
 round, unchanged, on a view built from the round's JobViews, and turns its placements back into GPUs per

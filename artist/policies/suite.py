@@ -1,11 +1,12 @@
 """Every policy of the suite, in whichever loop runs it today, for `artist list policies` and for the one
 line `artist simulate` gives a policy it cannot run.
 
-Three loops run policies today (README "Design notes"): the exact event loop (artist/simulator.py: `artist
-simulate`, rigid sweep specs), the elastic loop of 60 s rounds (artist/elastic/simulation.py: specs with
-`loop: elastic`) and Crius' loop of 300 s rounds (artist/crius/simulation.py: sweeps/crius.yaml).
-Each keeps its own registry; this module only reads them. A name in several loops is a different
-implementation in each (gandiva, tiresias, gavel, crius), and the listing says so.
+Policies are listed by where they run today (README "Design notes"): the exact event loop's rigid-job
+policies (artist/simulator.py: `artist simulate`, rigid sweep specs), the allocators of elastic jobs (specs
+with `loop: elastic`; the same event loop runs them, deciding every 60 s round: artist/elastic/exact.py) and
+Crius' loop of 300 s rounds (artist/crius/simulation.py: sweeps/crius.yaml). Each keeps its own registry;
+this module only reads them. A name in several places is a different implementation in each (gandiva,
+tiresias, gavel, crius), and the listing says so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from dataclasses import dataclass
 
 EXACT, ELASTIC, CRIUS = "exact", "elastic", "crius"
-WHERE = {EXACT: "artist simulate; sweep specs", ELASTIC: "sweep specs with loop: elastic",
+WHERE = {EXACT: "artist simulate; sweep specs", ELASTIC: "sweep specs with loop: elastic, elastic jobs",
          CRIUS: "sweep specs with loop: crius"}
 
 

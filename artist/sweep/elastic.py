@@ -1,4 +1,5 @@
-"""Sweeps of the elastic loop (artist/elastic/simulation.py): specs with `loop: elastic`.
+"""Sweeps of elastic jobs (artist/elastic/exact.py: the event loop, allocations decided every round): specs
+with `loop: elastic`.
 
     name: pollux
     loop: elastic                                   # the 60 s-round loop of elastic jobs
@@ -248,7 +249,7 @@ def _policies(f: Fields, base: Path, config: ElasticRunConfig, topology, apps: M
 
 
 def _read_jobs(path: Path, apps: Mapping, where: Fields, key: str):
-    from artist.elastic.simulation import ElasticJobSpec
+    from artist.elastic.jobs import ElasticJobSpec
     from artist.workload.traces.pollux import read_pollux
     from artist.workload.traces.record import LoadReport
 
@@ -302,7 +303,7 @@ class _GeneratedJobs:
         return jobs[:self.first] if self.first else jobs
 
     def _job(self, job):
-        from artist.elastic.simulation import ElasticJobSpec
+        from artist.elastic.jobs import ElasticJobSpec
         from artist.elastic.spec import split_batch
 
         app = self.app_of.get(job.model)

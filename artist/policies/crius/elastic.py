@@ -1,5 +1,5 @@
 """Crius' scheduler (scheduler.py CriusScheduler, unchanged) as a policy of the elastic loop
-(artist/elastic/simulation.py, 60 s rounds), for the loop's data-parallel jobs.
+(artist/elastic/allocators.py, 60 s rounds), for the loop's data-parallel jobs.
 
     allocator = CriusElastic(cluster, context, depth=3)   # the registry's "crius" (job_config "both")
     allocator.allocate(views)                              # {job: GPUs per node}, every round

@@ -9,7 +9,7 @@ per-(job, GPU type) throughput matrix, realised by round-based leases.
 - rounds.py: the round-based realisation: per round, jobs picked across types by priority
   X / (fraction of rounds received), within each type's GPUs and the job's scale factor; then
   placed on nodes, keeping a re-picked job where it was
-- policy.py: GavelPolicy, the elastic loop's allocator (artist/elastic/simulation.py) for rigid jobs
+- policy.py: GavelPolicy, an elastic allocator (artist/elastic/allocators.py runs it in the event loop) for rigid jobs
   (Gavel+TunedJobs: the workload's GPU count and batch per job), for any number of GPU types
 
 Nothing here imports the network model: throughputs come from a profiler the simulator side provides

@@ -1,4 +1,4 @@
-"""GavelPolicy: Gavel as an allocator of the elastic loop (artist/elastic/simulation.py), for rigid jobs.
+"""GavelPolicy: Gavel as an elastic allocator (run in the event loop by artist/elastic/allocators.py), for rigid jobs.
 
 Each job has a fixed GPU count (its scale factor) and batch: Gavel+TunedJobs, the baseline Sia compares
 (digest 2.6), takes both from the workload's TunedJobs columns (ElasticJobSpec gpus and batch, the same

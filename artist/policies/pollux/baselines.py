@@ -1,4 +1,4 @@
-"""Baselines Pollux is compared with, for the elastic loop (artist/elastic/simulation.py).
+"""Baselines Pollux is compared with, as elastic allocators (artist/elastic/allocators.py).
 
 TiresiasRigid: Tiresias (Gu et al., NSDI'19) as Pollux's simulator runs it (digest 1.7; petuum/adaptdl
 osdi21-artifact simulator/tiresias.py, read for its settings): two priority queues by attained GPU

@@ -1,7 +1,7 @@
-"""The policies of the elastic loop (artist/elastic/simulation.py) by name: the one registry of `loop: elastic`
-sweeps, benchmarks/pollux_run.py and artist/elastic/hetero_runs.py (Sia's multi-type cluster). Separate from
-artist/policies/registry.py: those are policies of the rigid event simulator (artist/simulator.py); these
-allocate GPUs per node to elastic jobs every round.
+"""The elastic allocators by name: the one registry of `loop: elastic` sweeps, benchmarks/pollux_run.py and
+artist/elastic/hetero_runs.py (Sia's multi-type cluster). Separate from artist/policies/registry.py: those
+place rigid jobs in the event loop (artist/simulator.py); these allocate GPUs per node to elastic jobs every
+round (the event loop runs them through artist/elastic/allocators.py).
 
 Every policy is built on an ElasticCluster (artist/elastic/cluster.py): a one-type topology is a cluster of
 one pool, a cluster file (topologies/clusters/) one pool per GPU type.
@@ -10,7 +10,7 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
     pollux          PolluxScheduler: p, delta, pop_size, generations, interference_avoidance, max_nodes
                     (the GA seed is the run's seed); jobs elastic (Pollux picks GPUs, batch and (m, s)); on a
                     cluster of several types it sees 4-GPU virtual nodes, as Sia's artifact runs it (a
-                    mixed-type allocation runs on its dominant type, artist/elastic/simulation.py)
+                    mixed-type allocation runs on its dominant type, artist/elastic/jobs.py)
     gavel           GavelPolicy (artist/policies/gavel/) with its IsolatedProfiler: objective; only
                     tuned_jobs: true (the workload's GPU count and batch); its own 360 s round leases
     optimus-oracle  OptimusOracle; tuned_jobs: true (default) = each job's batch from the workload's
