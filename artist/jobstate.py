@@ -46,7 +46,7 @@ class JobFacts:
 
 @dataclass(eq=False)
 class JobState:
-    is_elastic = False  # a rigid job (artist/elastic/exact.py ElasticJobState: an elastic one)
+    managed = False  # progress kept by the loop (artist/managed.py: a job whose workload keeps it)
     job: Job
     model: ModelProfile
     # the job's fixed facts, as JobFacts gives them, copied once: policies read them ~10^7 times in a

@@ -8,10 +8,10 @@ completion is predicted when it (re)starts and the prediction is invalidated
 are all applied before the policy is asked once: completions, then arrivals,
 then wake-ups and periodic rounds.
 
-Elastic jobs (artist/elastic/exact.py: Pollux's, Sia's, the baselines' jobs of measured applications)
-run in the same loop beside or instead of rigid ones: their policy places them on any number of GPUs, and
-they advance exactly between their own events (end of a restart, of an epoch, completion), folded in at
-every periodic round, where the job's own agent observes what it trained (artist/elastic/jobs.py).
+Jobs whose progress their own workload keeps (ManagedWorkload: the elastic jobs of artist/elastic/exact.py,
+Crius' jobs of artist/crius/exact.py) run in the same loop: their policy places them on any number of GPUs,
+the loop gives them their GPUs, events and rounds, and their workload says what happens inside (restarts,
+epochs, plans, the progress made), so that every policy runs in this one loop.
 
 Contention (SimulatorConfig.contention): "isolated" gives every job the rate of
 its step alone. "shared" gives jobs that can share links (perf/contention.py:
@@ -35,8 +35,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-import numpy as np
-
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel, fabric_setting
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
@@ -50,7 +48,7 @@ from artist.topology import Topology
 from artist.workload import Job, ModelProfile
 
 if TYPE_CHECKING:
-    from artist.elastic.exact import ElasticWorkload
+    from artist.managed import ManagedWorkload
 
 COMPLETION, ARRIVAL, WAKE, ROUND = 0, 1, 2, 3
 # Idle rounds skipped in one jump when the next event is more than this many rounds away.
@@ -99,7 +97,7 @@ class Simulator:
     def __init__(self, topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile],
                  policy: Policy, perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
                  on_finish: Callable[[int, int, float], None] | None = None,
-                 elastic: "ElasticWorkload | None" = None):
+                 managed: "ManagedWorkload | None" = None):
         self.on_finish = on_finish  # (finished, total, now) after every completion: progress output
         self.topology = topology
         self.policy = policy
@@ -143,9 +141,9 @@ class Simulator:
             else:
                 model = models[job.model]
             self.states[job.job_id] = JobState(job, model)
-        self.elastic = elastic
-        if elastic is not None:
-            self._add_elastic(elastic)
+        self.managed = managed
+        if managed is not None:
+            self._add_managed(managed)
         self.now = 0.0
         self._events: list = []
         self._seq = 0
@@ -168,22 +166,17 @@ class Simulator:
         self._next_round_at = math.inf  # time of the queued periodic round
         self._idle = False  # the last round found no job in the system
 
-    def _add_elastic(self, elastic: "ElasticWorkload") -> None:
-        from artist.elastic.exact import ElasticJobState
-
-        if self.shared:
-            raise SimulationError("elastic jobs meet on links through their own round co-simulation "
-                                  "(ElasticJobs' contention), not the loop's contention 'shared'")
+    def _add_managed(self, managed: "ManagedWorkload") -> None:
         try:
-            elastic.check(self.topology)
+            managed.check(self.topology, self.config)
         except ValueError as exc:
             raise SimulationError(str(exc)) from None
-        if elastic.layout.absent:
-            self.cluster = ClusterState(self.topology, elastic.layout.absent)
-        for spec in sorted(elastic.specs, key=lambda j: (j.arrival, j.job_id)):
-            if spec.job_id in self.states:
-                raise SimulationError(f"job id {spec.job_id!r} appears twice in the workload")
-            self.states[spec.job_id] = ElasticJobState(spec)
+        if managed.absent:
+            self.cluster = ClusterState(self.topology, managed.absent)
+        for state in sorted(managed.states(), key=lambda st: (st.arrival, st.job_id)):
+            if state.job_id in self.states:
+                raise SimulationError(f"job id {state.job_id!r} appears twice in the workload")
+            self.states[state.job_id] = state
 
     # ---- event queue -------------------------------------------------------
     def _push(self, time: float, kind: int, payload=None) -> None:
@@ -213,8 +206,8 @@ class Simulator:
                     job_id, version = payload
                     state = self.states[job_id]
                     if state.status == RUNNING and state.version == version:
-                        if state.is_elastic and not self._elastic_event(state):
-                            continue  # a restart or an epoch ended: re-tuned, its next event queued
+                        if state.managed and not self._managed_event(state):
+                            continue  # one of its own events (a restart or an epoch ended): the next is queued
                         self._finish(state)
                         finished += 1
                         reschedule = True
@@ -222,8 +215,8 @@ class Simulator:
                             self.on_finish(finished, total, time)
                 elif kind == ARRIVAL:
                     state = self.states[payload]
-                    if state.is_elastic:
-                        state.elastic = self.elastic.jobs.admit(state.spec)
+                    if state.managed:
+                        self.managed.arrive(state, time)
                     state.waiting_since = time
                     self.waiting[payload] = state
                     reschedule = True
@@ -237,17 +230,17 @@ class Simulator:
                         self._next_round_at = self._next_round(time)
                         self._push(self._next_round_at, ROUND)
                     self._count_round()
-                    if self.elastic is not None:
-                        self._elastic_rounds_end()
+                    if self.managed is not None:
+                        self.managed.round_end([st for st in self.running.values() if st.managed], time)
                     if self._observing:
                         for state in self.running.values():
-                            if not state.is_elastic:
+                            if not state.managed:
                                 self._observe(state, state.iterations_done(time))
                     reschedule = bool(self.waiting or self.running)
             if reschedule and finished < total:
                 self._schedule(rounded)
-                if rounded and self.elastic is not None:
-                    self._elastic_rounds_begin()
+            if rounded and self.managed is not None and finished < total:
+                self._managed_round_begin()
             if self._touched_leaves:
                 self._rerate()
             if finished < total and not self.running and not self._has_future_work():
@@ -313,7 +306,7 @@ class Simulator:
             state = self.states.get(job_id)
             if state is None or state.status == FINISHED:
                 raise SimulationError(f"policy {self.policy.name!r} placed unknown or finished job {job_id!r}")
-            if placement.size != state.gpus and not state.is_elastic:
+            if placement.size != state.gpus and not state.managed:
                 raise SimulationError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; "
                                       f"it asks {state.gpus}")
         # Stop first (preemptions, migrations), then start, so GPUs can change hands.
@@ -351,9 +344,8 @@ class Simulator:
 
     def _stop(self, state: JobState, migrating: bool) -> None:
         self._leave_placement(state, WAITING)
-        if state.is_elastic:
-            state.close_round()
-            self.elastic.jobs.allocate(state.elastic, np.zeros(len(self.elastic.jobs.capacity), dtype=int))
+        if state.managed:
+            self.managed.stop(state, self.now)
         if migrating:
             state.migrations += 1
         else:
@@ -364,8 +356,8 @@ class Simulator:
     def _start(self, state: JobState, placement: Placement) -> None:
         now = self.now
         self.cluster.allocate(state.job_id, placement)
-        if state.is_elastic:
-            self._start_elastic(state, placement)
+        if state.managed:
+            self._start_managed(state, placement)
             return
         estimate = self.perf.rates({state.job_id: (state.model, placement)})[state.job_id]
         state.placement = placement
@@ -463,8 +455,8 @@ class Simulator:
 
     def _account_progress(self, state: JobState, completed: bool = False) -> None:
         """Fold progress since the anchor into the job's totals."""
-        if state.is_elastic:
-            state.train(self.elastic.jobs, self.now)
+        if state.managed:
+            self.managed.fold(state, self.now)
             return
         done = float(state.job.iterations) if completed else state.iterations_done(self.now)
         if self._observing:
@@ -479,10 +471,9 @@ class Simulator:
         state.anchor_iterations = done
         state.anchor_time = self.now
 
-    # ---- elastic jobs (artist/elastic/exact.py) -----------------------------
-    def _start_elastic(self, state, placement: Placement) -> None:
-        """An elastic job on new GPUs: its GPU type, restart delay and (m, s) (ElasticJobs.allocate); it
-        trains from now to the next periodic round, then round by round."""
+    # ---- jobs their workload manages (artist/managed.py) ----------------------
+    def _start_managed(self, state, placement: Placement) -> None:
+        """A managed job on new GPUs: the loop's bookkeeping, then its workload's start (its next own event)."""
         now = self.now
         if state.first_start is None:
             state.first_start = now
@@ -493,49 +484,31 @@ class Simulator:
         state.version += 1
         self.waiting.pop(state.job_id, None)
         self.running[state.job_id] = state
-        state.start(self.elastic.jobs, self.elastic.layout.per_node(placement.gpus), placement, now,
-                    self._next_round_at - now)
+        restart = self.managed.start(state, placement, now, self._next_round_at - now)
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
-                                             placement.gpus, state.iteration_seconds, 0.0,
-                                             state.elastic.progress.restart_left))
-        self._push_elastic(state)
+                                             placement.gpus, state.iteration_seconds, 0.0, restart))
+        self._push_managed(state)
 
-    def _push_elastic(self, state) -> None:
-        """The job's next own event: the end of its restart, of its epoch, or its completion."""
-        self._push(self.now + self.elastic.jobs.seconds_to_event(state.elastic), COMPLETION,
-                   (state.job_id, state.version))
+    def _push_managed(self, state) -> None:
+        """The job's next own event, if its workload knows one yet (else its next round tells)."""
+        seconds = self.managed.seconds_to_event(state)
+        if seconds is not None:
+            self._push(self.now + seconds, COMPLETION, (state.job_id, state.version))
 
-    def _elastic_event(self, state) -> bool:
+    def _managed_event(self, state) -> bool:
         """The job's own event: True when it completed; else its next event is queued."""
-        if state.train(self.elastic.jobs, self.now, own_event=True):
-            state.close_round()
+        if self.managed.own_event(state, self.now):
             return True
         state.version += 1
-        self._push_elastic(state)
+        self._push_managed(state)
         return False
 
-    def _elastic_rounds_end(self) -> None:
-        """A periodic round: every running elastic job trained up to now, and its round's progress closed."""
-        for state in self.running.values():
-            if state.is_elastic:
-                state.train(self.elastic.jobs, self.now)
-                state.close_round()
-
-    def _elastic_rounds_begin(self) -> None:
-        """After the round's decisions: every elastic job holding GPUs begins a round; with shared
-        contention, those meeting on links are timed together for the round (its iteration times change,
-        so its next event is queued anew)."""
-        jobs = self.elastic.jobs
-        running = [state for state in self.running.values() if state.is_elastic]
-        for state in running:
-            state.open_round(jobs, self.now, self.round_interval)
-        if jobs.contention is not None:
-            running.sort(key=lambda state: (state.arrival, state.job_id))  # the round loop's order
-            jobs.share_round([state.elastic for state in running])
-            for state in running:
-                state.iteration_seconds = jobs.iteration(state.elastic)[0]
-                state.version += 1
-                self._push_elastic(state)
+    def _managed_round_begin(self) -> None:
+        """After a round's decisions: the workload's round begins; jobs whose next event moved are re-queued."""
+        running = [state for state in self.running.values() if state.managed]
+        for state in self.managed.round_begin(running, self.now, self.round_interval):
+            state.version += 1
+            self._push_managed(state)
 
     def _observe(self, state: JobState, done: float) -> None:
         """Tell the policy what the job measured since its last observation: its iterations up to `done`
@@ -558,9 +531,9 @@ class Simulator:
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,
              perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
              on_finish: Callable[[int, int, float], None] | None = None,
-             elastic: "ElasticWorkload | None" = None) -> SimulationResult:
+             managed: "ManagedWorkload | None" = None) -> SimulationResult:
     with rare_full_collections():
-        return Simulator(topology, jobs, models, policy, perf, config, on_finish, elastic).run()
+        return Simulator(topology, jobs, models, policy, perf, config, on_finish, managed).run()
 
 
 @contextmanager

@@ -157,10 +157,10 @@ def test_elastic_jobs_are_refused_with_shared_contention_and_a_layout_of_other_n
     adapter = RoundAllocatorPolicy(OptimusOracle([4] * topology.machines), workload.jobs, layout)
     fabric = AnalyticalModel(topology)
     with pytest.raises(SimulationError, match="shared"):
-        Simulator(topology, [], {}, adapter, fabric, SimulatorConfig(contention="shared"), elastic=workload)
+        Simulator(topology, [], {}, adapter, fabric, SimulatorConfig(contention="shared"), managed=workload)
     halves = ElasticWorkload(ElasticJobs([2] * (2 * topology.machines), "t4", jobs, apps, timer), jobs, layout)
     with pytest.raises(SimulationError, match="its layout"):
-        Simulator(topology, [], {}, adapter, fabric, elastic=halves)
+        Simulator(topology, [], {}, adapter, fabric, managed=halves)
 
 
 def test_a_cluster_of_several_machine_shapes_lays_its_nodes_on_one_gpu_map():

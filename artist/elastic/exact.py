@@ -2,7 +2,7 @@
 loop's record of one job.
 
     simulate_elastic(cluster, specs, apps, timer, allocator, round_seconds) -> ElasticResult
-    Simulator(layout.topology, [], {}, policy, perf, config, elastic=ElasticWorkload(jobs, specs, layout))
+    Simulator(layout.topology, [], {}, policy, perf, config, managed=ElasticWorkload(jobs, specs, layout))
 
 An elastic job's GPU count, batch and (m, s) change during its life (artist/elastic/jobs.py); the loop
 gives it the GPUs its policy places it on and advances it exactly between events: its own events are the
@@ -32,13 +32,21 @@ EVENT_SNAP_SECONDS = 1e-6
 
 @dataclass(frozen=True)
 class ElasticWorkload:
-    """The elastic jobs of a run for the exact loop: the job side (ElasticJobs, with its cluster of nodes
-    and step timer), the jobs' specs, and where the nodes sit on the loop's topology."""
+    """The elastic jobs of a run as the exact loop's ManagedWorkload (artist/managed.py): the job side
+    (ElasticJobs, with its cluster of nodes and step timer), the jobs' specs, and where the nodes sit on the
+    loop's topology."""
     jobs: ElasticJobs
     specs: Sequence[ElasticJobSpec]
     layout: NodeLayout
 
-    def check(self, topology) -> None:
+    @property
+    def absent(self) -> tuple[int, ...]:
+        return self.layout.absent
+
+    def check(self, topology, config) -> None:
+        if config.contention == "shared":
+            raise ValueError("elastic jobs meet on links through their own round co-simulation (ElasticJobs' "
+                             "contention), not the loop's contention 'shared'")
         if self.layout.topology != topology:
             raise ValueError(f"the elastic jobs' nodes are laid out on topology {self.layout.topology.name!r}, "
                              f"the loop runs on {topology.name!r}")
@@ -47,12 +55,58 @@ class ElasticWorkload:
                              f"{sorted(set(self.jobs.capacity.tolist()))} GPUs, its layout "
                              f"{len(self.layout.capacity)} of {sorted(set(self.layout.capacity))}")
 
+    def states(self) -> list["ElasticJobState"]:
+        return [ElasticJobState(spec) for spec in self.specs]
+
+    def arrive(self, state: "ElasticJobState", now: float) -> None:
+        state.elastic = self.jobs.admit(state.spec)
+
+    def start(self, state: "ElasticJobState", placement: Placement, now: float, to_next_round: float) -> float:
+        state.start(self.jobs, self.layout.per_node(placement.gpus), placement, now, to_next_round)
+        return state.elastic.progress.restart_left
+
+    def seconds_to_event(self, state: "ElasticJobState") -> float:
+        """The end of its restart, of its epoch, or its completion."""
+        return self.jobs.seconds_to_event(state.elastic)
+
+    def own_event(self, state: "ElasticJobState", now: float) -> bool:
+        if state.train(self.jobs, now, own_event=True):
+            state.close_round()
+            return True
+        return False
+
+    def fold(self, state: "ElasticJobState", now: float) -> None:
+        state.train(self.jobs, now)
+
+    def stop(self, state: "ElasticJobState", now: float) -> None:
+        state.close_round()
+        self.jobs.allocate(state.elastic, np.zeros(len(self.jobs.capacity), dtype=int))
+
+    def round_end(self, running: Sequence["ElasticJobState"], now: float) -> None:
+        """Every running job trained up to now, and its round's progress closed."""
+        for state in running:
+            state.train(self.jobs, now)
+            state.close_round()
+
+    def round_begin(self, running: Sequence["ElasticJobState"], now: float, seconds: float) -> list:
+        """Every job holding GPUs begins a round; with shared contention, those meeting on links are timed
+        together for the round (their iteration times change, so their next events move)."""
+        for state in running:
+            state.open_round(self.jobs, now, seconds)
+        if self.jobs.contention is None:
+            return []
+        running = sorted(running, key=lambda state: (state.arrival, state.job_id))  # the round loop's order
+        self.jobs.share_round([state.elastic for state in running])
+        for state in running:
+            state.iteration_seconds = self.jobs.iteration(state.elastic)[0]
+        return running
+
 
 @dataclass(eq=False)
 class ElasticJobState:
     """The loop's record of an elastic job (what JobState is for a rigid one; the same bookkeeping names)."""
     spec: ElasticJobSpec
-    is_elastic = True
+    managed = True
     model = None
     estimate = None
     elastic: ElasticJob | None = None  # admitted at its arrival
@@ -171,7 +225,7 @@ def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[Ela
     topology = layout.topology
     result = simulate(topology, [], {}, policy, AnalyticalModel(topology),
                       SimulatorConfig(round_interval_s=round_seconds, restore_seconds=0.0),
-                      elastic=ElasticWorkload(jobs, specs, layout))
+                      managed=ElasticWorkload(jobs, specs, layout))
     done = sorted((s.elastic for s in result.jobs), key=lambda j: j.spec.job_id)
     makespan = max((j.finish for j in done), default=0.0)
     contention = jobs.contention
