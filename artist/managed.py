@@ -29,7 +29,7 @@ class ManagedWorkload(Protocol):
         """The job starts on `placement` (it held none): its configuration there; returns the restart
         seconds it pays before progressing. Sets state.placement and state.iteration_seconds."""
 
-    def seconds_to_event(self, state) -> float | None:
+    def seconds_to_event(self, state, now: float) -> float | None:
         """Seconds from now to the job's next own event (None: none known until its next round)."""
 
     def own_event(self, state, now: float) -> bool:

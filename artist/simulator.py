@@ -491,7 +491,7 @@ class Simulator:
 
     def _push_managed(self, state) -> None:
         """The job's next own event, if its workload knows one yet (else its next round tells)."""
-        seconds = self.managed.seconds_to_event(state)
+        seconds = self.managed.seconds_to_event(state, self.now)
         if seconds is not None:
             self._push(self.now + seconds, COMPLETION, (state.job_id, state.version))
 

@@ -41,7 +41,7 @@ class RoundAllocatorPolicy(Policy):
 
     def schedule(self, view: SchedulerView) -> Decision:
         current = view.current_allocations()
-        if not view.is_round:
+        if not view.is_round:  # the next round decides (asked for, so that waiting jobs are not taken as stuck)
             return Decision(current, self._next_round(view.now) if view.waiting else None)
         states = sorted(view.waiting + view.running, key=lambda s: (s.arrival, s.job_id))
         if not states:

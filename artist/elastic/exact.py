@@ -65,7 +65,7 @@ class ElasticWorkload:
         state.start(self.jobs, self.layout.per_node(placement.gpus), placement, now, to_next_round)
         return state.elastic.progress.restart_left
 
-    def seconds_to_event(self, state: "ElasticJobState") -> float:
+    def seconds_to_event(self, state: "ElasticJobState", now: float) -> float:
         """The end of its restart, of its epoch, or its completion."""
         return self.jobs.seconds_to_event(state.elastic)
 
