@@ -44,8 +44,31 @@ class JobFacts:
         return self.job.arrival
 
 
+@dataclass(eq=False, kw_only=True)
+class LoopRecord:
+    """What the event loop keeps of every job, whoever keeps its progress: the loop for a rigid job
+    (JobState), its workload for a managed one (artist/managed.py)."""
+    status: str = WAITING
+    placement: Placement | None = None
+    iteration_seconds: float = 0.0  # seconds per iteration (step) on the current placement
+    first_start: float | None = None
+    finish: float | None = None
+    started_at: float | None = None  # start of the current run (None while waiting)
+    waiting_since: float | None = None
+    waited_seconds: float = 0.0  # total time spent waiting, all episodes before the current one
+    ran_seconds: float = 0.0  # total wall time holding GPUs, all runs before the current one
+    preemptions: int = 0
+    migrations: int = 0
+    history: list[PlacementRecord] = field(default_factory=list)
+    version: int = 0  # bumps whenever the predicted completion (or next own event) changes
+
+    @property
+    def has_run(self) -> bool:
+        return self.first_start is not None
+
+
 @dataclass(eq=False)
-class JobState:
+class JobState(LoopRecord):
     managed = False  # progress kept by the loop (artist/managed.py: a job whose workload keeps it)
     job: Job
     model: ModelProfile
@@ -54,27 +77,14 @@ class JobState:
     job_id: str = field(init=False)
     gpus: int = field(init=False)
     arrival: float = field(init=False)
-    status: str = WAITING
-    placement: Placement | None = None
     estimate: StepEstimate | None = None  # the performance model's step on the current placement
-    iteration_seconds: float = 0.0  # compute + exposed communication on the current placement
     # progress anchor: iterations done at anchor_time; progress resumes at resume_at
     anchor_time: float = 0.0
     anchor_iterations: float = 0.0
     resume_at: float = 0.0
     # accounting
-    first_start: float | None = None
-    finish: float | None = None
-    started_at: float | None = None  # start of the current run (None while waiting)
-    waiting_since: float | None = None
-    waited_seconds: float = 0.0  # total time spent waiting, all episodes before the current one
-    ran_seconds: float = 0.0  # total wall time holding GPUs, all runs before the current one
     exposed_comm_total: float = 0.0  # exposed comm seconds accumulated over finished iterations
     collective_total: float = 0.0
-    preemptions: int = 0
-    migrations: int = 0
-    history: list[PlacementRecord] = field(default_factory=list)
-    version: int = 0  # bumps whenever the predicted completion changes
     # contention ("shared" mode): the step alone on the current placement, rate changes by co-runners,
     # and the iterations' time at the shared rates and at the rates alone
     alone_estimate: StepEstimate | None = None
@@ -90,10 +100,6 @@ class JobState:
     def contention_slowdown(self) -> float:
         """Time of the iterations done at the shared rates / the same iterations alone (1: never slowed)."""
         return self.shared_step_total / self.alone_step_total if self.alone_step_total > 0 else 1.0
-
-    @property
-    def has_run(self) -> bool:
-        return self.first_start is not None
 
     def iterations_done(self, now: float) -> float:
         if self.status != RUNNING:

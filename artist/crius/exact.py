@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from artist.crius.truth import GroundTruth
 from artist.elastic.cluster import ElasticCluster, NodeLayout, Pool as MapPool
-from artist.jobstate import WAITING, PlacementRecord
+from artist.jobstate import LoopRecord
 from artist.placement import Placement
 from artist.policies.crius.cells import PROFILE_SECONDS
 from artist.policies.crius.catalogue import Catalogue, RunPlan
@@ -49,7 +49,7 @@ class Records:
 
 
 @dataclass(eq=False)
-class CriusJobState:
+class CriusJobState(LoopRecord):
     """The loop's record of a Crius job (JobState's bookkeeping names)."""
     run: JobRun
     ready_at: float  # its arrival plus its profiling: when it reaches the loop
@@ -58,19 +58,6 @@ class CriusJobState:
     estimate = None
     job_id: str = field(init=False)
     arrival: float = field(init=False)
-    status: str = WAITING
-    placement: Placement | None = None
-    iteration_seconds: float = 0.0
-    first_start: float | None = None
-    finish: float | None = None
-    started_at: float | None = None
-    waiting_since: float | None = None
-    waited_seconds: float = 0.0
-    ran_seconds: float = 0.0
-    preemptions: int = 0
-    migrations: int = 0
-    history: list[PlacementRecord] = field(default_factory=list)
-    version: int = 0
     finish_at: float | None = None  # when it completes within the current round (None: not this round)
 
     def __post_init__(self):
@@ -79,10 +66,6 @@ class CriusJobState:
     @property
     def gpus(self) -> int:
         return self.run.alloc[1] if self.run.alloc is not None else 0
-
-    @property
-    def has_run(self) -> bool:
-        return self.first_start is not None
 
 
 class CriusWorkload:

@@ -21,7 +21,7 @@ import numpy as np
 from artist.elastic.cluster import ElasticCluster, NodeLayout
 from artist.elastic.jobs import ElasticJob, ElasticJobs, ElasticJobSpec, StepTimer
 from artist.elastic.result import ElasticResult
-from artist.jobstate import RUNNING, WAITING, PlacementRecord
+from artist.jobstate import LoopRecord
 from artist.placement import Placement
 
 # How far beyond a span's end a job's own boundary (restart end, epoch end) may lie and still count as the
@@ -103,7 +103,7 @@ class ElasticWorkload:
 
 
 @dataclass(eq=False)
-class ElasticJobState:
+class ElasticJobState(LoopRecord):
     """The loop's record of an elastic job (what JobState is for a rigid one; the same bookkeeping names)."""
     spec: ElasticJobSpec
     managed = True
@@ -112,24 +112,11 @@ class ElasticJobState:
     elastic: ElasticJob | None = None  # admitted at its arrival
     job_id: str = field(init=False)
     arrival: float = field(init=False)
-    status: str = WAITING
-    placement: Placement | None = None
-    iteration_seconds: float = 0.0
-    anchor_time: float = 0.0  # progress folded in up to here
-    first_start: float | None = None
-    finish: float | None = None
-    started_at: float | None = None
-    waiting_since: float | None = None
-    waited_seconds: float = 0.0
-    ran_seconds: float = 0.0
-    preemptions: int = 0
-    migrations: int = 0
-    history: list[PlacementRecord] = field(default_factory=list)
-    version: int = 0
     round_mark: float | None = None  # progress when the current round began (it held GPUs then)
     # The job's clock: it trains in segments that end at the loop's periodic rounds, spending `left` of
-    # the segment's seconds span by span as the round loop does (simulation.py), so both loops give the
-    # same bits: `used` seconds of [segment_start, segment_start + segment_seconds) trained so far.
+    # the segment's seconds span by span as the Pollux and Sia artifacts' round-stepped simulators do
+    # (the same bits as ArtISt's own round loop had): `used` seconds of [segment_start, segment_start +
+    # segment_seconds) trained so far.
     segment_start: float = 0.0
     segment_seconds: float = 0.0
     left: float = 0.0
@@ -141,14 +128,6 @@ class ElasticJobState:
     @property
     def gpus(self) -> int:
         return self.elastic.gpus if self.elastic is not None else 0
-
-    @property
-    def has_run(self) -> bool:
-        return self.first_start is not None
-
-    @property
-    def running(self) -> bool:
-        return self.status == RUNNING
 
     # ---- the job's clock ---------------------------------------------------
     def start(self, jobs: ElasticJobs, per_node: np.ndarray, placement: Placement, now: float,
