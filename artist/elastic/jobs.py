@@ -19,8 +19,8 @@ faster type (Sia's artifact's rule for a heterogeneity-unaware policy's mixed al
 agent per type. With profiling (Sia section 3.2), a new job is first profiled on one GPU of every type at
 PROFILE_BATCHES local batches and the GPU time is charged to it.
 
-Both loops drive jobs through this class: the 60 s round loop (simulation.py) and the exact event loop
-(artist/simulator.py, with artist/elastic/allocators.py), so a job behaves the same in either.
+The exact event loop (artist/simulator.py) drives jobs through this class (artist/elastic/exact.py), their
+allocator deciding every round (artist/elastic/allocators.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ PROFILE_BATCHES = 10
 PROFILE_ITERATIONS = 3
 # Ties of a mixed allocation go to the faster type (Sia's artifact: a100 > quad > rtx > t4); others after.
 FASTER_TYPES = ("a100", "quad", "rtx", "t4")
-# A span shorter than this is no span (the round loop's tolerance on the seconds left in a round).
+# A span shorter than this is no span (a tolerance on the seconds left in a round).
 NO_TIME = 1e-9
 
 

@@ -3,10 +3,10 @@ line `artist simulate` gives a policy it cannot run.
 
 Policies are listed by where they run today (README "Design notes"): the exact event loop's rigid-job
 policies (artist/simulator.py: `artist simulate`, rigid sweep specs), the allocators of elastic jobs (specs
-with `loop: elastic`; the same event loop runs them, deciding every 60 s round: artist/elastic/exact.py) and
-Crius' loop of 300 s rounds (artist/crius/simulation.py: sweeps/crius.yaml). Each keeps its own registry;
-this module only reads them. A name in several places is a different implementation in each (gandiva,
-tiresias, gavel, crius), and the listing says so.
+with `loop: elastic`; the event loop runs them, deciding every 60 s round: artist/elastic/exact.py) and
+Crius' schedulers (specs with `loop: crius`; the event loop again, 300 s rounds: artist/crius/). Each
+keeps its own registry; this module only reads them. A name in several places is a different
+implementation in each (gandiva, tiresias, gavel, crius), and the listing says so.
 """
 
 from __future__ import annotations

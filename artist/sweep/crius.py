@@ -1,4 +1,4 @@
-"""Sweeps of Crius' round loop (artist/crius/simulation.py): specs with `loop: crius`.
+"""Sweeps of Crius' jobs (artist/crius/simulation.py, in the event loop): specs with `loop: crius`.
 
     name: crius-fig16
     loop: crius

@@ -2,7 +2,7 @@
 with `loop: elastic`.
 
     name: pollux
-    loop: elastic                                   # the 60 s-round loop of elastic jobs
+    loop: elastic                                   # elastic jobs, decided every 60 s round
     topology: ../topologies/pollux-t4.yaml          # one or a list (axis); GPUs per node = its machines; or a
                                                     # cluster file of several GPU types (topologies/clusters/)
     elastic: {applications: ../workloads/pollux, round_seconds: 60, contention: isolated}   # optional; defaults

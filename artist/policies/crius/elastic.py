@@ -32,7 +32,7 @@ keeps its GPUs; the others are packed into their type's pool, largest first (the
 fewest machines, then the fewest racks (pack()). A changed allocation restarts the job: the loop charges
 its application's restart delay (ElasticProgress.resize).
 
-What differs from Crius' own loop (simulation.py): 60 s rounds instead of 5-minute ones (decisions still
+What differs from Crius' own runs (artist/crius/): 60 s rounds instead of 5-minute ones (decisions still
 only on events), DP-only Cells without plan tuning, the profiling is Sia's 1-GPU profile of every type
 (charged as GPU time to the job, without delaying its start), the estimate's compute is measured rather
 than derived from FLOPs, and jobs run on the loop's ground truth (measured compute + the network backend's

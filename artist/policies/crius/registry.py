@@ -1,5 +1,5 @@
-"""The policies of Crius' loop (artist/crius/simulation.py) by name: Crius and its paper's baselines
-(baselines.py), Gavel through the Gavel module (gavel.py)."""
+"""The policies of Crius' jobs (run by artist/crius/simulation.py in the event loop) by name: Crius and its
+paper's baselines (baselines.py), Gavel through the Gavel module (gavel.py)."""
 
 from __future__ import annotations
 
