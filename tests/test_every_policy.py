@@ -54,3 +54,34 @@ def test_the_suite_is_every_papers_policy_and_baseline():
         "pollux", "optimus-oracle", "sia", "gavel",  # Pollux and Sia and their baselines
         "crius", "fcfs", "elasticflow-ls"}  # Crius and its baselines (gandiva and gavel above)
     assert {loop for _, loop in _builtin()} == {EXACT, ELASTIC, CRIUS}
+
+
+def _simulate_args(name: str) -> list[str]:
+    from artist.commands.simulate_jobs import dialect_of
+
+    args = ["simulate", "--policy", name, "--quiet", "--no-cache"]
+    dialect = dialect_of(name, "dally-3tier")
+    if dialect == "crius":
+        return args + ["--topology", "crius-testbed", "--workload", "crius:jobs=4,arrivals_per_hour=20",
+                       "--policy-param", "depth=1"]
+    if name == "pollux":
+        args += ["--policy-param", "pop_size=6", "--policy-param", "generations=3"]
+    if name == "gavel":
+        args += ["--policy-param", "tuned_jobs=true"]
+    return args + ["--racks", "1", "--workload", "poisson:n=5,interarrival=120,gpus=1|2|4,models=resnet18|bert_large|"
+                                                 "alexnet"]
+
+
+@pytest.mark.parametrize("name", sorted({p.name for p in all_policies()}))
+def test_artist_simulate_runs_every_policy_of_the_listing(tmp_path, capsys, name):
+    assert main(_simulate_args(name) + ["--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert f"policy {name}" in printed and (tmp_path / "jobs.csv").is_file()
+    jobs = pd.read_csv(tmp_path / "jobs.csv")
+    assert len(jobs) > 0 and jobs.filter(like="finish").notna().all().all()
+
+
+def test_a_crius_policy_on_a_cluster_that_is_not_crius_is_one_clear_line(capsys):
+    assert main(["simulate", "--policy", "fcfs", "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--topology" in err[0] and "crius-testbed" in err[0]

@@ -32,7 +32,10 @@ def add_parser(sub) -> None:
                         "helios, acme, pollux, gavel, tiresias, crius; README) or a generator: batch:n=500 | "
                         "poisson:n=400,interarrival=120 (default: workloads/traces/small.csv)")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
-    p.add_argument("--policy", default="fifo", help=f"one of: {', '.join(policy_names())}")
+    p.add_argument("--policy", default="fifo",
+                   help=f"one of: {', '.join(policy_names())}; or a policy of elastic jobs (pollux, sia, gavel, "
+                        f"optimus-oracle) or of Crius' jobs (crius, fcfs, elasticflow-ls; --topology crius-testbed "
+                        f"or crius-1280): `artist list policies`")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="policy parameter (repeatable); values are parsed as YAML scalars")
     p.add_argument("--plugin", default=None, metavar="FILE.py",
@@ -87,11 +90,13 @@ def run(args) -> int:
 
         load_plugin(args.plugin)
     if args.policy not in policy_names():
-        from artist.policies.suite import not_in_exact_loop
+        from artist.commands import simulate_jobs
 
-        raise InputError("command line", "--policy", not_in_exact_loop(args.policy) or
-                         f"unknown policy {args.policy!r}; known: {', '.join(policy_names())} "
-                         f"(`artist list policies`: every loop's)")
+        dialect = simulate_jobs.dialect_of(args.policy, args.topology)
+        if dialect is None:
+            raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; `artist list policies` "
+                                                         f"lists every one")
+        return simulate_jobs.run(args, parse_params(args.policy_param), dialect)
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)

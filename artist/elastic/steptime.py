@@ -5,10 +5,10 @@
 C(m) is the measured forward + backward time of one GPU of the type at local batch m (the artifact's
 step_time - sync_time, artist/elastic/measured.py). The synchronising pass is ArtISt's DDP step graph
 (artist/parallel/ddp.py: gradient buckets all-reduced as backward produces them) timed by a FabricModel
-on the placement's canonical shape, so the exposed communication is the network model's, not the
-artifact's measured sync_time. Gradient sizes come from a model profile standing in for the application
-(artist/workload/traces/pollux.py APPLICATIONS: ResNet-18 and ResNet-50 by name, stand-ins of the same
-Pollux size category for the others).
+on the placement's canonical shape (its machines' GPU counts, rack by rack), so the exposed communication
+is the network model's, not the artifact's measured sync_time. Gradient sizes come from a model profile
+standing in for the application (artist/workload/traces/pollux.py APPLICATIONS: ResNet-18 and ResNet-50
+by name, stand-ins of the same Pollux size category for the others).
 
 This is the simulator's side: policies never call it.
 """
@@ -36,18 +36,23 @@ class NetworkStepTimer:
 
     def seconds(self, app: str, gpu_type: str, per_node: Sequence[int], local_batch: int, accum_steps: int
                 ) -> tuple[float, float]:
-        """(iteration seconds, one pass's compute seconds) on GPUs per node `per_node` (zeros ignored)."""
-        counts = tuple(sorted((c for c in per_node if c > 0), reverse=True))
+        """(iteration seconds, one pass's compute seconds) on GPUs per node `per_node` (node i: machine i of
+        the topology, so machine i // machines_per_rack's rack; zeros ignored)."""
+        racks: dict[int, list[int]] = {}
+        for machine, count in enumerate(per_node):
+            if count > 0:
+                racks.setdefault(machine // self.topology.machines_per_rack, []).append(int(count))
+        counts = tuple(sorted((tuple(sorted(r, reverse=True)) for r in racks.values()), reverse=True))
         if not counts:
             raise ValueError("an iteration needs at least one GPU")
         compute = float(self.apps[app].compute[gpu_type](local_batch))
         key = (app, gpu_type, counts, local_batch)
         step = self._memo.get(key)
         if step is None:
-            if len(counts) == 1 and counts[0] == 1:
+            if counts == ((1,),):
                 step = compute  # one GPU: nothing to synchronise
             else:
-                placement = placement_from_shape(self.topology, [counts])
+                placement = placement_from_shape(self.topology, counts)
                 graph = ddp_step(self.profiles[app], placement, compute)
                 timing = self.fabric.time({"job": graph})["job"]
                 step = max(timing.step_seconds, compute)

@@ -1,11 +1,11 @@
-"""Every policy of the suite, in whichever loop runs it today, for `artist list policies` and for the one
-line `artist simulate` gives a policy it cannot run.
+"""Every policy of the suite with the kinds of jobs it schedules, for `artist list policies`.
 
-Policies are listed by where they run today (README "Design notes"): the exact event loop's rigid-job
-policies (artist/simulator.py: `artist simulate`, rigid sweep specs), the allocators of elastic jobs (specs
-with `loop: elastic`; the event loop runs them, deciding every 60 s round: artist/elastic/exact.py) and
-Crius' schedulers (specs with `loop: crius`; the event loop again, 300 s rounds: artist/crius/). Each
-keeps its own registry; this module only reads them. A name in several places is a different
+One event loop (artist/simulator.py) runs them all; what still differs is the kind of jobs (README "Design
+notes"): rigid jobs (artist/policies/registry.py: `artist simulate`, rigid sweep specs), elastic jobs (the
+allocators of artist/policies/pollux/registry.py, deciding every 60 s round: specs with `loop: elastic`,
+artist/elastic/exact.py) and Crius' jobs (artist/policies/crius/registry.py, 300 s rounds: `loop: crius`,
+artist/crius/). `artist simulate --policy P` runs any of them (artist/commands/simulate_jobs.py). Each
+kind keeps its own registry; this module only reads them. A name in several places is a different
 implementation in each (gandiva, tiresias, gavel, crius), and the listing says so.
 """
 
@@ -14,15 +14,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-EXACT, ELASTIC, CRIUS = "exact", "elastic", "crius"
-WHERE = {EXACT: "artist simulate; sweep specs", ELASTIC: "sweep specs with loop: elastic, elastic jobs",
-         CRIUS: "sweep specs with loop: crius"}
+# the kinds of jobs a policy schedules (each with its registry and spec dialect; one event loop runs all)
+EXACT, ELASTIC, CRIUS = "rigid", "elastic", "crius"
 
 
 @dataclass(frozen=True)
 class PolicyListing:
     name: str
-    loops: tuple[str, ...]  # EXACT, ELASTIC, CRIUS: where it runs
+    loops: tuple[str, ...]  # EXACT, ELASTIC, CRIUS: the kinds of jobs it schedules (one implementation each)
     summary: str  # one line: what it is, what its jobs need
 
 
@@ -47,21 +46,10 @@ def all_policies() -> list[PolicyListing]:
     for name, entry in ELASTIC_POLICIES.items():
         loops.setdefault(name, []).append(ELASTIC)
         if name not in RIGID_IN_ELASTIC:  # the rigid ones are the exact loop's, described there
-            summary.setdefault(name, []).append(f"elastic loop: {entry.summary}" if EXACT in loops[name]
+            summary.setdefault(name, []).append(f"elastic jobs: {entry.summary}" if EXACT in loops[name]
                                                  else entry.summary)
     for name in CRIUS_POLICIES:
         loops.setdefault(name, []).append(CRIUS)
         text = SUMMARIES[name]
-        summary.setdefault(name, []).append(f"crius loop: {text}" if len(loops[name]) > 1 else text)
+        summary.setdefault(name, []).append(f"Crius' jobs: {text}" if len(loops[name]) > 1 else text)
     return [PolicyListing(name, tuple(loops[name]), "; ".join(summary[name])) for name in sorted(loops)]
-
-
-def not_in_exact_loop(name: str) -> str | None:
-    """Why `artist simulate` cannot run `name`, in one line naming where it runs; None if it can or the
-    name is unknown everywhere."""
-    for listing in all_policies():
-        if listing.name == name and EXACT not in listing.loops:
-            where = " or ".join(f"the {loop} loop ({WHERE[loop]})" for loop in listing.loops)
-            return (f"policy {name!r} runs in {where}, not in the exact loop that `artist simulate` runs "
-                    f"(README: 'Elastic jobs and Pollux', 'Crius')")
-    return None

@@ -324,6 +324,16 @@ class _GeneratedJobs:
         return ElasticJobSpec(job.job_id, float(job.arrival), app, gpus=job.gpus, batch=batch)
 
 
+def _job_trace_csv(path: Path) -> Path | None:
+    """The path if it is a CSV of rigid jobs (no Pollux/Sia `application` column), else None."""
+    if not path.is_file():
+        return None
+    from artist.errors import read_input_file
+
+    header = read_input_file(path)[0].partition("\n")[0]
+    return None if "application" in [h.strip() for h in header.split(",")] else path
+
+
 def _workloads(f: Fields, base: Path, apps: Mapping, models: Mapping):
     from artist.sweep import spec as rigid
     from artist.workload.spec import GENERATORS
@@ -335,11 +345,17 @@ def _workloads(f: Fields, base: Path, apps: Mapping, models: Mapping):
                              "first} mappings"):
         text = wf.string("spec")
         kind = text.partition(":")[0]
-        if kind in GENERATORS or kind in TRACE_KINDS:
+        job_trace = _job_trace_csv(rigid._resolve(base, text)) if kind not in GENERATORS and kind not in TRACE_KINDS \
+            else None
+        if kind in GENERATORS or kind in TRACE_KINDS or job_trace is not None:
             if wf.has("realistic"):
                 raise wf.error("realistic", "a generated or published workload has one configuration (M0 x GPUs)")
-            choice = (WorkloadChoice(wf.string("label", text), text, text, {"generator": text}) if kind in GENERATORS
-                      else rigid._trace_workload(wf, text, base))
+            if job_trace is not None:  # a trace of rigid jobs (canonical or Helios CSV): run as generated ones
+                choice = WorkloadChoice(wf.string("label", job_trace.stem), text, str(job_trace),
+                                        {"trace_sha256": sha256_file(job_trace)})
+            else:
+                choice = (WorkloadChoice(wf.string("label", text), text, text, {"generator": text})
+                          if kind in GENERATORS else rigid._trace_workload(wf, text, base))
             first = wf.integer("first", minimum=1) if wf.has("first") else None
             if first:
                 choice.identity["first"] = first

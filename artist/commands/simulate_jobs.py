@@ -1,0 +1,132 @@
+"""`artist simulate` for the policies of elastic jobs (Pollux, Sia, Gavel, Optimus+Oracle) and of Crius' jobs
+(Crius, FCFS, ElasticFlow-LS): one run of their sweep dialect (artist/sweep/elastic.py, artist/sweep/crius.py)
+in the same event loop, its results row printed and its tables written.
+
+Elastic jobs: each job of --workload (a trace CSV, a published trace or a generator) runs the measured
+application its model stands for at batch M0 x GPUs (artist/sweep/elastic.py _GeneratedJobs); a Pollux
+workload CSV runs as written. The cluster is --topology: a one-type topology times the jobs' compute with
+Pollux's measured T4 tables (workloads/pollux), a cluster file of several GPU types (topologies/clusters/)
+with Sia's tables of every type (workloads/sia).
+
+Crius' jobs: --topology names a Crius cluster (crius-testbed, crius-1280); --workload is Crius' generator,
+crius:jobs=N,arrivals_per_hour=R (the default trace stands for crius:jobs=60,arrivals_per_hour=20), or a
+Philly cluster_job_log (philly:path=FILE) whose arrivals and durations Crius' jobs take.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from artist import shipped
+from artist.errors import InputError
+
+POLLUX_APPS, SIA_APPS = shipped.ROOT / "workloads" / "pollux", shipped.ROOT / "workloads" / "sia"
+CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # a small Crius workload: ~3 h of arrivals
+
+
+def dialect_of(policy: str, topology: str) -> str | None:
+    """"elastic" or "crius" for a policy `artist simulate` runs through one of those dialects; None for a rigid
+    one (or an unknown name). A name of both (gavel) goes by the topology: a Crius cluster -> crius."""
+    from artist.policies.crius.cluster import CLUSTERS
+    from artist.policies.crius.registry import POLICIES as CRIUS
+    from artist.policies.pollux.registry import ELASTIC_POLICIES
+
+    crius, elastic = policy in CRIUS, policy in ELASTIC_POLICIES
+    if crius and (not elastic or topology in CLUSTERS):
+        return "crius"
+    return "elastic" if elastic else None
+
+
+def _comm(args) -> dict:
+    return {"backend": args.backend, "algorithm": args.algorithm, "channels": args.channels}
+
+
+def _elastic_spec(args, params: dict) -> dict:
+    path = shipped.topology_path(args.topology) if not Path(args.topology).is_file() else Path(args.topology)
+    is_cluster = "pools" in (yaml.safe_load(path.read_text()) or {})
+    spec = {"name": f"simulate-{args.policy}", "loop": "elastic", "topology": str(path.resolve()),
+            "elastic": {"applications": str(SIA_APPS if is_cluster else POLLUX_APPS)},
+            "policies": [{"name": args.policy, "params": params, "label": args.policy}],
+            "workloads": [{"spec": _workload_text(args.workload), "label": "workload"}],
+            "seeds": [args.seed], "comm": _comm(args)}
+    if args.racks is not None:
+        spec["racks"] = [args.racks]
+    return spec
+
+
+def _workload_text(text: str) -> str:
+    path = Path(text)
+    return str(path.resolve()) if path.is_file() else text
+
+
+def _crius_spec(args, params: dict) -> dict:
+    from artist.policies.crius.cluster import CLUSTERS
+
+    if args.topology not in CLUSTERS:
+        raise InputError("command line", "--topology", f"policy {args.policy!r} schedules Crius' jobs on a Crius "
+                                                       f"cluster: one of {', '.join(CLUSTERS)}")
+    unknown = sorted(set(params) - {"depth"})
+    if unknown:
+        raise InputError("command line", "--policy-param", f"{args.policy} in Crius' runs takes depth only, "
+                                                           f"not {', '.join(unknown)}")
+    spec = {"name": f"simulate-{args.policy}", "loop": "crius", "cluster": args.topology, **CRIUS_DEFAULT,
+            "seeds": [args.seed], "policies": [args.policy], "comm": args.backend}
+    if "depth" in params:
+        spec["depth"] = params["depth"]
+    text = args.workload
+    if text == str(shipped.DEFAULT_TRACE):
+        print(f"note: Crius' jobs come from its own generator: crius:jobs={CRIUS_DEFAULT['jobs']},"
+              f"arrivals_per_hour={CRIUS_DEFAULT['arrivals_per_hour']:g}", file=sys.stderr)
+    elif text.startswith("crius:"):
+        for item in filter(None, text.partition(":")[2].split(",")):
+            key, eq, value = item.partition("=")
+            if not eq or key not in CRIUS_DEFAULT:
+                raise InputError("command line", "--workload", f"crius: takes jobs=N,arrivals_per_hour=R; got {item!r}")
+            spec[key] = yaml.safe_load(value)
+    elif text.startswith("philly:path="):
+        spec["philly_log"] = str(Path(text.partition("=")[2]).resolve())
+    else:
+        raise InputError("command line", "--workload", f"Crius' jobs come from crius:jobs=N,arrivals_per_hour=R or a "
+                                                       f"Philly log philly:path=FILE, not {text!r}")
+    return spec
+
+
+def run(args, params: dict, dialect: str) -> int:
+    """One run of the dialect's spec; its results row printed, its tables in --out."""
+    from artist.sweep.run import run_sweep
+    from artist.sweep.spec import load_sweep_spec
+
+    spec_text = _crius_spec(args, params) if dialect == "crius" else _elastic_spec(args, params)
+    with tempfile.TemporaryDirectory(prefix="artist-simulate-") as tmp:
+        spec_path = Path(tmp) / f"{spec_text['name']}.yaml"
+        spec_path.write_text(yaml.safe_dump(spec_text, sort_keys=False))
+        try:
+            spec = load_sweep_spec(spec_path)
+        except InputError as exc:  # the spec is ours: name the command line, not the temporary file
+            raise InputError("command line", f"--policy {args.policy}", exc.problem) from None
+        report = run_sweep(spec, Path(tmp) / "out", n_jobs=1, use_cache=not getattr(args, "no_cache", False),
+                           cache_dir=getattr(args, "cache_dir", None), progress=not args.quiet, plots=False)
+        if report.failed:
+            run_, error = report.failed[0]
+            raise InputError("command line", "--policy", f"{args.policy}: {error.strip().splitlines()[-1]}")
+        row = pd.read_csv(report.results_csv).iloc[0]
+        row = row[list(row.index).index("jobs"):]  # the run's identity columns are the command line's
+        where = "Crius' jobs" if dialect == "crius" else "elastic jobs"
+        print(f"policy {args.policy} ({where}, decided in rounds in the event loop), {int(row['jobs'])} jobs, "
+              f"backend {args.backend}")
+        with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 200):
+            print(row.to_frame("value").to_string())
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            run_dir = next((Path(tmp) / "out" / "runs").iterdir())
+            for table in sorted(run_dir.iterdir()):
+                shutil.copy2(table, out / table.name)
+            print(f"tables written to {out}: {', '.join(sorted(p.name for p in run_dir.iterdir()))}")
+    return 0
