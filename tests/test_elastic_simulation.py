@@ -10,6 +10,7 @@ from artist.elastic.applications import POLLUX_DIR, pollux_applications
 from artist.elastic.exact import simulate_elastic
 from artist.elastic.jobs import ElasticJobs, ElasticJobSpec
 from artist.elastic.spec import ElasticSpec
+from artist.shipped import TOPOLOGIES_DIR
 from artist.policies.pollux.scheduler import PolluxScheduler
 
 
@@ -93,3 +94,30 @@ def test_a_lone_rigid_job_under_tiresias_runs_its_own_gpus_and_batch(timer):
     assert {g for _, g, _, _ in job.gpu_rounds} == {1} and job.progress.restarts == 0
     with pytest.raises(ValueError, match="both gpus and batch"):
         ElasticJobs([2], "t4", [ElasticJobSpec("k", 0.0, "cifar10", gpus=1)], apps, timer)
+
+
+def test_the_step_timer_places_machines_in_their_racks():
+    """Node i is machine i: machines 0 and 8 of dally-3tier (8 machines a rack) are in two racks, so their
+    ring crosses the spine; ten machines span two racks instead of being refused as one rack of ten."""
+    from artist.elastic.steptime import NetworkStepTimer
+    from artist.network.analytical import AnalyticalModel
+    from artist.placement import placement_from_shape
+    from artist.topology import load_topology
+    from artist.workload import load_models
+    from artist.workload.traces.pollux import APPLICATIONS
+
+    topo = load_topology(TOPOLOGIES_DIR / "dally-3tier.yaml")
+    apps = {k: a for k, (a, _) in pollux_applications().items()}
+    models = load_models()
+    timer = NetworkStepTimer(topo, AnalyticalModel(topo), apps, {k: models[APPLICATIONS[k][0]] for k in apps})
+    nodes = np.zeros(topo.machines, int)
+    nodes[[0, 8]] = 8
+    across = timer.seconds("imagenet", "t4", nodes, 81, 0)[0]
+    compute = timer.seconds("imagenet", "t4", [1], 81, 0)[1]
+    from artist.parallel.ddp import ddp_step
+    expected = AnalyticalModel(topo).time({"j": ddp_step(models["resnet50"], placement_from_shape(topo, [[8], [8]]),
+                                                         compute)})["j"].step_seconds
+    assert across == pytest.approx(max(expected, compute))
+    assert across > timer.seconds("imagenet", "t4", [8, 8], 81, 0)[0]  # the same two machines in one rack
+    nodes[:10] = 8
+    assert np.isfinite(timer.seconds("imagenet", "t4", nodes, 81, 0)[0])
