@@ -85,3 +85,22 @@ def test_a_crius_policy_on_a_cluster_that_is_not_crius_is_one_clear_line(capsys)
     assert main(["simulate", "--policy", "fcfs", "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--topology" in err[0] and "crius-testbed" in err[0]
+
+
+CLUSTER_FILES = sorted((ROOT / "topologies" / "clusters").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", ["fifo", "sia", "pollux"])
+@pytest.mark.parametrize("cluster", CLUSTER_FILES, ids=lambda p: p.stem)
+def test_artist_simulate_runs_rigid_and_elastic_policies_on_every_shipped_cluster_file(tmp_path, capsys, name,
+                                                                                         cluster):
+    args = [a for a in _simulate_args(name) if a not in ("--racks", "1")]
+    assert main(args + ["--topology", str(cluster), "--out", str(tmp_path)]) == 0
+    jobs = pd.read_csv(tmp_path / "jobs.csv")
+    assert len(jobs) == 5 and jobs.filter(like="finish").notna().all().all()
+
+
+def test_a_crius_only_policy_on_a_cluster_file_is_one_clear_line(capsys):
+    assert main(["simulate", "--policy", "elasticflow-ls", "--topology", str(CLUSTER_FILES[0]), "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Crius cluster" in err[0]

@@ -89,14 +89,14 @@ def run(args) -> int:
         from artist.policies.plugins import load_plugin
 
         load_plugin(args.plugin)
-    if args.policy not in policy_names():
-        from artist.commands import simulate_jobs
+    from artist.commands import simulate_jobs
 
-        dialect = simulate_jobs.dialect_of(args.policy, args.topology)
-        if dialect is None:
-            raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; `artist list policies` "
-                                                         f"lists every one")
+    dialect = simulate_jobs.dialect_of(args.policy, args.topology)
+    if dialect is not None:
         return simulate_jobs.run(args, parse_params(args.policy_param), dialect)
+    if args.policy not in policy_names():
+        raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; `artist list policies` "
+                                                     f"lists every one")
     policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
     topology = load_topology_from(args)
     models = load_models(args.models)

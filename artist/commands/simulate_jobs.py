@@ -2,11 +2,12 @@
 (Crius, FCFS, ElasticFlow-LS): one run of their sweep dialect (artist/sweep/elastic.py, artist/sweep/crius.py)
 in the same event loop, its results row printed and its tables written.
 
-Elastic jobs: each job of --workload (a trace CSV, a published trace or a generator) runs the measured
-application its model stands for at batch M0 x GPUs (artist/sweep/elastic.py _GeneratedJobs); a Pollux
-workload CSV runs as written. The cluster is --topology: a one-type topology times the jobs' compute with
-Pollux's measured T4 tables (workloads/pollux), a cluster file of several GPU types (topologies/clusters/)
-with Sia's tables of every type (workloads/sia).
+Elastic jobs (and rigid jobs under the rigid policies on a cluster file of several GPU types: the
+workload's GPU count at batch M0 x GPUs): each job of --workload (a trace CSV, a published trace or a
+generator) runs the measured application its model stands for at batch M0 x GPUs (artist/sweep/elastic.py
+_GeneratedJobs); a Pollux workload CSV runs as written. The cluster is --topology: a one-type topology
+times the jobs' compute with Pollux's measured T4 tables (workloads/pollux), a cluster file of several GPU
+types (topologies/clusters/) with Sia's tables of every type (workloads/sia).
 
 Crius' jobs: --topology names a Crius cluster (crius-testbed, crius-1280); --workload is Crius' generator,
 crius:jobs=N,arrivals_per_hour=R (the default trace stands for crius:jobs=60,arrivals_per_hour=20), or a
@@ -32,15 +33,39 @@ CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # a small Crius workloa
 
 def dialect_of(policy: str, topology: str) -> str | None:
     """"elastic" or "crius" for a policy `artist simulate` runs through one of those dialects; None for a rigid
-    one (or an unknown name). A name of both (gavel) goes by the topology: a Crius cluster -> crius."""
+    one on a topology (or an unknown name). A name of both (gavel) goes by the topology: a Crius cluster ->
+    crius. A rigid policy on a cluster file of several GPU types runs its rigid jobs as elastic specs do
+    (artist/policies/rigid_in_elastic.py). InputError for a Crius cluster under another policy."""
     from artist.policies.crius.cluster import CLUSTERS
     from artist.policies.crius.registry import POLICIES as CRIUS
     from artist.policies.pollux.registry import ELASTIC_POLICIES
 
+    from artist.policies.registry import policy_names
+
     crius, elastic = policy in CRIUS, policy in ELASTIC_POLICIES
-    if crius and (not elastic or topology in CLUSTERS):
+    if topology in CLUSTERS:
+        if not crius:
+            raise InputError("command line", "--topology", f"{topology} is a Crius cluster: Crius' policies run on it "
+                                                           f"({', '.join(CRIUS)}), not {policy!r}")
         return "crius"
-    return "elastic" if elastic else None
+    if crius and not elastic:
+        return "crius"
+    if elastic and (policy not in policy_names() or _is_cluster_file(topology)):
+        return "elastic"  # a rigid policy on a cluster of several GPU types: rigid jobs of measured applications
+    return None
+
+
+def _is_cluster_file(topology: str) -> bool:
+    path = Path(topology)
+    if not path.is_file():
+        try:
+            path = shipped.topology_path(topology)
+        except InputError:
+            return False
+    try:
+        return "pools" in (yaml.safe_load(path.read_text()) or {})
+    except (OSError, yaml.YAMLError):
+        return False
 
 
 def _comm(args) -> dict:

@@ -9,9 +9,9 @@ node. Nothing of the policies' decision logic is re-written here.
 What the policy sees:
 - topology: the cluster's pools as one fabric of racks (pool by pool, in the cluster file's order), with
   each pool's racks and machines as they are, so machine / rack / network tiers (Dally's consolidation,
-  its timers' size rules, Gandiva's locality) come from the pools' topologies. Every pool must have the
-  same machines per rack and GPUs per machine (one Topology has one shape); other clusters are refused.
-  Node i of the elastic cluster is machine i of that topology (both enumerate pools, then machines).
+  its timers' size rules, Gandiva's locality) come from the pools' topologies. Pools of different machine
+  shapes lie on the largest (the cluster's NodeLayout): a smaller machine's missing GPUs and a smaller
+  rack's missing machines are never free, so the policy sees each machine with the GPUs it has.
 - jobs: one RigidJobState per JobView (a rigid job: the workload's TunedJobs GPU count and batch). What a
   JobState answers is read from the loop: iterations done and remaining from the oracle at the job's batch
   (artist/elastic/oracle.py, exact, as a rigid JobState knows its iterations), time holding GPUs =
@@ -103,19 +103,16 @@ class RigidJobState(JobFacts):
 
 
 def fabric_topology(cluster):
-    """The cluster's pools as one Topology of racks (pool by pool), for placement decisions only: its
-    tiers are the first pool's and nothing times traffic on it. ValueError if the pools' shapes differ."""
-    first = cluster.pools[0].topology
-    shapes = {(p.topology.machines_per_rack, p.topology.gpus_per_machine) for p in cluster.pools}
-    if len(shapes) > 1:
-        listed = ", ".join(f"{p.gpu_type}: {p.topology.machines_per_rack} machines x {p.topology.gpus_per_machine}"
-                           f" GPUs per rack" for p in cluster.pools)
-        raise ValueError(f"rigid policies see the cluster as one fabric of racks: every pool needs the same "
-                         f"machines per rack and GPUs per machine ({listed})")
+    """The cluster's pools as one Topology of racks (pool by pool) and where each node's GPUs are on it, for
+    placement decisions only: the GPU map of the cluster's NodeLayout (artist/elastic/cluster.py: pools of
+    other machine shapes laid on the largest, the GPUs of no node never free) with the first pool's tiers
+    and nothing that times traffic (a bundle spine, no hierarchy, one NIC per GPU)."""
+    layout = cluster.layout()
     rack_types = tuple(p.gpu_type for p in cluster.pools for _ in range(p.topology.racks))
-    return dataclasses.replace(first, name=f"{cluster.name} (one fabric)", racks=len(rack_types),
-                               rack_gpu_types=rack_types, gpu_types={}, spine_model="bundle", hierarchy=None,
-                               rack_wiring="switch", nics_per_machine=0, nic_of_gpu=())
+    topology = dataclasses.replace(layout.topology, name=f"{cluster.name} (one fabric)", rack_gpu_types=rack_types,
+                                   gpu_types={}, spine_model="bundle", hierarchy=None, rack_wiring="switch",
+                                   nics_per_machine=0, nic_of_gpu=())
+    return topology, layout
 
 
 class _ElasticView(SchedulerView):
@@ -140,7 +137,7 @@ class RigidPolicyAllocator:
     def __init__(self, policy: Policy, cluster, context=None):
         self.policy = policy
         self.cluster = cluster
-        self.topology = fabric_topology(cluster)
+        self.topology, self.layout = fabric_topology(cluster)
         self.capacity = np.array(cluster.capacity, dtype=int)
         self.node_types = list(cluster.node_types)
         self.context = context
@@ -179,8 +176,7 @@ class RigidPolicyAllocator:
         return fixed_batch_config(spec.batch, gpus, elastic, gpu_type)
 
     def _per_node(self, gpus: Sequence[int]) -> np.ndarray:
-        gpm = self.topology.gpus_per_machine
-        return np.bincount(np.asarray(gpus, dtype=int) // gpm, minlength=len(self.capacity))
+        return self.layout.per_node(gpus)
 
     def _estimate(self, state: RigidJobState, placement: Placement) -> StepEstimate:
         per_node = self._per_node(placement.gpus)
@@ -221,7 +217,10 @@ class RigidPolicyAllocator:
         ids = {j.job_id for j in jobs}
         for gone in [j for j in self._held if j not in ids]:
             del self._held[gone]
-        free = FreeMap(self.topology)
+        absent = set(self.layout.absent)
+        gpm = self.topology.gpus_per_machine
+        free = FreeMap(self.topology, [[g for g in range(m * gpm, (m + 1) * gpm) if g not in absent]
+                                       for m in range(self.topology.machines)] if absent else None)
         free.take(g for gpus in self._held.values() for g in gpus)
         for job in jobs:
             current = np.asarray(job.current, dtype=int)
@@ -234,7 +233,9 @@ class RigidPolicyAllocator:
             if current.sum() > 0:  # placed by someone else (or changed): the lowest free GPUs of its nodes
                 gpus = []
                 for node in np.flatnonzero(current):
-                    mine = list(free.free_by_machine[node][: int(current[node])])  # node i = machine i
+                    own = self.layout.node_gpus[node]
+                    machine = self.topology.machine_of(own[0])
+                    mine = [g for g in free.free_by_machine[machine] if own[0] <= g <= own[-1]][: int(current[node])]
                     if len(mine) < current[node]:
                         raise ValueError(f"job {job.job_id}: its allocation exceeds node {node}'s free GPUs")
                     gpus.extend(mine)
