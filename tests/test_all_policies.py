@@ -72,9 +72,11 @@ def test_bad_rigid_policy_params_in_an_elastic_spec_name_the_field(tmp_path, pol
     assert "policies[0].params" in str(exc.value) and message in str(exc.value) and str(path) in str(exc.value)
 
 
-def test_a_rigid_policy_on_a_cluster_of_several_machine_shapes_is_refused_when_the_spec_loads(tmp_path):
+def test_a_rigid_policy_on_a_cluster_of_several_machine_shapes_loads(tmp_path):
+    """Sia's cluster mixes 4- and 8-GPU machines: the rigid policies see it as one fabric of the larger
+    shape with the missing GPUs never free (rigid_in_elastic.py), so the spec loads and expands
+    (tests/test_rigid_elastic.py runs such policies to the end)."""
     path = _spec_with(tmp_path, "dally")
     path.write_text(path.read_text().replace("dally-hetero-congested.yaml", "sia-hetero-64.yaml"))
-    with pytest.raises(InputError) as exc:
-        load_sweep_spec(path)
-    assert "policies[0].params" in str(exc.value) and "same machines per rack" in str(exc.value)
+    spec = load_sweep_spec(path)
+    assert spec.runs and {run.policy.name for run in spec.runs} == {"dally"}
