@@ -88,8 +88,8 @@ def test_a_broken_plugin_is_one_line(tmp_path, text, where):
 
 
 def test_the_plugin_runs_beside_the_elastic_policies(tmp_path):
-    """The README's one-file policy in one sweep beside Pollux, Sia, Gavel and Crius: the elastic loop runs
-    it every round as it runs the suite's rigid policies (artist/policies/rigid_in_elastic.py)."""
+    """The README's one-file policy in one sweep beside Pollux, Sia, Gavel and Crius: an elastic spec runs it
+    every round as it runs the suite's rigid policies (artist/policies/rigid_in_elastic.py)."""
     root = tmp_path / "repo"
     for folder in ("topologies", "workloads"):
         (root / folder).parent.mkdir(parents=True, exist_ok=True)
