@@ -183,3 +183,17 @@ def test_a_cluster_of_several_machine_shapes_lays_its_nodes_on_one_gpu_map():
     assert virtual.capacity == [4] * 16 and virtual.node_gpus[6] == (48, 49, 50, 51)
     assert virtual.node_gpus[7] == (52, 53, 54, 55)
     assert virtual.per_node([48, 53, 54, 96]).tolist() == [0] * 6 + [1, 2] + [0] * 4 + [1] + [0] * 3  # A100: 12-15
+
+
+def test_an_allocator_that_never_places_a_job_stops_the_run_with_one_message(timer, topology):
+    """Nothing runs, nothing else is to come, and the allocator was asked at a round: the loop says so
+    (the round loop it replaced went round by round until a million rounds)."""
+    class Never:
+        def allocate(self, views):
+            return {v.job_id: np.zeros(topology.machines, int) for v in views}
+
+    apps = pollux_applications()
+    jobs = [ElasticJobSpec("a", 10.0, "cifar10")]
+    with pytest.raises(SimulationError, match="stalled .* 1 job"):
+        run_in_exact_loop(_layout(topology), ElasticJobs([4] * topology.machines, "t4", jobs, apps, timer), jobs,
+                          Never())
