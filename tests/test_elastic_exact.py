@@ -101,6 +101,8 @@ KINDS = {"pollux": "elastic", "optimus-oracle": "batch", "tiresias": "rigid", "g
 def test_every_kind_of_allocator_runs_its_jobs_to_the_end_within_capacity_with_the_same_bits_twice(name, timer,
                                                                                                   topology):
     apps, jobs = _workload(KINDS[name])
+    if name == "pollux":  # its search and refits every round: the two shortest applications' jobs only
+        jobs = [j for j in jobs if j.app in ("cifar10", "ncf")]
     cap = [topology.gpus_per_machine] * topology.machines
     runs = []
     for _ in range(2):
