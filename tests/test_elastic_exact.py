@@ -147,6 +147,11 @@ def test_a_lone_job_resized_once_pays_one_restart_and_runs_at_each_allocations_r
     assert script.calls[:3] == [60.0, 120.0, 180.0]  # asked at rounds only, never at the arrival (30 s)
     # it held 1 GPU for 60 s, then 2 GPUs until the end (the restart included)
     assert done.attained == pytest.approx(60 + 2 * (done.finish - 120), rel=1e-12)
+    # at M0 every step is worth one: P iterations, of which those on 2 GPUs expose t2 less their compute
+    assert done.iterations == pytest.approx(_total_progress(), rel=1e-12)
+    c64 = timer.seconds("cifar10", "t4", two, 64, 0)[1]
+    exposed = (_total_progress() - 60 / t1) * (t2 - c64)
+    assert t2 > c64 and done.comm_seconds_per_iteration == pytest.approx(exposed / _total_progress(), rel=1e-9)
 
 
 def test_elastic_jobs_are_refused_with_shared_contention_and_a_layout_of_other_nodes(timer, topology):

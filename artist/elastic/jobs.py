@@ -89,6 +89,14 @@ class ElasticJob:
     # shared contention: seconds of iterations at the round's (shared) rate, and the same iterations alone
     shared_seconds: float = 0.0
     alone_seconds: float = 0.0
+    # iterations trained and their exposed communication (iteration time beyond its passes' compute), as a
+    # rigid job's comm_seconds_per_iteration counts it
+    iterations: float = 0.0
+    exposed_comm_seconds: float = 0.0
+
+    @property
+    def comm_seconds_per_iteration(self) -> float:
+        return self.exposed_comm_seconds / self.iterations if self.iterations > 0 else 0.0
 
     @property
     def contention_slowdown(self) -> float:
@@ -284,6 +292,9 @@ class ElasticJobs:
                 job.shared_seconds += used
                 job.alone_seconds += used if alone_s == iter_s else used * alone_s / iter_s
             if not restarting and used > 0:
+                done = used / iter_s
+                job.iterations += done
+                job.exposed_comm_seconds += done * max(iter_s - (job.accum_steps + 1) * compute_s, 0.0)
                 sqr, var = job.app.replay.grad_stats(self.replay_batch(job), min(epoch, job.app.replay.epochs - 1))
                 job.agent.observe(self.machines(job.alloc), job.gpus, job.local_batch, job.accum_steps,
                                   iter_s, compute_s if job.accum_steps else None, sqr, var)

@@ -126,6 +126,7 @@ def job_table(result, isolated: IsolatedRates, total_gpus: int, round_seconds: f
             "restarts": j.progress.restarts, "gpu_seconds": j.attained,
             "gpus_requested": j.spec.gpus, "batch_requested": j.spec.batch,
             "mean_gpus_held": float(np.mean([r[1] for r in j.gpu_rounds])) if j.gpu_rounds else 0.0,
+            "comm_seconds_per_iteration": j.comm_seconds_per_iteration,
             "contention_mean": n_avg, "fair_share_gpus": share, "isolated_jct_s": iso, "ftf_rho": jct / iso,
             # shared contention only (isolated tables keep their columns): the rigid loop's column name
             **({"contention_slowdown": j.contention_slowdown} if getattr(result, "contention", "") == "shared" else {}),
@@ -179,7 +180,8 @@ def summary(result, jobs: pd.DataFrame, cluster: pd.DataFrame, total_gpus: int, 
         "jct_p99_s": pct(jct, 99),
         "queueing_mean_s": float(queue.mean()) if len(queue) else math.nan, "queueing_p95_s": pct(queue, 95),
         "queueing_p99_s": pct(queue, 99),
-        "comm_latency_mean_s": math.nan,  # not tracked per iteration in the elastic loop
+        # the rigid tables' column: mean over jobs of the exposed communication per iteration
+        "comm_latency_mean_s": float(jobs["comm_seconds_per_iteration"].mean()) if len(jobs) else math.nan,
         "gpu_utilisation_fraction": float(held.sum() / (total_gpus * result.makespan)) if result.makespan else 0.0,
         "restarts_total": int(jobs["restarts"].sum()), "restarts_per_job": float(jobs["restarts"].mean()),
         "efficiency_gpu_weighted_mean": float(np.average(weighted[has], weights=held[has])) if has.any() else math.nan,
