@@ -366,6 +366,19 @@ class Simulator:
         restore = self.config.restore_seconds if state.has_run else 0.0
         state.anchor_time = now
         state.resume_at = now + restore
+        self._mark_running(state)
+        state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
+                                             placement.gpus, state.iteration_seconds,
+                                             estimate.exposed_comm_seconds, restore))
+        remaining = state.job.iterations - state.anchor_iterations
+        self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
+        state.alone_estimate = estimate
+        if self.shared:
+            self._touched_leaves.update(shared_uplinks(placement))
+
+    def _mark_running(self, state) -> None:
+        """The loop's record of any job that starts now (rigid or managed): its wait ends, it runs."""
+        now = self.now
         if state.first_start is None:
             state.first_start = now
         state.waited_seconds += now - state.waiting_since
@@ -375,14 +388,6 @@ class Simulator:
         state.version += 1
         self.waiting.pop(state.job_id, None)
         self.running[state.job_id] = state
-        state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
-                                             placement.gpus, state.iteration_seconds,
-                                             estimate.exposed_comm_seconds, restore))
-        remaining = state.job.iterations - state.anchor_iterations
-        self._push(state.resume_at + remaining * state.iteration_seconds, COMPLETION, (state.job_id, state.version))
-        state.alone_estimate = estimate
-        if self.shared:
-            self._touched_leaves.update(shared_uplinks(placement))
 
     def _rerate(self) -> None:
         """Re-rate every running job of a contention component that touches a leaf (rack) where a job
@@ -475,15 +480,7 @@ class Simulator:
     def _start_managed(self, state, placement: Placement) -> None:
         """A managed job on new GPUs: the loop's bookkeeping, then its workload's start (its next own event)."""
         now = self.now
-        if state.first_start is None:
-            state.first_start = now
-        state.waited_seconds += now - state.waiting_since
-        state.waiting_since = None
-        state.started_at = now
-        state.status = RUNNING
-        state.version += 1
-        self.waiting.pop(state.job_id, None)
-        self.running[state.job_id] = state
+        self._mark_running(state)
         restart = self.managed.start(state, placement, now, self._next_round_at - now)
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
                                              placement.gpus, state.iteration_seconds, 0.0, restart))

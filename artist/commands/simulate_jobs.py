@@ -55,15 +55,22 @@ def dialect_of(policy: str, topology: str) -> str | None:
     return None
 
 
-def _is_cluster_file(topology: str) -> bool:
+def _topology_file(topology: str) -> Path | None:
+    """The topology or cluster file --topology names (a path, or a shipped one's name); None if none."""
     path = Path(topology)
-    if not path.is_file():
-        try:
-            path = shipped.topology_path(topology)
-        except InputError:
-            return False
+    if path.is_file():
+        return path
     try:
-        return "pools" in (yaml.safe_load(path.read_text()) or {})
+        return shipped.topology_path(topology)
+    except InputError:
+        return None
+
+
+def _is_cluster_file(topology: str) -> bool:
+    """Whether --topology names a cluster file (pools of several GPU types), not a topology file."""
+    path = _topology_file(topology)
+    try:
+        return path is not None and "pools" in (yaml.safe_load(path.read_text()) or {})
     except (OSError, yaml.YAMLError):
         return False
 
@@ -73,8 +80,8 @@ def _comm(args) -> dict:
 
 
 def _elastic_spec(args, params: dict) -> dict:
-    path = shipped.topology_path(args.topology) if not Path(args.topology).is_file() else Path(args.topology)
-    is_cluster = "pools" in (yaml.safe_load(path.read_text()) or {})
+    path = _topology_file(args.topology) or shipped.topology_path(args.topology)  # the latter: its one-line error
+    is_cluster = _is_cluster_file(args.topology)
     spec = {"name": f"simulate-{args.policy}", "loop": "elastic", "topology": str(path.resolve()),
             "elastic": {"applications": str(SIA_APPS if is_cluster else POLLUX_APPS)},
             "policies": [{"name": args.policy, "params": params, "label": args.policy}],

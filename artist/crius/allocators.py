@@ -12,12 +12,11 @@ on the GPUs free once the changed jobs' are given back. Between rounds nothing c
 
 from __future__ import annotations
 
-import math
 import time as wallclock
 
 from artist.jobstate import RUNNING
 from artist.placement import Placement
-from artist.policies.base import Decision, Policy, SchedulerView
+from artist.policies.base import Decision, Policy, SchedulerView, hold_until_round
 from artist.policies.crius.cluster import PoolAllocator
 
 
@@ -31,23 +30,19 @@ class CriusRoundPolicy(Policy):
         self.decision_seconds: list[tuple[float, int]] = []  # per decision: (wall seconds, jobs placed or moved)
 
     def schedule(self, view: SchedulerView) -> Decision:
-        current = view.current_allocations()
-        if not view.is_round:  # the next round decides (asked for, so that waiting jobs are not taken as stuck)
-            return Decision(current, self._next_round(view.now) if view.waiting else None)
+        if not view.is_round:
+            return hold_until_round(view, self.period_s)
         states = sorted(view.waiting + view.running, key=lambda s: (s.run.spec.arrival, s.job_id))
         ids = frozenset(s.job_id for s in states)
         event, self._seen = ids != self._seen, ids
         if not ((event or self.policy.every_round) and states):
-            return Decision(current)
+            return Decision(view.current_allocations())
         started = wallclock.perf_counter()
         targets = self.policy.decide([s.run for s in states], view.now)
         seconds = wallclock.perf_counter() - started
         allocations, changed = self._placements(view, states, targets)
         self.decision_seconds.append((seconds, changed))
         return Decision(allocations)
-
-    def _next_round(self, now: float) -> float:
-        return math.floor(now / self.period_s + 1) * self.period_s
 
     def _placements(self, view: SchedulerView, states, targets: dict) -> tuple[dict[str, Placement], int]:
         workload = self.workload

@@ -15,7 +15,6 @@ at the next round.
 
 from __future__ import annotations
 
-import math
 import time as wallclock
 
 import numpy as np
@@ -24,7 +23,7 @@ from artist.elastic.cluster import NodeLayout
 from artist.elastic.jobs import ElasticJobs
 from artist.jobstate import RUNNING
 from artist.placement import Placement
-from artist.policies.base import Decision, Policy, SchedulerView
+from artist.policies.base import Decision, Policy, SchedulerView, hold_until_round
 
 
 class RoundAllocatorPolicy(Policy):
@@ -40,9 +39,8 @@ class RoundAllocatorPolicy(Policy):
         self.policy_cpu_seconds: list[float] = []  # this process's CPU seconds of every call
 
     def schedule(self, view: SchedulerView) -> Decision:
-        current = view.current_allocations()
-        if not view.is_round:  # the next round decides (asked for, so that waiting jobs are not taken as stuck)
-            return Decision(current, self._next_round(view.now) if view.waiting else None)
+        if not view.is_round:
+            return hold_until_round(view, self.period_s)
         states = sorted(view.waiting + view.running, key=lambda s: (s.arrival, s.job_id))
         if not states:
             return Decision({})
@@ -52,9 +50,6 @@ class RoundAllocatorPolicy(Policy):
         self.policy_seconds.append(wallclock.perf_counter() - started)
         self.policy_cpu_seconds.append(wallclock.process_time() - started_cpu)
         return Decision(self._placements(view, states, wanted))
-
-    def _next_round(self, now: float) -> float:
-        return math.floor(now / self.period_s + 1) * self.period_s
 
     def _placements(self, view: SchedulerView, states, wanted: dict) -> dict[str, Placement]:
         free = view.plan()
@@ -74,9 +69,7 @@ class RoundAllocatorPolicy(Policy):
         for job_id, per_node in changed:
             gpus: list[int] = []
             for node in np.flatnonzero(per_node):
-                own = self.layout.node_gpus[node]
-                machine = view.topology.machine_of(own[0])
-                mine = [g for g in free.free_by_machine[machine] if own[0] <= g <= own[-1]][: int(per_node[node])]
+                mine = self.layout.free_gpus(free, node, int(per_node[node]))
                 if len(mine) < per_node[node]:
                     raise ValueError(f"{self.name}: job {job_id} was given {int(per_node[node])} GPUs of node {node}, "
                                      f"which has {len(mine)} free")

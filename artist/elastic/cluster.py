@@ -175,6 +175,12 @@ class NodeLayout:
     def capacity(self) -> list[int]:
         return [len(g) for g in self.node_gpus]
 
+    def free_gpus(self, free, node: int, count: int) -> list[int]:
+        """Up to `count` of the node's GPUs that are free on `free` (a FreeMap of this GPU map), lowest first."""
+        own = self.node_gpus[node]
+        machine = free.topology.machine_of(own[0])
+        return [g for g in free.free_by_machine[machine] if own[0] <= g <= own[-1]][:count]
+
     def per_node(self, gpus: Sequence[int]) -> np.ndarray:
         """GPUs per node of a set of GPU ids."""
         return np.bincount(self.node_of_gpu[list(gpus)], minlength=len(self.node_gpus))

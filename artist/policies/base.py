@@ -15,6 +15,8 @@ must treat JobState objects and the topology as read-only.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from artist.cluster import FreeMap
@@ -67,6 +69,13 @@ class SchedulerView:
         """A lower bound on this job's step alone on any placement: its compute on the fastest GPU type
         (communication only adds to it). Rules out moves that could not pay for themselves."""
         return self.perf.step_floor(state.model)
+
+
+def hold_until_round(view: SchedulerView, period_s: float) -> Decision:
+    """What a policy deciding only at its periodic rounds answers between them: every allocation as it is,
+    and, while jobs wait, a wake-up at its next round (so that the loop does not take them as stuck)."""
+    next_round = math.floor(view.now / period_s + 1) * period_s
+    return Decision(view.current_allocations(), next_round if view.waiting else None)
 
 
 def start_strictly_in_order(jobs, free: FreeMap, allocations: dict[str, Placement], place) -> None:

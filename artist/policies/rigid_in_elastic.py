@@ -233,9 +233,7 @@ class RigidPolicyAllocator:
             if current.sum() > 0:  # placed by someone else (or changed): the lowest free GPUs of its nodes
                 gpus = []
                 for node in np.flatnonzero(current):
-                    own = self.layout.node_gpus[node]
-                    machine = self.topology.machine_of(own[0])
-                    mine = [g for g in free.free_by_machine[machine] if own[0] <= g <= own[-1]][: int(current[node])]
+                    mine = self.layout.free_gpus(free, node, int(current[node]))
                     if len(mine) < current[node]:
                         raise ValueError(f"job {job.job_id}: its allocation exceeds node {node}'s free GPUs")
                     gpus.extend(mine)
