@@ -37,6 +37,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
+from artist.elastic.steptime import rack_lists
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import FabricModel
@@ -268,10 +269,7 @@ class PooledStepTimer:
                 machines[node.machine] = machines.get(node.machine, 0) + int(count)
             else:
                 foreign.append(int(count))
-        racks: dict[int, list[int]] = {}
-        for machine, count in machines.items():
-            racks.setdefault(topo.rack_of_machine(machine), []).append(count)
-        shape = [sorted(r, reverse=True) for r in racks.values()]
+        shape = rack_lists(topo, machines)
         if foreign:  # collapsed mixed-type allocation: the other GPUs as extra machines of this type
             per = topo.gpus_per_machine
             extra = []

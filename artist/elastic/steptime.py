@@ -25,6 +25,16 @@ from artist.topology import Topology
 from artist.workload import ModelProfile
 
 
+def rack_lists(topology: Topology, gpus_by_machine: Mapping[int, int]) -> list[list[int]]:
+    """The racks of a job's machines, each its machines' GPU counts largest first (a placement shape's
+    racks before the shape is sorted); machines with no GPU are left out."""
+    racks: dict[int, list[int]] = {}
+    for machine, count in gpus_by_machine.items():
+        if count > 0:
+            racks.setdefault(topology.rack_of_machine(machine), []).append(int(count))
+    return [sorted(r, reverse=True) for r in racks.values()]
+
+
 class NetworkStepTimer:
     def __init__(self, topology: Topology, fabric: FabricModel, apps: Mapping[str, MeasuredApplication],
                  profiles: Mapping[str, ModelProfile]):
@@ -38,11 +48,8 @@ class NetworkStepTimer:
                 ) -> tuple[float, float]:
         """(iteration seconds, one pass's compute seconds) on GPUs per node `per_node` (node i: machine i of
         the topology, so machine i // machines_per_rack's rack; zeros ignored)."""
-        racks: dict[int, list[int]] = {}
-        for machine, count in enumerate(per_node):
-            if count > 0:
-                racks.setdefault(machine // self.topology.machines_per_rack, []).append(int(count))
-        counts = tuple(sorted((tuple(sorted(r, reverse=True)) for r in racks.values()), reverse=True))
+        counts = tuple(sorted((tuple(r) for r in rack_lists(self.topology, dict(enumerate(per_node)))),
+                              reverse=True))
         if not counts:
             raise ValueError("an iteration needs at least one GPU")
         compute = float(self.apps[app].compute[gpu_type](local_batch))
