@@ -104,3 +104,12 @@ def test_a_crius_only_policy_on_a_cluster_file_is_one_clear_line(capsys):
     assert main(["simulate", "--policy", "elasticflow-ls", "--topology", str(CLUSTER_FILES[0]), "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Crius cluster" in err[0]
+
+
+@pytest.mark.parametrize("workload, where", [("crius:jobs=4,rate=2", "crius: takes jobs=N,arrivals_per_hour=R"),
+                                             ("poisson:n=4", "Crius' jobs come from")])
+def test_a_bad_crius_workload_is_one_clear_line(capsys, workload, where):
+    assert main(["simulate", "--policy", "crius", "--topology", "crius-testbed", "--workload", workload,
+                 "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--workload" in err[0] and where in err[0]

@@ -28,7 +28,7 @@ from artist import shipped
 from artist.errors import InputError
 
 POLLUX_APPS, SIA_APPS = shipped.ROOT / "workloads" / "pollux", shipped.ROOT / "workloads" / "sia"
-CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # a small Crius workload: ~3 h of arrivals
+CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # ours: a small Crius workload, ~3 h of arrivals
 
 
 def dialect_of(policy: str, topology: str) -> str | None:
