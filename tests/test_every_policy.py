@@ -1,5 +1,5 @@
-"""Every policy of the suite (`artist list policies`) runs a generated workload to the end in each loop that
-runs it: a regression guard of the listing's claims while the three loops are being merged into one
+"""Every policy of the suite (`artist list policies`) runs a generated workload and a trace to the end, in a
+sweep spec and in `artist simulate`, on every shipped cluster: a regression guard of the listing's claims
 (docs/decisions/0001-one-loop.md)."""
 
 from pathlib import Path
@@ -11,6 +11,9 @@ from artist.cli import main
 from artist.policies.suite import CRIUS, ELASTIC, EXACT, all_policies
 
 ROOT = Path(__file__).resolve().parent.parent
+GENERATOR = "poisson:n=5,interarrival=120,gpus=1|2|4,models=resnet18|bert_large|alexnet"
+TRACE = ROOT / "workloads" / "traces" / "helios_sample.csv"  # a Helios-format trace (10 jobs, 1-8 GPUs)
+PHILLY = ROOT / "tests" / "data" / "traces" / "philly_cluster_job_log.json"  # Crius' jobs take its arrivals
 
 # the smallest settings that still exercise each policy (Pollux's genetic search shortened)
 PARAMS = {(ELASTIC, "pollux"): "{pop_size: 6, generations: 3}", (ELASTIC, "gavel"): "{tuned_jobs: true}"}
@@ -23,25 +26,28 @@ def _builtin():
     return [(p.name, loop) for p in all_policies() for loop in p.loops if loop != EXACT or p.name in exact]
 
 
-def _spec(loop: str, name: str) -> str:
+def _spec(loop: str, name: str, workload: str) -> str:
     params = PARAMS.get((loop, name))
     policy = f"{{name: {name}, params: {params}, label: p}}" if params else f"{{name: {name}, label: p}}"
     if loop == EXACT:
+        text = "batch:n=6,gpus=1|2|4|8,min_iter=200,max_iter=2000" if workload == "generator" else str(TRACE)
         return (f"name: every\ntopology: {ROOT / 'topologies/dally-3tier.yaml'}\nracks: [1]\npolicies: [{policy}]\n"
-                f"workloads:\n  - {{spec: 'batch:n=6,gpus=1|2|4|8,min_iter=200,max_iter=2000', label: gen}}\n"
-                f"seeds: [0]\ncomm: analytical\n")
+                f"workloads:\n  - {{spec: '{text}', label: w}}\nseeds: [0]\ncomm: analytical\n")
     if loop == ELASTIC:
+        text = GENERATOR if workload == "generator" else str(TRACE)
         return (f"name: every\nloop: elastic\ntopology: {ROOT / 'topologies/pollux-t4.yaml'}\npolicies: [{policy}]\n"
-                f"workloads:\n  - {{spec: 'poisson:n=5,interarrival=120,gpus=1|2|4,models=resnet18|bert_large|"
-                f"alexnet', label: gen}}\nseeds: [0]\ncomm: analytical\n")
+                f"workloads:\n  - {{spec: '{text}', label: w}}\nseeds: [0]\ncomm: analytical\n")
     assert loop == CRIUS
-    return (f"name: every\nloop: crius\ncluster: crius-testbed\njobs: 4\narrivals_per_hour: 20\nseeds: [1]\n"
+    trace = f"philly_log: {PHILLY}\n" if workload == "trace" else ""
+    return (f"name: every\nloop: crius\ncluster: crius-testbed\njobs: 4\narrivals_per_hour: 20\n{trace}seeds: [1]\n"
             f"policies: [{name}]\ndepth: 1\n")
 
 
+@pytest.mark.parametrize("workload", ["generator", "trace"])
 @pytest.mark.parametrize("name, loop", _builtin())
-def test_the_policy_runs_a_generated_workload_to_the_end(tmp_path, monkeypatch, name, loop):
-    (tmp_path / "every.yaml").write_text(_spec(loop, name))
+def test_a_sweep_runs_the_policy_on_a_generated_workload_and_a_trace_to_the_end(tmp_path, monkeypatch, name, loop,
+                                                                                 workload):
+    (tmp_path / "every.yaml").write_text(_spec(loop, name, workload))
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "every.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache"]) == 0
     results = pd.read_csv(tmp_path / "results/every/results.csv")
@@ -54,6 +60,8 @@ def test_the_suite_is_every_papers_policy_and_baseline():
         "pollux", "optimus-oracle", "sia", "gavel",  # Pollux and Sia and their baselines
         "crius", "fcfs", "elasticflow-ls"}  # Crius and its baselines (gandiva and gavel above)
     assert {loop for _, loop in _builtin()} == {EXACT, ELASTIC, CRIUS}
+    # every policy runs the elastic loop's jobs, so every cluster file and trace the elastic loop reads
+    assert {name for name, loop in _builtin() if loop == ELASTIC} == {name for name, _ in _builtin()}
 
 
 def _simulate_args(name: str) -> list[str]:
@@ -68,8 +76,7 @@ def _simulate_args(name: str) -> list[str]:
         args += ["--policy-param", "pop_size=6", "--policy-param", "generations=3"]
     if name == "gavel":
         args += ["--policy-param", "tuned_jobs=true"]
-    return args + ["--racks", "1", "--workload", "poisson:n=5,interarrival=120,gpus=1|2|4,models=resnet18|bert_large|"
-                                                 "alexnet"]
+    return args + ["--racks", "1", "--workload", GENERATOR]
 
 
 @pytest.mark.parametrize("name", sorted({p.name for p in all_policies()}))
@@ -81,29 +88,32 @@ def test_artist_simulate_runs_every_policy_of_the_listing(tmp_path, capsys, name
     assert len(jobs) > 0 and jobs.filter(like="finish").notna().all().all()
 
 
-def test_a_crius_policy_on_a_cluster_that_is_not_crius_is_one_clear_line(capsys):
-    assert main(["simulate", "--policy", "fcfs", "--quiet"]) != 0
+@pytest.mark.parametrize("name", ["crius", "fcfs", "elasticflow-ls", "gandiva", "gavel"])
+def test_artist_simulate_runs_crius_policies_on_crius_cluster(tmp_path, capsys, name):
+    args = ["simulate", "--policy", name, "--quiet", "--no-cache", "--topology", "crius-testbed", "--workload",
+            "crius:jobs=4,arrivals_per_hour=20", "--policy-param", "depth=1", "--out", str(tmp_path)]
+    assert main(args) == 0
+    jobs = pd.read_csv(tmp_path / "jobs.csv")
+    assert len(jobs) == 4 and jobs.filter(like="finish").notna().all().all()
+
+
+def test_a_policy_of_other_jobs_on_a_crius_cluster_is_one_clear_line(capsys):
+    """Crius' clusters (A40, A10, V100) have no measured compute tables for the elastic loop's applications."""
+    assert main(["simulate", "--policy", "sia", "--topology", "crius-testbed", "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--topology" in err[0] and "crius-testbed" in err[0]
+    assert len(err) == 1 and "--topology" in err[0] and "Crius cluster" in err[0]
 
 
 CLUSTER_FILES = sorted((ROOT / "topologies" / "clusters").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("name", ["fifo", "sia", "pollux"])
+@pytest.mark.parametrize("name", sorted({p.name for p in all_policies()}))
 @pytest.mark.parametrize("cluster", CLUSTER_FILES, ids=lambda p: p.stem)
-def test_artist_simulate_runs_rigid_and_elastic_policies_on_every_shipped_cluster_file(tmp_path, capsys, name,
-                                                                                         cluster):
+def test_artist_simulate_runs_every_policy_on_every_shipped_cluster_file(tmp_path, capsys, name, cluster):
     args = [a for a in _simulate_args(name) if a not in ("--racks", "1")]
     assert main(args + ["--topology", str(cluster), "--out", str(tmp_path)]) == 0
     jobs = pd.read_csv(tmp_path / "jobs.csv")
     assert len(jobs) == 5 and jobs.filter(like="finish").notna().all().all()
-
-
-def test_a_crius_only_policy_on_a_cluster_file_is_one_clear_line(capsys):
-    assert main(["simulate", "--policy", "elasticflow-ls", "--topology", str(CLUSTER_FILES[0]), "--quiet"]) != 0
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Crius cluster" in err[0]
 
 
 @pytest.mark.parametrize("workload, where", [("crius:jobs=4,rate=2", "crius: takes jobs=N,arrivals_per_hour=R"),

@@ -34,8 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--policy", default="fifo",
                    help=f"one of: {', '.join(policy_names())}; or a policy of elastic jobs (pollux, sia, gavel, "
-                        f"optimus-oracle) or of Crius' jobs (crius, fcfs, elasticflow-ls; --topology crius-testbed "
-                        f"or crius-1280): `artist list policies`")
+                        f"optimus-oracle, crius, fcfs, elasticflow-ls); on --topology crius-testbed or crius-1280, "
+                        f"Crius' policies over its LLM jobs: `artist list policies`")
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="policy parameter (repeatable); values are parsed as YAML scalars")
     p.add_argument("--plugin", default=None, metavar="FILE.py",

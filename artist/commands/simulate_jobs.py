@@ -1,6 +1,7 @@
-"""`artist simulate` for the policies of elastic jobs (Pollux, Sia, Gavel, Optimus+Oracle) and of Crius' jobs
-(Crius, FCFS, ElasticFlow-LS): one run of their sweep dialect (artist/sweep/elastic.py, artist/sweep/crius.py)
-in the same event loop, its results row printed and its tables written.
+"""`artist simulate` for the policies of elastic jobs (Pollux, Sia, Gavel, Optimus+Oracle, Crius, FCFS,
+ElasticFlow-LS) and of Crius' jobs (those three and Crius' Gandiva and Gavel, on a Crius cluster): one run of
+their sweep dialect (artist/sweep/elastic.py, artist/sweep/crius.py) in the same event loop, its results row
+printed and its tables written.
 
 Elastic jobs (and rigid jobs under the rigid policies on a cluster file of several GPU types: the
 workload's GPU count at batch M0 x GPUs): each job of --workload (a trace CSV, a published trace or a
@@ -46,7 +47,8 @@ def dialect_of(policy: str, topology: str) -> str | None:
     if topology in CLUSTERS:
         if not crius:
             raise InputError("command line", "--topology", f"{topology} is a Crius cluster: Crius' policies run on it "
-                                                           f"({', '.join(CRIUS)}), not {policy!r}")
+                                                           f"({', '.join(CRIUS)}), not {policy!r} (its GPU types have "
+                                                           "no measured compute of the other policies' applications)")
         return "crius"
     if crius and not elastic:
         return "crius"

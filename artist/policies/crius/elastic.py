@@ -1,19 +1,25 @@
-"""Crius' scheduler (scheduler.py CriusScheduler, unchanged) as a policy of the elastic loop
-(artist/elastic/allocators.py, 60 s rounds), for the loop's data-parallel jobs.
+"""Crius' scheduler (scheduler.py CriusScheduler, unchanged) and its paper's baselines FCFS and ElasticFlow-LS
+(baselines.py, unchanged) as policies of the elastic loop (artist/elastic/allocators.py, 60 s rounds), for the
+loop's data-parallel jobs: they then run on every workload and cluster the elastic loop runs, not only on
+Crius' own LLM jobs and clusters (artist/crius/).
 
     allocator = CriusElastic(cluster, context, depth=3)   # the registry's "crius" (job_config "both")
+    allocator = CriusElastic(cluster, context, policy="fcfs")   # "fcfs", "elasticflow-ls"
     allocator.allocate(views)                              # {job: GPUs per node}, every round
 
 What it takes of a job: the workload row's TunedJobs batch as the job's fixed global batch (Crius keeps the
 global batch and scales GPU count and type: its heterogeneity scaling) and the TunedJobs GPU count as the
 user's request N_G (Crius' reference: a job may get N_G / 2, N_G or 2 N_G GPUs of one type, jobs.py). The
 workload names no GPU type, so a job's reference allocation is its fastest one (CellThroughput's rule
-when the user's type is not in the cluster).
+when the user's type is not in the cluster). The baselines are not heterogeneity-aware and keep a job on
+the user's type: here the type on which the job's N_G GPUs are fastest by the same estimate (ties to the
+cluster file's first pool), as a user picks the best machines for a request.
 
 Cells (ElasticCatalogue.crius_view): these jobs are data-parallel CNNs / recommenders / speech models that
 the loop runs with DDP; there is no tensor or pipeline parallelism for them, so a Cell is (GPU type, GPU
 count), one stage, the DP plan, and there is no plan tuning (Crius' tuner searches hybrids of stages).
-The agile estimate of a Cell is what Crius may observe, never the loop's StepTimer:
+The baselines rank allocations by the same estimate (their DP view) and run the DP plan (their full search
+has nothing else to find). The agile estimate of a Cell is what Crius may observe, never the loop's StepTimer:
   iteration = (s + 1) x compute(m) + all_reduce(gradient bytes over the count's GPUs),
 with (m, s) the local batch and accumulation passes the loop runs the global batch with on that count
 (artist/elastic/spec.py fixed_batch_config), compute(m) the job's measured 1-GPU profile of the type
@@ -25,12 +31,15 @@ gradient all-reduce is added after the compute (no overlap with the backward). M
 local batch the type cannot run (the application's per-type limits, ElasticSpec.limit: below the smallest
 local batch; above the largest the loop accumulates, as Crius' micro-batches) is not a Cell.
 
-Cadence: Crius decides on arrivals and departures (CriusScheduler.every_round is False). The loop calls
+Cadence: Crius and these baselines decide on arrivals and departures (every_round False). The loop calls
 allocate() every round; the scheduler decides again only when the set of jobs changed, else every job
-keeps its GPUs. Placement of a decision {job: (type, count)}: a job whose (type, count) did not change
-keeps its GPUs; the others are packed into their type's pool, largest first (then arrival), on the
-fewest machines, then the fewest racks (pack()). A changed allocation restarts the job: the loop charges
-its application's restart delay (ElasticProgress.resize).
+keeps its GPUs. (Crius' Gavel decides every round and its Gandiva is a different algorithm from the suite's
+Gandiva: neither runs here; the suite's own Gavel and Gandiva do.)
+
+Placement of a decision {job: (type, count)}: a job whose (type, count) did not change keeps its GPUs; the
+others are packed into their type's pool, largest first (then arrival), on the fewest machines, then the
+fewest racks (pack()). A changed allocation restarts the job: the loop charges its application's restart delay
+(ElasticProgress.resize).
 
 What differs from Crius' own runs (artist/crius/): 60 s rounds instead of 5-minute ones (decisions still
 only on events), DP-only Cells without plan tuning, the profiling is Sia's 1-GPU profile of every type
@@ -41,6 +50,7 @@ DDP step on the real placement).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -49,6 +59,7 @@ import numpy as np
 from artist.elastic.spec import fixed_batch_config
 from artist.policies.crius.commtable import CommTable
 from artist.policies.crius.jobs import JobRun, JobSpec, allocations
+from artist.policies.crius.registry import make_policy as make_crius_policy
 from artist.policies.crius.scheduler import SEARCH_DEPTH, CriusScheduler
 
 NO_USER_TYPE = ""  # the elastic workloads name no GPU type: the reference is the job's fastest allocation
@@ -136,6 +147,16 @@ class ElasticCatalogue:
         sync = self._table(gpu_type).seconds("all_reduce", gpus, self.gradient_bytes(app)) if gpus > 1 else 0.0
         return DPCell(gpu_type, gpus, batch, m, s, compute, sync)
 
+    def dp_view(self, model: str, batch: int, gpu_type: str, gpus: int) -> float:
+        """Samples/s of the DP plan (0: the batch cannot run there): the baselines' ranking."""
+        cell = self.crius_view(model, batch, 0, gpu_type, gpus)
+        return cell.samples_per_s if cell is not None else 0.0
+
+    def run_plan(self, model: str, batch: int, n_g: int, gpu_type: str, gpus: int, tuned: bool) -> DPCell | None:
+        """The plan the job would run (None: it cannot run there): the DP Cell, tuned or not (DP jobs have
+        no other plan)."""
+        return self.crius_view(model, batch, n_g, gpu_type, gpus)
+
 
 def pack(need: int, nodes: Sequence[int], free: np.ndarray, rack_of: Sequence) -> dict[int, int]:
     """GPUs per node for `need` GPUs among `nodes` (one pool): one node if one holds them (the fullest that
@@ -173,10 +194,10 @@ def pack(need: int, nodes: Sequence[int], free: np.ndarray, rack_of: Sequence) -
 
 
 class CriusElastic:
-    """The elastic loop's Allocator running CriusScheduler (module docstring)."""
+    """The elastic loop's Allocator running CriusScheduler or one of Crius' baselines (module docstring)."""
     wants_profiles = True  # the loop measures every new job's 1-GPU profile of every type (JobView.profile)
 
-    def __init__(self, cluster, context, depth: int = SEARCH_DEPTH):
+    def __init__(self, cluster, context, depth: int = SEARCH_DEPTH, policy: str = "crius"):
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
             raise ValueError(f"depth must be a whole number >= 0 (Crius' search depth), got {depth!r}")
         if context is None:
@@ -188,7 +209,8 @@ class CriusElastic:
         self.pool_gpus = {p.gpu_type: p.topology.gpus for p in cluster.pools}
         self.catalogue = ElasticCatalogue(cluster, context.apps, getattr(context, "profiles", {}) or {},
                                           getattr(context, "fabrics", {}) or {})
-        self.scheduler = CriusScheduler(self.catalogue, self.pool_gpus, depth)
+        self.scheduler = (CriusScheduler(self.catalogue, self.pool_gpus, depth) if policy == "crius"
+                          else make_crius_policy(policy, self.catalogue, self.pool_gpus))
         self.job_specs = {j.job_id: j for j in context.jobs}  # job -> ElasticJobSpec (its application)
         self.runs: dict[str, JobRun] = {}            # job -> Crius' record (its spec, allocation, opportunistic)
         self.held: dict[str, np.ndarray] = {}        # job -> GPUs per node
@@ -202,6 +224,15 @@ class CriusElastic:
         self.catalogue.observe(app, view.profile)
         spec = JobSpec(view.job_id, view.submitted, app, int(view.batch_wanted), int(view.gpus_wanted),
                        NO_USER_TYPE, 0)
+        if not isinstance(self.scheduler, CriusScheduler):  # a baseline: the user's type is the fastest at N_G
+            speeds = [(self.catalogue.dp_view(app, spec.global_batch, t, spec.n_g), -k)
+                      for k, t in enumerate(self.pool_gpus) if spec.n_g <= self.pool_gpus[t]]
+            best = max(speeds, default=(0.0, 0))
+            if best[0] <= 0:
+                raise ValueError(f"job {view.job_id}: {self.scheduler.name} runs a job on N_G GPUs of one type, and "
+                                 f"no type holds {spec.n_g} GPUs at a local batch within its limits ({app}, batch "
+                                 f"{spec.global_batch})")
+            spec = dataclasses.replace(spec, gpu_type=list(self.pool_gpus)[-best[1]])
         if not any(self.catalogue.crius_view(app, spec.global_batch, spec.n_g, t, g)
                    for t, g in allocations(spec, self.pool_gpus)):
             raise ValueError(f"job {view.job_id}: no Cell of it fits this cluster ({app}, batch {spec.global_batch},"

@@ -35,6 +35,10 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     its request N_G, and Crius picks the type and N_G / 2, N_G or 2 N_G GPUs; decides on
                     arrivals and departures only; estimates from the jobs' 1-GPU profiles (wants_profiles)
                     and its own CommTable on the context's fabrics and model profiles, never the step timer
+    fcfs, elasticflow-ls
+                    Crius' baselines (artist/policies/crius/baselines.py) through CriusElastic: no parameters;
+                    jobs read as crius reads them, on the type where their N_G GPUs are fastest (Crius'
+                    baselines keep the user's type; the workload names none)
 
 What each policy takes of a workload row is `job_config`: "none" (elastic), "batch" (the batch only, GPU
 count by the policy) or "both" (rigid). Optimus+Oracle and Tiresias are heterogeneity-unaware: on a cluster
@@ -142,6 +146,15 @@ def _crius(cluster, seed, ctx, depth=3):  # 3: Crius' default search depth (sec.
     return CriusElastic(cluster, ctx, depth=depth), cluster
 
 
+def _crius_baseline(policy: str):
+    """The builder of one of Crius' baselines (FCFS, ElasticFlow-LS) over the loop's jobs (crius/elastic.py)."""
+    def build(cluster, seed, ctx):
+        from artist.policies.crius.elastic import CriusElastic
+
+        return CriusElastic(cluster, ctx, policy=policy), cluster
+    return build
+
+
 RIGID_IN_ELASTIC = ("fifo", "gandiva", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated")
 
 
@@ -173,6 +186,12 @@ ELASTIC_POLICIES = {
     "crius": ElasticPolicyEntry(_crius, "both", _params(_crius),
                                 "Crius (Cells) over data-parallel apps: type and N_G/2, N_G or 2 N_G GPUs per job; "
                                 "needs 1-GPU profiles"),
+    "fcfs": ElasticPolicyEntry(_crius_baseline("fcfs"), "both", (),
+                               "first come first served (Crius' baseline): the workload's GPU count on the type where "
+                               "it is fastest, strictly in arrival order; needs 1-GPU profiles"),
+    "elasticflow-ls": ElasticPolicyEntry(_crius_baseline("elasticflow-ls"), "both", (),
+                                         "ElasticFlow with loose SLOs (Crius' baseline): minimum-share admission, "
+                                         "then scale-out to 2 N_G; needs 1-GPU profiles"),
     **{name: ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name),
                                 "the exact loop's policy asked every round (rigid_in_elastic.py); rigid jobs")
        for name in RIGID_IN_ELASTIC},
