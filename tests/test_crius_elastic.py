@@ -59,10 +59,10 @@ def _never(_cluster):
     raise AssertionError("crius asked for the loop's step timer")
 
 
-def _policy(jobs, cluster=None, depth=3):
+def _policy(jobs, cluster=None, depth=3, name="crius"):
     ctx = PolicyContext(APPS, jobs, _never, {a: SimpleNamespace(total_bytes=1e8) for a in APPS},
                         {"a100": ConstantFabric(), "t4": ConstantFabric()})
-    return CriusElastic(cluster or tiny_cluster(), ctx, depth=depth)
+    return CriusElastic(cluster or tiny_cluster(), ctx, depth=depth, policy=name)
 
 
 def _view(job: ElasticJobSpec, current) -> JobView:
@@ -262,3 +262,23 @@ def test_bad_crius_params_name_the_field(tmp_path, params, message):
     text = str(exc.value)
     assert "\n" not in text and str(path) in text and "policies[0].params" in text and message in text
 
+
+
+def test_fcfs_runs_the_request_on_its_fastest_type_and_blocks_behind_the_head():
+    """Crius' FCFS baseline over the loop's jobs: each job's N_G on the type where N_G GPUs are fastest
+    (a100 x 2: 160 samples/s against t4 x 2: 45.7), strictly in arrival order. a100 pool of 4: A (3 GPUs)
+    runs, B (2) does not fit and C (1), though one a100 is free, waits behind it; on t4 nothing runs."""
+    a, b, c = (ElasticJobSpec(k, t, "both", gpus=g, batch=64) for k, t, g in (("a", 0, 3), ("b", 60, 2), ("c", 120, 1)))
+    out = _round(_policy([a, b, c], tiny_cluster(a100_machines=1), name="fcfs"), [a, b, c], {})
+    assert out["a"].tolist() == [3, 0] and out["b"].tolist() == [0, 0] and out["c"].tolist() == [0, 0]
+
+
+def test_elasticflow_admits_past_the_head_then_scales_out():
+    """ElasticFlow-LS over the same jobs: admission in arrival order at the smallest runnable count (N_G / 2:
+    A 1, B 1, C 1 on the a100 pool of 4), then the free GPU goes to the largest DP-throughput gain per GPU
+    relative to the job's N_G throughput: A 1 -> 3 needs 2 GPUs (only 1 free), B 1 -> 2 gains (160 - 100)
+    / 160 = 0.375, C 1 -> 2 gains (160 - 100) / 100 = 0.6: C grows."""
+    a, b, c = (ElasticJobSpec(k, t, "both", gpus=g, batch=64) for k, t, g in (("a", 0, 3), ("b", 60, 2), ("c", 120, 1)))
+    out = _round(_policy([a, b, c], tiny_cluster(a100_machines=1), name="elasticflow-ls"), [a, b, c], {})
+    assert {k: int(v.sum()) for k, v in out.items()} == {"a": 1, "b": 1, "c": 2}
+    assert all(v[1] == 0 for v in out.values())  # all on the a100 pool (their fastest type at N_G)
