@@ -32,6 +32,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
+from artist.elastic.mixed import dominant_type
 from artist.elastic.oracle import remaining_iterations
 from artist.elastic.progress import ElasticProgress
 from artist.elastic.spec import ElasticSpec, clamp_local_batch, split_batch
@@ -43,8 +44,6 @@ from artist.policies.pollux.scheduler import JobView
 # PROFILE_ITERATIONS iterations (ours, an estimate that lands within the paper's budget for most models).
 PROFILE_BATCHES = 10
 PROFILE_ITERATIONS = 3
-# Ties of a mixed allocation go to the faster type (Sia's artifact: a100 > quad > rtx > t4); others after.
-FASTER_TYPES = ("a100", "quad", "rtx", "t4")
 # A span shorter than this is no span (a tolerance on the seconds left in a round).
 NO_TIME = 1e-9
 
@@ -195,12 +194,8 @@ class ElasticJobs:
         return len({self.node_machines[i] for i in np.flatnonzero(alloc)})
 
     def type_of(self, alloc: np.ndarray) -> str:
-        """The type holding most of the allocation's GPUs; ties to the faster type."""
-        per_type = np.bincount(self._type_of_node, weights=alloc, minlength=len(self.gpu_types))
-        rank = {t: (FASTER_TYPES.index(t) if t in FASTER_TYPES else len(FASTER_TYPES) + i)
-                for i, t in enumerate(self.gpu_types)}
-        best = max(range(len(self.gpu_types)), key=lambda i: (per_type[i], -rank[self.gpu_types[i]]))
-        return self.gpu_types[best]
+        """The type holding most of the allocation's GPUs; ties to the faster type (artist/elastic/mixed.py)."""
+        return dominant_type(self.node_types, alloc)
 
     def allocate(self, job: ElasticJob, per_node: np.ndarray) -> None:
         """The job's new GPUs per node (all zeros: it stops holding any): with GPUs, it runs on their

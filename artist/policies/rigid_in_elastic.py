@@ -44,6 +44,7 @@ from typing import Sequence
 import numpy as np
 
 from artist.cluster import FreeMap
+from artist.elastic.mixed import dominant_type
 from artist.elastic.oracle import remaining_iterations
 from artist.elastic.spec import fixed_batch_config
 from artist.jobstate import JobFacts
@@ -52,7 +53,6 @@ from artist.placement import Placement
 from artist.policies.base import Policy, SchedulerView
 from artist.policies.pollux.scheduler import JobView
 
-FASTER_TYPES = ("a100", "quad", "rtx", "t4")  # the loop's tie rule for mixed allocations (simulation.py)
 
 
 @dataclass(frozen=True)
@@ -163,12 +163,7 @@ class RigidPolicyAllocator:
         return self._timer
 
     def _type_of(self, per_node: np.ndarray) -> str:
-        types = list(dict.fromkeys(self.node_types))
-        per_type = {t: 0 for t in types}
-        for t, n in zip(self.node_types, per_node):
-            per_type[t] += int(n)
-        rank = {t: FASTER_TYPES.index(t) if t in FASTER_TYPES else len(FASTER_TYPES) + i for i, t in enumerate(types)}
-        return max(types, key=lambda t: (per_type[t], -rank[t]))
+        return dominant_type(self.node_types, per_node)
 
     def _config(self, job_id: str, gpus: int, gpu_type: str) -> tuple[int, int] | None:
         """(m, s) the loop runs a fixed-batch job with on `gpus` GPUs of the type (jobs.py ElasticJobs.tune)."""
