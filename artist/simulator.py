@@ -95,7 +95,7 @@ class SimulationResult:
 
 class Simulator:
     def __init__(self, topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile],
-                 policy: Policy, perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
+                 policy: Policy, perf: PerfModel | FabricModel | None, config: SimulatorConfig = SimulatorConfig(),
                  on_finish: Callable[[int, int, float], None] | None = None,
                  managed: "ManagedWorkload | None" = None):
         self.on_finish = on_finish  # (finished, total, now) after every completion: progress output
@@ -104,12 +104,16 @@ class Simulator:
         if config.contention not in CONTENTION_MODES:
             raise SimulationError(f"unknown contention mode {config.contention!r}; known: "
                                   f"{', '.join(CONTENTION_MODES)}")
-        if isinstance(perf, PerfModel) and perf.contention != config.contention:
-            raise SimulationError(f"the performance model's contention mode is {perf.contention!r}, the "
-                                  f"simulator's {config.contention!r}")
-        perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
-        if perf.contention != config.contention or perf.contention_model != config.contention_model:
-            perf = PerfModel(perf.fabric, perf.compute, config.contention, config.contention_model)
+        if perf is None:  # a run of managed jobs only: their workload times them, nothing asks the model
+            if jobs or managed is None:
+                raise SimulationError("rigid jobs are timed by a performance model: none was given")
+        else:
+            if isinstance(perf, PerfModel) and perf.contention != config.contention:
+                raise SimulationError(f"the performance model's contention mode is {perf.contention!r}, the "
+                                      f"simulator's {config.contention!r}")
+            perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
+            if perf.contention != config.contention or perf.contention_model != config.contention_model:
+                perf = PerfModel(perf.fabric, perf.compute, config.contention, config.contention_model)
         self.perf = perf
         self.shared = config.contention == "shared"
         self._touched_leaves: set[int] = set()  # uplink leaves of jobs started or stopped since the last re-rating
@@ -526,7 +530,7 @@ class Simulator:
 
 
 def simulate(topology: Topology, jobs: Sequence[Job], models: Mapping[str, ModelProfile], policy: Policy,
-             perf: PerfModel | FabricModel, config: SimulatorConfig = SimulatorConfig(),
+             perf: PerfModel | FabricModel | None, config: SimulatorConfig = SimulatorConfig(),
              on_finish: Callable[[int, int, float], None] | None = None,
              managed: "ManagedWorkload | None" = None) -> SimulationResult:
     with rare_full_collections():

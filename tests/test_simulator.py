@@ -145,6 +145,13 @@ def test_policy_that_never_places_is_reported_as_stalled():
         run([Job("j", 0.0, "small", 1, 10)], Idle(), round_interval_s=None)
 
 
+def test_rigid_jobs_without_a_performance_model_are_rejected():
+    """Only a run of managed jobs (elastic, Crius', timed by their workload) may leave the model out."""
+    topo = make_topology(gpus_per_machine=8)
+    with pytest.raises(SimulationError, match="performance model"):
+        simulate(topo, [Job("j", 0.0, "small", 1, 10)], MODELS, make_policy("fifo"), None)
+
+
 def test_job_larger_than_cluster_is_rejected():
     with pytest.raises(SimulationError, match="asks for 999 GPUs"):
         run([Job("j", 0.0, "small", 999, 10)])

@@ -92,7 +92,6 @@ def simulate(pools, jobs, policy: str, depth: int = SEARCH_DEPTH, catalogue: Cat
     under `policy` deciding every `round_seconds` (artist/crius/allocators.py)."""
     from artist.crius.allocators import CriusRoundPolicy
     from artist.crius.exact import CriusWorkload
-    from artist.network.analytical import AnalyticalModel
     from artist.simulator import SimulatorConfig
     from artist.simulator import simulate as run_loop
 
@@ -103,8 +102,8 @@ def simulate(pools, jobs, policy: str, depth: int = SEARCH_DEPTH, catalogue: Cat
     workload = CriusWorkload(pools, jobs, catalogue, truth, chosen.tuned, round_seconds)
     adapter = CriusRoundPolicy(chosen, workload, round_seconds)
     topology = workload.layout.topology
-    # the loop's performance model times rigid jobs only; Crius' jobs are timed by the ground truth
-    run_loop(topology, [], {}, adapter, AnalyticalModel(topology),
+    # no performance model: Crius' jobs are timed by the ground truth
+    run_loop(topology, [], {}, adapter, None,
              SimulatorConfig(round_interval_s=round_seconds, restore_seconds=0.0), managed=workload)
     records = workload.records
     return Result(chosen.name, workload.runs, max(j.finish for j in workload.runs), records.throughput,

@@ -196,13 +196,12 @@ def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[Ela
     loop's topology by `layout` (ElasticCluster.layout()). Restart costs are the applications'
     (ElasticJobs), not the loop's restore_seconds."""
     from artist.elastic.allocators import RoundAllocatorPolicy
-    from artist.network.analytical import AnalyticalModel
     from artist.simulator import SimulatorConfig, simulate
 
     policy = RoundAllocatorPolicy(allocator, jobs, layout, round_seconds, name)
-    # the loop's performance model times rigid jobs only; elastic ones are timed by the jobs' step timer
+    # no performance model: elastic jobs are timed by the jobs' step timer
     topology = layout.topology
-    result = simulate(topology, [], {}, policy, AnalyticalModel(topology),
+    result = simulate(topology, [], {}, policy, None,
                       SimulatorConfig(round_interval_s=round_seconds, restore_seconds=0.0),
                       managed=ElasticWorkload(jobs, specs, layout))
     done = sorted((s.elastic for s in result.jobs), key=lambda j: j.spec.job_id)

@@ -63,6 +63,9 @@ class SchedulerView:
 
     def estimate(self, state: JobState, placement: Placement) -> StepEstimate:
         """One step of this job alone on that placement: compute, exposed communication, rate."""
+        if self.perf is None:
+            raise RuntimeError("this run's jobs are timed by their own workload (elastic or Crius' jobs): the loop "
+                               "has no performance model to estimate with")
         return self.perf.estimate(state.model, placement)
 
     def step_floor(self, state: JobState) -> float:
