@@ -323,6 +323,18 @@ class _DallyBase(Policy):
             timers = timers_of.get(n)
             if timers is None:
                 timers = timers_of[n] = self.job_timers(view, state)
+            if n > free.total_free:
+                # no placement of n anywhere (find() would say None) and so no preemption tried: the job
+                # only asks to be woken at its next timer expiry (next_expiry, inlined: most waiting jobs
+                # of a loaded cluster end here at every moment)
+                machine, both = timers[0], timers[0] + timers[1]
+                if wait + _EPS < machine:
+                    expiry = since + machine if machine < math.inf else None
+                else:
+                    expiry = since + both if wait + _EPS < both < math.inf else None
+                if expiry is not None and expiry > now and (wake is None or expiry < wake):
+                    wake = expiry
+                continue
             if n in offers:
                 offer = offers[n]
             else:
