@@ -154,6 +154,7 @@ class Simulator:
         self._future_work = 0  # ARRIVAL and WAKE events in the heap (_has_future_work)
         self.waiting: dict[str, JobState] = {}  # insertion order = arrival order
         self.running: dict[str, JobState] = {}
+        self._placements: dict[str, Placement] = {}  # the running jobs' placements, in start order (their view)
         self.utilisation: list[tuple[float, int]] = [(0.0, 0)]
         self._pending_wake: float | None = None
         self.scheduling_calls = 0
@@ -283,7 +284,7 @@ class Simulator:
     # ---- scheduling --------------------------------------------------------
     def _schedule(self, rounded: bool = False) -> None:
         view = SchedulerView(self.now, self.topology, list(self.waiting.values()), list(self.running.values()),
-                             self.cluster.free, self.perf, self.config.restore_seconds, rounded)
+                             self.cluster.free, self.perf, self.config.restore_seconds, rounded, self._placements)
         self.scheduling_calls += 1
         decision = self.policy.schedule(view)
         if not isinstance(decision, Decision):
@@ -343,6 +344,7 @@ class Simulator:
         state.status = status
         state.version += 1
         del self.running[state.job_id]
+        del self._placements[state.job_id]
         if self.shared:
             self._touched_leaves.update(shared_uplinks(state.placement))
 
@@ -371,6 +373,7 @@ class Simulator:
         state.anchor_time = now
         state.resume_at = now + restore
         self._mark_running(state)
+        self._placements[state.job_id] = placement
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
                                              placement.gpus, state.iteration_seconds,
                                              estimate.exposed_comm_seconds, restore))
@@ -486,6 +489,7 @@ class Simulator:
         now = self.now
         self._mark_running(state)
         restart = self.managed.start(state, placement, now, self._next_round_at - now)
+        self._placements[state.job_id] = placement
         state.history.append(PlacementRecord(now, placement.tier, shape_to_text(placement.canonical_shape),
                                              placement.gpus, state.iteration_seconds, 0.0, restart))
         self._push_managed(state)
