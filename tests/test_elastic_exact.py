@@ -63,10 +63,10 @@ def _allocator(name: str, topology, timer, jobs, apps):
         return PolluxScheduler(cap, pop_size=6, generations=3, seed=0)
     if name == "optimus-oracle":
         return OptimusOracle(cap)
-    if name == "tiresias":
+    if name == "tiresias-pollux":
         return TiresiasRigid(cap)
     cluster = ElasticCluster.of(topology.name, [Pool("t4", topology)])
-    context = PolicyContext(apps, list(jobs), lambda _cluster: timer)
+    context = PolicyContext(apps, list(jobs), lambda _cluster: timer, timer.profiles)  # Tiresias reads their skew
     return make_elastic_policy(name, {}, cluster, 0, context)[0]
 
 
@@ -93,8 +93,8 @@ def _total_progress():
     return min(float(t[-1]["progress"]) for t in tables)
 
 
-KINDS = {"pollux": "elastic", "optimus-oracle": "batch", "tiresias": "rigid", "gavel": "rigid", "fifo": "rigid",
-         "dally": "rigid"}
+KINDS = {"pollux": "elastic", "optimus-oracle": "batch", "tiresias-pollux": "rigid", "gavel": "rigid", "fifo": "rigid",
+         "tiresias": "rigid", "dally": "rigid"}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

@@ -57,8 +57,8 @@ def test_a_sweep_runs_the_policy_on_a_generated_workload_and_a_trace_to_the_end(
 def test_the_suite_is_every_papers_policy_and_baseline():
     assert {name for name, _ in _builtin()} == {
         "fifo", "gandiva", "tiresias", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated",  # Dally
-        "pollux", "optimus-oracle", "sia", "gavel",  # Pollux and Sia and their baselines
-        "crius", "fcfs", "elasticflow-ls"}  # Crius and its baselines (gandiva and gavel above)
+        "pollux", "optimus-oracle", "tiresias-pollux", "sia", "gavel",  # Pollux and Sia and their baselines
+        "crius", "fcfs", "elasticflow-ls", "gandiva-crius"}  # Crius and its baselines (gavel above)
     assert {loop for _, loop in _builtin()} == {EXACT, ELASTIC, CRIUS}
     # every policy runs the elastic loop's jobs, so every cluster file and trace the elastic loop reads
     assert {name for name, loop in _builtin() if loop == ELASTIC} == {name for name, _ in _builtin()}
@@ -88,7 +88,7 @@ def test_artist_simulate_runs_every_policy_of_the_listing(tmp_path, capsys, name
     assert len(jobs) > 0 and jobs.filter(like="finish").notna().all().all()
 
 
-@pytest.mark.parametrize("name", ["crius", "fcfs", "elasticflow-ls", "gandiva", "gavel"])
+@pytest.mark.parametrize("name", ["crius", "fcfs", "elasticflow-ls", "gandiva-crius", "gavel"])
 def test_artist_simulate_runs_crius_policies_on_crius_cluster(tmp_path, capsys, name):
     args = ["simulate", "--policy", name, "--quiet", "--no-cache", "--topology", "crius-testbed", "--workload",
             "crius:jobs=4,arrivals_per_hour=20", "--policy-param", "depth=1", "--out", str(tmp_path)]

@@ -19,7 +19,7 @@ REALISTIC = "name,time,application,num_replicas,batch_size\ncifar10-0,53,cifar10
 POLICIES = """policies:
   - {name: pollux, params: {pop_size: 6, generations: 3}, label: Pollux}
   - {name: optimus-oracle, label: Optimus+Oracle+TunedJobs}
-  - {name: tiresias, params: {tuned_jobs: false}, label: Tiresias}
+  - {name: tiresias-pollux, params: {tuned_jobs: false}, label: Tiresias}
 """
 
 

@@ -1,7 +1,7 @@
 """A heterogeneous cluster of Crius jobs under Crius or a baseline, decided in 5-minute rounds, run by the
 exact event loop (artist/simulator.py with artist/crius/exact.py and allocators.py).
 
-    result = simulate(pools, jobs, "crius", depth=3)          # or "fcfs", "gandiva", "elasticflow-ls", "gavel"
+    result = simulate(pools, jobs, "crius", depth=3)          # or "fcfs", "gandiva-crius", "elasticflow-ls", "gavel"
     result.summary()
 
 Cadence (Crius sec. 7 / Fig. 16: 5-minute rounds, decisions on arrival and departure): at every round

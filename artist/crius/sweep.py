@@ -4,7 +4,7 @@
         [--cluster crius-testbed] [--rate ARRIVALS_PER_HOUR]
 
 Spec fields: name, cluster (crius-1280 | crius-testbed), jobs, arrivals_per_hour, seeds (list), policies
-(list of crius, gavel, fcfs, gandiva, elasticflow-ls), depth (Crius' search depth, default 3), philly_log
+(list of crius, gavel, fcfs, gandiva-crius, elasticflow-ls), depth (Crius' search depth, default 3), philly_log
 (optional, relative to the spec: a Philly cluster_job_log whose first `jobs` jobs give the arrivals and
 durations; arrivals_per_hour is then unused). Every seed draws
 one workload (workload.py) that every policy runs; the table averages the seeds. The same spec with
@@ -35,7 +35,7 @@ MAX_JOBS = 100_000  # a spec asking for more is refused (the run would not end i
 
 # Crius Fig. 16 (1,280 GPUs, Philly): Crius' average JCT reduction vs each baseline (sec. 8.3 text) and
 # sec. 8.2's estimator accuracy; real published figures.
-PAPER = {"avg_jct_reduction": {"fcfs": 0.813, "elasticflow-ls": 0.758, "gandiva": 0.801, "gavel": 0.664},
+PAPER = {"avg_jct_reduction": {"fcfs": 0.813, "elasticflow-ls": 0.758, "gandiva-crius": 0.801, "gavel": 0.664},
          "avg_throughput_up_to": 1.54, "peak_throughput_up_to": 1.57, "restarts_per_job": 2.29,
          "estimation_accuracy_avg": 0.934, "estimation_accuracy_worst": 0.905, "tuning_accuracy": 0.962,
          "decision_s_per_job": (0.88, 5.98)}

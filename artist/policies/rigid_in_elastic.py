@@ -1,7 +1,7 @@
-"""The rigid event simulator's policies (FIFO, Gandiva, Dally and its variants) in the elastic loop.
+"""The rigid event simulator's policies (FIFO, Gandiva, Tiresias, Dally and its variants) in the elastic loop.
 
 An elastic run (artist/elastic/exact.py) asks an allocator every 60 s round for GPUs per node of
-every job; the rigid policies (artist/policies/{fifo,gandiva,dally}.py) answer a SchedulerView with
+every job; the rigid policies (artist/policies/{fifo,gandiva,tiresias,dally}.py) answer a SchedulerView with
 placements of GPU ids on one Topology. RigidPolicyAllocator runs the rigid policy's own schedule() each
 round, unchanged, on a view built from the round's JobViews, and turns its placements back into GPUs per
 node. Nothing of the policies' decision logic is re-written here.
@@ -73,7 +73,7 @@ class RigidJobState(JobFacts):
     remaining: float             # iterations left at the job's batch (oracle)
     held_seconds: float          # time holding GPUs so far (restarts included)
     iteration_compute_s: float   # (s + 1) x one pass's measured compute on the job's type
-    model: object = None         # rigid policies pass it to PerfModel only; estimate() here ignores it
+    model: object = None         # the application's ModelProfile (Tiresias reads its skew; estimate() ignores it)
 
     @property
     def status(self) -> str:
@@ -205,7 +205,8 @@ class RigidPolicyAllocator:
         return RigidJobState(RigidJob(job.job_id, job.gpus_wanted, job.submitted, total),
                              Placement(self.topology, held) if held else None,
                              None if held else self._waiting_since.setdefault(job.job_id, job.submitted),
-                             min(job.remaining_iterations, total), job.attained / job.gpus_wanted, compute)
+                             min(job.remaining_iterations, total), job.attained / job.gpus_wanted, compute,
+                             (getattr(self.context, "profiles", None) or {}).get(spec.app))
 
     def _sync(self, jobs: Sequence[JobView]) -> FreeMap:
         """Forget finished jobs, adopt allocations made elsewhere, check the rest; the free map."""

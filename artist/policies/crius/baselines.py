@@ -5,8 +5,10 @@ but ranks allocations by the DP-only throughput (catalogue.dp_view). None change
 only Gavel does, and it comes from the Gavel module (see below).
 
     FCFS          the user's (type, N_G), strictly in arrival order (head-of-line blocking).
-    Gandiva       not heterogeneity-aware: the user's type; jobs start at N_G in arrival order (a job that
-                  does not fit waits, later ones may pass it); idle GPUs grow running jobs to 2 N_G where
+    Gandiva       registered as gandiva-crius (the suite's gandiva is another reading of the paper: first-fit
+                  starts and locality migrations, artist/policies/gandiva.py). Not heterogeneity-aware: the
+                  user's type; jobs start at N_G in arrival order (a job that does not fit waits, later ones
+                  may pass it); idle GPUs grow running jobs to 2 N_G where
                   the DP profile says it is faster (largest gain first); a waiting job first shrinks grown
                   jobs back to N_G (Gandiva's grow-shrink; its time-slicing and packing are not modelled).
     ElasticFlow-LS  ElasticFlow with loosened deadlines (throughput-oriented): every decision, per type,
@@ -66,7 +68,7 @@ class FCFS(_Baseline):
 
 
 class Gandiva(_Baseline):
-    name = "gandiva"
+    name = "gandiva-crius"
 
     def decide(self, jobs: list[JobRun], now: float = 0.0) -> dict[str, Alloc]:
         state = {j.spec.job_id: j.alloc for j in jobs if j.alloc is not None}

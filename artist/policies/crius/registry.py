@@ -11,7 +11,7 @@ POLICIES = ("crius",) + tuple(BASELINES) + ("gavel",)  # gavel: through the Gave
 SUMMARIES = {
     "crius": "Crius (arXiv 2024): Cells (GPU type, count, pipeline stages) estimated and tuned per LLM job",
     "fcfs": "first come first served on data-parallel profiles (Crius' baseline)",
-    "gandiva": "Gandiva as Crius evaluates it: grow-shrink on data-parallel profiles, the user's GPU type",
+    "gandiva-crius": "Gandiva as Crius evaluates it: grow-shrink on data-parallel profiles, the user's GPU type",
     "elasticflow-ls": "ElasticFlow with loose SLOs (Crius' baseline): minimum-share admission, then scale-out",
     "gavel": "Gavel's LP over the Cells' data-parallel throughputs (Crius' baseline)",
 }

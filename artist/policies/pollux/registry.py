@@ -15,12 +15,15 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     tuned_jobs: true (the workload's GPU count and batch); its own 360 s round leases
     optimus-oracle  OptimusOracle; tuned_jobs: true (default) = each job's batch from the workload's
                     TunedJobs columns, false = from its "realistic" file (M0 x the trace's GPU count)
-    tiresias        TiresiasRigid: threshold_gpu_hours (16); tuned_jobs as above, GPU count and batch both
-                    from the chosen columns
-    fifo, gandiva, dally, dally-manual, dally-nowait, dally-fullyconsolidated
+    tiresias-pollux TiresiasRigid, Tiresias as the Pollux artifact runs it (two queues on GPU-hours, arrival
+                    order in each, no placement rule): threshold_gpu_hours (16); tuned_jobs as above, GPU
+                    count and batch both from the chosen columns
+    fifo, gandiva, tiresias, dally, dally-manual, dally-nowait, dally-fullyconsolidated
                     the rigid event simulator's policies (artist/policies/), their own schedule() run every
                     round through RigidPolicyAllocator (artist/policies/rigid_in_elastic.py), rigid jobs
-                    (tuned_jobs as tiresias); their parameters as in the rigid loop (gandiva: migrate; dally:
+                    (tuned_jobs as tiresias-pollux); their parameters as in the rigid loop (gandiva: migrate;
+                    tiresias: thresholds, starvation_knob, skew_threshold (its skew from the application's
+                    model profile); dally:
                     history_s; dally-manual: machine_timer_s, rack_timer_s). They see the cluster's pools as
                     one fabric of racks (every pool of one machine shape) and decide only at round
                     boundaries: a finished job's GPUs are free from the next round, a Dally timer is acted on
@@ -155,7 +158,7 @@ def _crius_baseline(policy: str):
     return build
 
 
-RIGID_IN_ELASTIC = ("fifo", "gandiva", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated")
+RIGID_IN_ELASTIC = ("fifo", "gandiva", "tiresias", "dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated")
 
 
 def _check_bool(name: str, value) -> None:
@@ -180,9 +183,9 @@ ELASTIC_POLICIES = {
     "optimus-oracle": ElasticPolicyEntry(_optimus, "batch", _params(_optimus),
                                          "Optimus with exact remaining work (Pollux's baseline): GPU counts by "
                                          "marginal gain; jobs of a fixed batch"),
-    "tiresias": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias),
-                                   "Tiresias as the Pollux artifact runs it (TiresiasRigid): two queues on GPU-hours; "
-                                   "rigid jobs"),
+    "tiresias-pollux": ElasticPolicyEntry(_tiresias, "both", _params(_tiresias),
+                                          "Tiresias as the Pollux artifact runs it (TiresiasRigid, Pollux's baseline): "
+                                          "two queues on GPU-hours, arrival order in each; rigid jobs"),
     "crius": ElasticPolicyEntry(_crius, "both", _params(_crius),
                                 "Crius (Cells) over data-parallel apps: type and N_G/2, N_G or 2 N_G GPUs per job; "
                                 "needs 1-GPU profiles"),
