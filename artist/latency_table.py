@@ -32,6 +32,7 @@ import pandas as pd
 
 from artist.errors import InputError, read_input_file
 from artist.perf.model import as_perf_model
+from artist.network.code import code_digest
 from artist.network.stack import CommSpec, cached_layer, fabric_for
 from artist.placement import Shape, parse_shape, placement_from_shape, shape_to_text
 from artist.topology import Topology
@@ -100,6 +101,7 @@ class TableRun:
     hits: int  # rows answered from the cache (0 without a cache)
     simulations: int  # rows the backend had to compute
     cache_path: str | None = None
+    code: str = ""  # digest of the code that computes the answers (artist/network/code.py; in every cache key)
 
 
 def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) -> list[Shape]:
@@ -121,17 +123,31 @@ def check_shapes(topology: Topology, shapes: Iterable[Sequence[Sequence[int]]]) 
     return out
 
 
-def _check_spec(spec: CommSpec, topology: Topology) -> None:
-    """Fail on a bad backend option or calibration profile before any work starts."""
+def _check_spec(spec: CommSpec, topology: Topology):
+    """The model the spec builds; fails on a bad backend option or calibration profile before any work starts."""
     try:
         built = spec.build(topology)
         if spec.calibration is not None:
             built.profile.check_topology(topology)
+        return built
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
         source = spec.calibration if spec.calibration is not None else f"backend {spec.backend!r}"
         raise InputError(source, None, str(exc)) from None
+
+
+def _under_the_cache(model):
+    """The model a cache layer of the stack asks (its answers are what the cache keys name); the model
+    itself without a cache."""
+    from artist.network.cache import Cached
+
+    layer = model
+    while layer is not None:
+        if isinstance(layer, Cached):
+            return layer.inner
+        layer = getattr(layer, "inner", None)
+    return model
 
 
 def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shapes: Iterable[Sequence[Sequence[int]]],
@@ -145,7 +161,8 @@ def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shap
     if duplicated:
         raise InputError("models", None, f"model(s) listed twice: {', '.join(duplicated)}")
     spec = spec.resolved()
-    _check_spec(spec, topology)
+    built = _check_spec(spec, topology)
+    code = code_digest(_under_the_cache(built))  # the digest in the cache keys (artist/network/code.py)
     tasks = [(model, shape) for model in models for shape in shapes]
     bar = tqdm(total=len(tasks), desc="latency table", unit="row", disable=not progress, leave=False)
     results: list[tuple[dict, bool]] = []
@@ -163,7 +180,7 @@ def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shap
     bar.close()
     table = pd.DataFrame([row for row, _ in results], columns=list(COLUMNS))
     hits = sum(hit for _, hit in results)
-    return TableRun(table, hits, len(results) - hits, spec.cache)
+    return TableRun(table, hits, len(results) - hits, spec.cache, code)
 
 
 # --------------------------------------------------------------------------- CSV

@@ -187,7 +187,8 @@ def run(args) -> int:
         print(f"latency-table: {rows} rows, cache off, {run_.simulations} simulations", file=sys.stderr)
     else:
         print(f"latency-table: {rows} rows, {run_.hits} cache hits, {run_.simulations} simulations "
-              f"(cache {cache_path})", file=sys.stderr)
+              f"(cache {cache_path}; every answer of code {run_.code}: a cached answer of other code is a miss)",
+              file=sys.stderr)
 
     if golden is None:
         return 0

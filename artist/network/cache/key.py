@@ -10,7 +10,9 @@ Key. sha256 of a canonical JSON (sorted keys, no whitespace) of:
     always; rack when they leave a machine; spine and oversubscription when
     they leave a rack) plus GPUs per machine and machines per rack;
   - ``inner.identity()``: backend name and version, algorithm, channels,
-    latency and transport parameters.
+    latency and transport parameters;
+  - ``code``: the digest of the sources that compute the answer (network/code.py), so
+    an answer cached by other code is a miss, whatever the versions say.
 JSON and sha256 do not depend on PYTHONHASHSEED or the process.
 
 Every relabelling is a topology automorphism (a rack onto a rack, a machine
@@ -31,6 +33,7 @@ from hashlib import sha256
 from typing import Mapping
 
 from artist.jsonkey import digest, encoded_mapping
+from artist.network.code import code_digest
 from artist.parallel.graph import StepGraph
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
 from artist.network.symmetry import ecmp_gpu_map, fabric_key, shape_symmetric
@@ -100,6 +103,7 @@ def graphs_key_material(inner, graphs: Mapping[str, StepGraph], topology: Topolo
         "model": sha256(graphs_text.encode()).hexdigest()[:16],  # = digest(graphs_part)[:16]
         "links": touched_link_parameters(Placement(topology, tuple(union))) if union else {},
         "backend": inner.identity(),
+        "code": code_digest(inner),
     }
     return encoded_mapping(material, {"graphs": graphs_text}), order, relabelled
 
@@ -111,6 +115,7 @@ def collective_key_material(inner, group: Placement, nbytes: int, kind: str = "a
         "shape": [list(rack) for rack in group.canonical_shape],
         "links": touched_link_parameters(group),
         "backend": inner.identity(),
+        "code": code_digest(inner),
         "model": f"{kind}:{int(nbytes)}",
     }
     if not shape_symmetric(group.topology):  # the hash and rails see positions inside racks (symmetry.py)

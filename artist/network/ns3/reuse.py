@@ -117,13 +117,14 @@ class ExactReuse:
     def _store_key(self, model, schedule) -> tuple[str, dict]:
         from artist.jsonkey import digest
         from artist.network.cache.key import touched_link_parameters
+        from artist.network.code import code_digest
         from artist.placement import Placement
 
         algorithm, ranks, nbytes, channels, total_steps, transfers = piece_key(schedule)
         material = {"piece_version": PIECE_VERSION, "piece": "ns3 collective alone", "schedule": algorithm,
                     "ranks": list(ranks), "nbytes": nbytes, "total_steps": total_steps, "transfers": transfers,
                     "links": touched_link_parameters(Placement(model.topology, tuple(sorted(ranks)))),
-                    "backend": model.identity()}
+                    "backend": model.identity(), "code": code_digest(model)}
         return digest(material), material
 
     def _lookup(self, model, schedule) -> IsolatedAnswer | None:
