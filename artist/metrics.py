@@ -110,6 +110,9 @@ def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
         spine = [row[1] for row in getattr(result, "spine_utilisation", [])]
         out["spine_utilisation_peak"] = max(spine, default=0.0)
         out.update(contention_summary(result, jobs, slowdown))
+    answers = getattr(result, "answers", None)
+    if answers is not None:  # which path answered the run's network questions (network/provenance.py)
+        out.update(answers.columns())
     return out
 
 

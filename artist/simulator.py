@@ -41,6 +41,7 @@ from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecor
 from artist.perf.contention import contention_components, shared_uplinks
 from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step, spine_utilisation
 from artist.perf.hybrid_job import HybridJobModel, hybrid_job_model
+from artist.network.provenance import AnswerCounts
 from artist.perf.model import CONTENTION_MODES, PerfModel, as_perf_model
 from artist.placement import Placement, shape_to_text
 from artist.policies.base import Decision, Observation, Policy, SchedulerView
@@ -91,6 +92,7 @@ class SimulationResult:
     spine_utilisation: list = field(default_factory=list)
     # periodic rounds with jobs in the system, plus one per idle stretch (the round loop's count)
     rounds: int = 0
+    answers: AnswerCounts = field(default_factory=AnswerCounts)  # which path answered the network questions
 
 
 class Simulator:
@@ -114,6 +116,7 @@ class Simulator:
             perf = as_perf_model(perf, topology)  # a bare FabricModel gets the default compute model
             if perf.contention != config.contention or perf.contention_model != config.contention_model:
                 perf = PerfModel(perf.fabric, perf.compute, config.contention, config.contention_model)
+            perf.answers = AnswerCounts()  # this run's count (network/provenance.py)
         self.perf = perf
         self.shared = config.contention == "shared"
         self._touched_leaves: set[int] = set()  # uplink leaves of jobs started or stopped since the last re-rating
@@ -256,7 +259,8 @@ class Simulator:
         makespan = max((s.finish for s in self.states.values() if s.finish is not None), default=0.0)
         return SimulationResult(list(self.states.values()), makespan, self.utilisation, self.topology,
                                 self.policy.name, self.scheduling_calls, self.events, self.config.contention,
-                                self.spine_record, self.rounds)
+                                self.spine_record, self.rounds,
+                                self.perf.answers if self.perf is not None else AnswerCounts())
 
     def _next_round(self, now: float) -> float:
         """The round after `now`. An idle cluster waiting for an arrival far away skips the empty

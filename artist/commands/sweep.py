@@ -106,6 +106,8 @@ def run(args) -> int:
     if not args.no_cache:
         print(f"latency look-ups: {lookups}, cache hit rate "
               f"{'n/a' if rate is None else f'{100 * rate:.1f}%'}, {report.cache_misses} simulated")
+    if report.executed:  # which path answered (results.csv answers_* columns, per run)
+        print(report.answers.summary_line())
     if report.failed:
         for run, error in report.failed:
             last = error.strip().splitlines()[-1] if error else "?"

@@ -41,6 +41,7 @@ from artist.elastic.steptime import rack_lists
 from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import FabricModel
+from artist.network.provenance import AnswerCounts
 from artist.parallel.ddp import ddp_step
 from artist.placement import placement_from_shape
 from artist.shipped import TOPOLOGIES_DIR
@@ -244,6 +245,7 @@ class PooledStepTimer:
         for p in cluster.pools:
             self.fabrics.setdefault(p.gpu_type, AnalyticalModel(p.topology))
         self._memo: dict = {}
+        self.answers = AnswerCounts()  # which path answered each question it asked (network/provenance.py)
 
     def _shape(self, gpu_type: str, per_node: Sequence[int]) -> tuple[Topology, tuple[tuple[int, ...], ...]]:
         """The job's racks of per-machine GPU counts in the pool of gpu_type (canonical: sorted)."""
@@ -297,6 +299,8 @@ class PooledStepTimer:
                 fabric = self.fabrics[gpu_type] if topo.racks == self.cluster.pools[
                     self.cluster.pool_of(gpu_type)].topology.racks else AnalyticalModel(topo)
                 graph = ddp_step(self.profiles[app], placement_from_shape(topo, shape), compute)
-                step = max(fabric.time({"job": graph})["job"].step_seconds, compute)
+                timing = fabric.time({"job": graph})["job"]
+                self.answers.record(timing.result)
+                step = max(timing.step_seconds, compute)
             self._memo[key] = step
         return accum_steps * compute + step, compute

@@ -38,6 +38,7 @@ import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
 from artist.network.base import FabricModel
+from artist.network.provenance import AnswerCounts
 from artist.parallel.ddp import ddp_step
 from artist.perf.contention import contention_components
 from artist.perf.model import shared_steady_estimates
@@ -68,6 +69,7 @@ class SharedContention:
         self._memo: dict = {}
         self.components_asked = 0   # components of two or more met, round by round
         self.components_timed = 0   # ... of which were co-simulated (not in the memo)
+        self.answers = AnswerCounts()  # which path answered each co-simulated job (network/provenance.py)
 
     def _machine_counts(self, alloc: np.ndarray) -> dict[tuple[int, int], int]:
         counts: dict[tuple[int, int], int] = {}
@@ -138,6 +140,8 @@ class SharedContention:
                 compute = float(self.apps[job.app].compute[gpu_type](job.local_batch))
                 timed[str(i)] = (ddp_step(self.profiles[job.app], placement, compute), compute, placement.topology)
             estimates = shared_steady_estimates(self.fabrics[gpu_type], timed)
+            for estimate in estimates.values():
+                self.answers.record(estimate.comm)
             steps = tuple(estimates[str(i)].step_seconds for i in range(len(jobs)))
             if len(self._memo) >= MAX_MEMO:
                 self._memo.clear()

@@ -211,4 +211,5 @@ def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[Ela
                          policy_cpu_seconds=policy.policy_cpu_seconds,
                          contention="isolated" if contention is None else "shared",
                          components=(0, 0) if contention is None else
-                         (contention.components_asked, contention.components_timed))
+                         (contention.components_asked, contention.components_timed),
+                         contention_answers=None if contention is None else contention.answers)

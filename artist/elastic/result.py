@@ -21,6 +21,7 @@ class ElasticResult:
     policy_cpu_seconds: list[float] = field(default_factory=list)  # this process's CPU seconds of every call
     contention: str = "isolated"  # "shared": jobs tables and summaries carry the contention slowdown
     components: tuple[int, int] = (0, 0)  # shared: components of 2+ met over the rounds, and co-simulated (memo)
+    contention_answers: object = None  # shared: AnswerCounts of the co-simulated components (network/provenance.py)
 
     def summary(self) -> dict:
         jct = np.array([j.finish - j.spec.arrival for j in self.jobs])

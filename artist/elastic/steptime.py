@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 from artist.elastic.measured import MeasuredApplication
 from artist.network.base import FabricModel
+from artist.network.provenance import AnswerCounts
 from artist.parallel.ddp import ddp_step
 from artist.placement import placement_from_shape
 from artist.topology import Topology
@@ -43,6 +44,7 @@ class NetworkStepTimer:
             raise ValueError(f"no model profile for application(s) {', '.join(missing)}")
         self.topology, self.fabric, self.apps, self.profiles = topology, fabric, apps, profiles
         self._memo: dict = {}
+        self.answers = AnswerCounts()  # which path answered each question it asked (network/provenance.py)
 
     def seconds(self, app: str, gpu_type: str, per_node: Sequence[int], local_batch: int, accum_steps: int
                 ) -> tuple[float, float]:
@@ -62,6 +64,7 @@ class NetworkStepTimer:
                 placement = placement_from_shape(self.topology, counts)
                 graph = ddp_step(self.profiles[app], placement, compute)
                 timing = self.fabric.time({"job": graph})["job"]
+                self.answers.record(timing.result)
                 step = max(timing.step_seconds, compute)
             self._memo[key] = step
         return accum_steps * compute + step, compute

@@ -96,15 +96,16 @@ class Calibrated:
             corrected, tier, applied = self._correct(placement, kind, [seconds[i] for i in ids],
                                                      [graph.nodes[i].nbytes for i in ids])
             if not applied:
-                left.add(kind)
+                left.add((tier, kind))
                 continue
             tiers.add(tier)
             for i, s in zip(ids, corrected):
                 seconds[i] = s
         details = {**timing.result.details, "calibration_profile": self.profile.id,
                    "calibration_tier": ",".join(sorted(tiers))}
-        if left:
-            details["uncalibrated_kinds"] = sorted(left)
+        if left:  # the profile has no correction there: the backend's answer passes as it is
+            details["uncalibrated_kinds"] = sorted({kind for _, kind in left})
+            details["uncalibrated"] = sorted(f"{tier}:{kind}" for tier, kind in left)
         return GraphTiming.of(graph, seconds, timing.result.replace(calibrated=True, details=details))
 
     def time(self, graphs: Mapping[str, StepGraph]) -> dict[str, GraphTiming]:

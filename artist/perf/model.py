@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from artist.memo import memoised, memoised_by_identity
 from artist.network.base import CommResult, FabricModel, GraphTiming
+from artist.network.provenance import AnswerCounts
 from artist.parallel.ddp import ddp_step
 from artist.parallel.graph import Node, StepGraph
 from artist.perf.compute import ComputeModel, OutOfMemory
@@ -98,6 +99,9 @@ class PerfModel:
         self._memo: dict = {}
         self._shared_memo: dict = {}
         self._step_graphs: dict = {}
+        # which path answered each question that reached the network (its memo misses); the simulator
+        # starts a fresh count for every run (network/provenance.py)
+        self.answers = AnswerCounts()
 
     def graph(self, model: ModelProfile, placement: Placement) -> tuple[StepGraph, float]:
         """The step graph of a data-parallel job, laid on the placement standing for its fabric form
@@ -117,6 +121,7 @@ class PerfModel:
             graph, compute = self.graph(model, placement)
             timing = self.fabric.time({"job": graph})["job"]
             found = self._memo[key] = estimate_from_timing(graph, timing, compute)
+            self.answers.record(timing.result)
         return found
 
     def step_floor(self, model) -> float:
@@ -154,6 +159,7 @@ class PerfModel:
                 (estimate_plan(fabric, placement.topology, model.config, plan, placement.gpus,
                                model.micro_batch_size) for plan in model.plans),
                 key=lambda e: (e.step_seconds, e.plan.text()))
+            self.answers.record(found.comm)
         return found
 
     def _hybrid_estimate(self, model: HybridJobModel, placement: Placement) -> StepEstimate:
@@ -230,6 +236,8 @@ class PerfModel:
             if len(self._shared_memo) >= 100_000:  # groups are combinatorial: keep the memo bounded
                 self._shared_memo.clear()
             self._shared_memo[key] = found
+            for estimate in found.values():
+                self.answers.record(estimate.comm)
         return dict(found)
 
 

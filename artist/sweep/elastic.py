@@ -516,6 +516,18 @@ def tables_of(run: Run, result, timer, round_seconds: float
     return jobs, row, utilisation, {"timeseries": series, "cluster": cluster, "policy_rounds": policy}
 
 
+def _answers(timer, result):
+    """Which path answered the run's network questions: its step timer's (the loop's and its metrics') and,
+    in shared mode, its co-simulated components'."""
+    from artist.network.provenance import AnswerCounts
+
+    counts = AnswerCounts()
+    counts.merge(timer.answers)
+    if result.contention_answers is not None:
+        counts.merge(result.contention_answers)
+    return counts
+
+
 def execute_elastic(run: Run, models: Mapping, cache_path: str | None, use_cache: bool):
     """sweep/worker.py's execute for an elastic run."""
     import traceback
@@ -538,6 +550,8 @@ def execute_elastic(run: Run, models: Mapping, cache_path: str | None, use_cache
         try:
             result, timer, round_seconds = simulate_elastic(run, models, fabrics)
             jobs, row, utilisation, extra = tables_of(run, result, timer, round_seconds)
+            answers = _answers(timer, result)  # which path answered (network/provenance.py)
+            row.update(answers.columns())
         finally:
             for c, (h, m) in zip(cached, before):
                 hits += c.session.hits - h
@@ -549,8 +563,9 @@ def execute_elastic(run: Run, models: Mapping, cache_path: str | None, use_cache
                 "policy_seconds_max": float(seconds.max()) if seconds.size else 0.0}
         if result.contention == "shared":  # how many components of 2+ the run met and co-simulated (its cost)
             info["contention_components_met"], info["contention_components_timed"] = result.components
+        info.update(answers.cost())
         return RunOutcome(run.run_id, jobs, row, utilisation, hits, misses, time.perf_counter() - started,
-                          socket.gethostname(), os.getpid(), tables=extra, info=info)
+                          socket.gethostname(), os.getpid(), tables=extra, info=info, answers=answers)
     except Exception:  # noqa: BLE001 - reported by the driver with the run's parameters, never dropped
         return RunOutcome(run.run_id, None, None, None, hits, misses, time.perf_counter() - started,
                           socket.gethostname(), os.getpid(), error=traceback.format_exc())

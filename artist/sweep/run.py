@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from artist.errors import InputError
+from artist.network.provenance import AnswerCounts
 from artist.report.evaluate import write_report_spec
 from artist.sweep.runs import Run
 from artist.sweep.spec import SweepSpec
@@ -61,6 +62,7 @@ class SweepReport:
     results_parquet: Path | None = None
     plots: list[Path] = field(default_factory=list)
     prefetch: object = None  # prefetch.PrefetchReport when asked for
+    answers: AnswerCounts = field(default_factory=AnswerCounts)  # the runs executed now: which path answered
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -226,6 +228,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
                 run = by_id[outcome.run_id]
                 report.cache_hits += outcome.cache_hits
                 report.cache_misses += outcome.cache_misses
+                if outcome.answers is not None:
+                    report.answers.merge(outcome.answers)
                 if outcome.ok:
                     store.write_run(run, outcome)
                     report.executed.append(run.run_id)

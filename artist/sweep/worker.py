@@ -43,6 +43,7 @@ class RunOutcome:
     error: str | None = None  # a traceback when the run failed
     tables: dict = field(default_factory=dict)  # more per-run tables, name -> DataFrame (elastic runs)
     info: dict = field(default_factory=dict)  # more of how it went, for run.json (elastic: policy seconds)
+    answers: object = None  # AnswerCounts: which path answered its network questions (network/provenance.py)
 
     @property
     def ok(self) -> bool:
@@ -112,7 +113,8 @@ def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None
         row = summary(result, jobs)
         row.pop("policy")  # the results table names the policy by its axis label
         return RunOutcome(run.run_id, jobs, row, utilisation_table(result), hits, misses,
-                          time.perf_counter() - started, socket.gethostname(), os.getpid())
+                          time.perf_counter() - started, socket.gethostname(), os.getpid(),
+                          info=result.answers.cost(), answers=result.answers)
     except Exception:  # noqa: BLE001 - reported by the driver with the run's parameters, never dropped
         return RunOutcome(run.run_id, None, None, None, hits, misses, time.perf_counter() - started,
                           socket.gethostname(), os.getpid(), error=traceback.format_exc())
