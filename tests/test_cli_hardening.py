@@ -68,6 +68,8 @@ def write(tmp_path, name, text) -> Path:
     (["--policy", "tiresias", "--policy-param", "thresholds=abc"], "--policy-param: rejected by policy 'tiresias'"),
     (["--policy", "tiresias", "--policy-param", "skew_threshold=.nan"], "must be a finite number"),
     (["--policy", "fifo", "--policy-param", "speed=3"], "policy 'fifo' has no parameter 'speed'"),
+    (["--policy", "gandiva", "--policy-param", "migrate=maybe"], "migrate must be true or false, got 'maybe'"),
+    (["--policy", "gandiva", "--policy-param", "migrate='false'"], "migrate must be true or false, got 'false'"),
     (["--policy", "nope"], "--policy: unknown policy 'nope'"),
     (["--policy-param", "x"], "--policy-param: expects KEY=VALUE, got 'x'"),
     (["--topology", "nope"], "--topology: no such file 'nope', and not a shipped topology"),
@@ -405,6 +407,11 @@ def test_plot_of_a_damaged_results_table_is_one_line(capsys, tmp_path):
     ("comm", "{backend: analytical, channels: 100000}", "field 'comm.channels[0]': must be <= 64"),
     ("simulator", "{round_interval_s: 0.000001}", "field 'simulator.round_interval_s': must be >= 1"),
     ("simulator", "{restore_seconds: 1.0e+12}", "field 'simulator.restore_seconds': must be <= 86400"),
+    # a switch is true or false: bool("no") is True, so a word must not turn an option on (or leave it on)
+    ("comm", "{backend: ns3, options: {ns3: {fast_path: 'no'}}}", "fast_path must be true or false, got 'no'"),
+    ("comm", "{backend: ns3, options: {ns3: {exact_reuse: 0}}}", "exact_reuse must be true or false, got 0"),
+    ("comm", "{backend: ns3, options: {ns3: {timeout_s: 0}}}", "timeout_s must be a number of seconds > 0"),
+    ("comm", "{backend: ns3, options: {ns3: {timeout_s: -5}}}", "timeout_s must be a number of seconds > 0"),
 ])
 def test_sweep_specs_have_the_commands_bounds(capsys, tmp_path, field, value, expected):
     spec = write(tmp_path, "s.yaml", f"""\

@@ -41,7 +41,9 @@ from artist.policies.registry import register
 @register("gandiva")
 class Gandiva(Policy):
     def __init__(self, migrate: bool = True):
-        self.migrate = bool(migrate)
+        if not isinstance(migrate, bool):  # bool("false") is True: a quoted word must not switch it on
+            raise ValueError(f"migrate must be true or false, got {migrate!r}")
+        self.migrate = migrate
         # What schedule() remembers between moments so that it looks only at what changed (same answers):
         # every running job seen, with the placement it was seen on; and the multi-machine jobs that may
         # still gain from a move, with their placement and their step there alone (None until asked).

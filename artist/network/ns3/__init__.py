@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import time
 from dataclasses import asdict
@@ -149,10 +150,17 @@ class Ns3Model:
                  arbitration: str = "fifo", **transport_options):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
-        if channels < 1:
-            raise ValueError(f"channels must be >= 1, got {channels}")
-        if steady_steps < 4:
-            raise ValueError(f"steady_steps must be >= 4, got {steady_steps}")
+        # switches are true or false, never a word that Python's bool() would read as true ("no", "false")
+        for name, value in (("accelerate", accelerate), ("exact_reuse", exact_reuse), ("fast_path", fast_path),
+                            ("debug_hang", debug_hang)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
+        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+            raise ValueError(f"channels must be a whole number >= 1, got {channels!r}")
+        if isinstance(steady_steps, bool) or not isinstance(steady_steps, int) or steady_steps < 4:
+            raise ValueError(f"steady_steps must be a whole number >= 4, got {steady_steps!r}")
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf:
+            raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
         self.topology = topology
         self.algorithm = algorithm
         self.channels = channels
