@@ -28,3 +28,18 @@ MAX_RESTORE_S = 86_400.0
 MAX_CHANNELS = 64
 # Parallel worker processes of one command.
 MAX_WORKERS = 1024
+
+
+def strict_int(text: str) -> int:
+    """int(text) without Python's digit separators: "1_6" is not 16 in a trace or a parameter (a typo for
+    16 or 1,6 must not pass as either). ValueError as int() raises."""
+    if "_" in text:
+        raise ValueError(f"invalid literal: {text!r}")
+    return int(text)
+
+
+def strict_float(text: str) -> float:
+    """float(text) without digit separators, as strict_int."""
+    if "_" in text:
+        raise ValueError(f"invalid literal: {text!r}")
+    return float(text)

@@ -201,6 +201,29 @@ def test_trace_with_a_bom_is_read_and_latin1_is_named_by_line(capsys, tmp_path):
     assert f"{bad}: line 3: not UTF-8 text" in line
 
 
+@pytest.mark.parametrize("text, expected", [
+    # Python's int() and float() read digit separators: "1_6" would run as 16 GPUs
+    ("job_id,arrival,model,gpus,iterations\nj1,0,resnet50,1_6,100\n", "line 2, column 'gpus': not a number: '1_6'"),
+    ("job_id,arrival,model,gpus,iterations\nj1,1_0.5,resnet50,8,100\n", "column 'arrival': not a number: '1_0.5'"),
+    # a row dict keeps the last of two cells of one name: the first would be dropped silently
+    ("job_id,arrival,model,gpus,iterations,gpus\nj1,0,resnet50,16,100,8\n",
+     "line 1: column(s) named twice in the header: gpus"),
+])
+def test_trace_cells_that_python_would_misread_are_refused_by_line(capsys, tmp_path, text, expected):
+    trace = tmp_path / "t.csv"
+    trace.write_text(text)
+    assert expected in one_line_error(capsys, ["simulate", "--workload", str(trace)])
+
+
+@pytest.mark.parametrize("workload, expected", [
+    ("batch:n=1_0", "parameter 'n': not an integer: '1_0'"),
+    ("batch:n=3,gpus=1_6|4", "parameter 'gpus': expected integers separated by '|', got '1_6|4'"),
+    ("poisson:n=3,interarrival=1_0", "parameter 'interarrival': not a number: '1_0'"),
+])
+def test_generator_numbers_with_digit_separators_are_refused(capsys, workload, expected):
+    assert expected in one_line_error(capsys, ["simulate", "--workload", workload])
+
+
 def test_duplicate_yaml_keys_are_an_error_naming_both_lines(capsys, tmp_path):
     spec = write(tmp_path, "s.yaml", f"""\
         topology: {REPO}/topologies/dally-3tier.yaml

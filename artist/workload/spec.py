@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Mapping
 
 from artist.errors import InputError, read_input_file
-from artist.limits import MAX_ARRIVAL_S, MAX_GENERATED_JOBS, MAX_GPUS, MAX_ITERATIONS
+from artist.limits import MAX_ARRIVAL_S, MAX_GENERATED_JOBS, MAX_GPUS, MAX_ITERATIONS, strict_float, strict_int
 from artist.workload.generators import JobMix, batch_jobs, poisson_jobs
 from artist.workload.job import Job
 from artist.workload.model import ModelProfile
@@ -101,7 +101,7 @@ class _Params:
         if text is None:
             return default
         try:
-            value = int(text)
+            value = strict_int(text)
         except ValueError:
             raise self.error(key, f"not an integer: {text!r}") from None
         if not minimum <= value <= maximum:
@@ -113,7 +113,7 @@ class _Params:
         if text is None:
             return default
         try:
-            value = float(text)
+            value = strict_float(text)
         except ValueError:
             raise self.error(key, f"not a number: {text!r}") from None
         if not (math.isfinite(value) and 0 < value <= maximum):
@@ -126,7 +126,7 @@ class _Params:
         if text is None:
             return None
         try:
-            values = tuple(float(x) for x in text.split("|"))
+            values = tuple(strict_float(x) for x in text.split("|"))
         except ValueError:
             raise self.error(key, f"expected numbers separated by '|', got {text!r}") from None
         if len(values) != count:
@@ -220,7 +220,7 @@ def _with_llm_jobs(p: _Params, jobs: list[Job], interarrival: float, seed: int) 
 def _gpu_counts(p: _Params, key: str) -> tuple[int, ...]:
     """GPU counts separated by '|', each in [1, MAX_GPUS]."""
     try:
-        choices = tuple(int(x) for x in p.values[key].split("|"))
+        choices = tuple(strict_int(x) for x in p.values[key].split("|"))
     except ValueError:
         raise p.error(key, f"expected integers separated by '|', got {p.values[key]!r}") from None
     bad = [c for c in choices if not 1 <= c <= MAX_GPUS]

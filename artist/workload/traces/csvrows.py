@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from artist.errors import InputError, read_input_file
+from artist.limits import strict_float
 
 # A CSV cell longer than this is refused (csv's own limit is 128 KiB; trace cells are ids and numbers).
 MAX_CELL_CHARS = 1 << 17
@@ -45,6 +46,11 @@ class CsvRows:
                 self.fh.close()
                 raise InputError(str(self.path), "line 1", "empty file, expected a header row")
             self.header = [h.strip() for h in first]
+            repeated = sorted({h for h in self.header if h and self.header.count(h) > 1})
+            if repeated:  # a row dict would keep the last cell and drop the other silently
+                self.fh.close()
+                raise InputError(str(self.path), "line 1", f"column(s) named twice in the header: "
+                                                           f"{', '.join(repeated)}")
         else:
             self.header = self.columns
         return self
@@ -105,7 +111,7 @@ def number(row, column, path, where, minimum=None, integer=False, maximum=None) 
 
 def checked_number(text: str, path, where: str, minimum=None, integer=False, maximum=None) -> float:
     try:
-        value = float(text)
+        value = strict_float(text)
     except ValueError:
         raise InputError(str(path), where, f"not a number: {text!r}") from None
     if not math.isfinite(value):

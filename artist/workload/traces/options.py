@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from artist.errors import InputError
+from artist.limits import strict_int
 from artist.workload.traces.csvrows import CsvRows
 from artist.workload.traces.record import LoadReport
 
@@ -47,7 +48,7 @@ def options_from_params(values: dict[str, str], source: str) -> TraceOptions:
     def integer(key, lo, hi):
         text = values[key]
         try:
-            value = int(text)
+            value = strict_int(text)
         except ValueError:
             raise error(key, f"not an integer: {text!r}") from None
         if not lo <= value <= hi:
