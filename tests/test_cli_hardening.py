@@ -485,3 +485,44 @@ def test_a_profile_for_other_backend_latencies_is_one_line(capsys, tmp_path):
     assert line.startswith(f"artist: error: {profile}: ") and "9.9e-06" in line
     line = one_line_error(capsys, ["comm", *common, "--model", "resnet50", "--shape", "[[8]]"])
     assert line.startswith(f"artist: error: {profile}: ")
+
+
+def test_a_sweep_name_that_is_a_path_is_refused(capsys, tmp_path):
+    """results/<name> is the default output: a name like '../../x' would write outside results/."""
+    spec = write(tmp_path, "s.yaml", f"""\
+        name: ../../../escape
+        topology: {REPO}/topologies/dally-3tier.yaml
+        policies: [fifo]
+        workloads: [batch:n=3]
+        """)
+    assert "field 'name': expected letters, digits" in one_line_error(capsys, ["sweep", str(spec), "--dry-run"])
+
+
+def test_a_sweep_into_another_sweeps_directory_is_refused_and_its_results_kept(capsys, tmp_path):
+    body = (f"topology: {REPO}/topologies/dally-3tier.yaml\nracks: [1]\npolicies: [fifo]\n"
+            "workloads: [batch:n=3]\ncomm: analytical\n")
+    (tmp_path / "one.yaml").write_text("name: one\n" + body)
+    (tmp_path / "two.yaml").write_text("name: two\n" + body)
+    out = tmp_path / "out"
+    assert main(["sweep", str(tmp_path / "one.yaml"), "--out", str(out), "-j", "1", "--quiet", "--no-plots",
+                 "--no-cache"]) == 0
+    before = (out / "results.csv").read_bytes()
+    capsys.readouterr()
+    line = one_line_error(capsys, ["sweep", str(tmp_path / "two.yaml"), "--out", str(out), "-j", "1", "--quiet",
+                                   "--no-plots", "--no-cache"])
+    assert "holds the results of sweep 'one', not 'two'" in line
+    assert (out / "results.csv").read_bytes() == before
+    assert main(["sweep", str(tmp_path / "one.yaml"), "--out", str(out), "-j", "1", "--quiet", "--no-plots",
+                 "--no-cache"]) == 0  # its own sweep resumes there
+
+
+def test_an_empty_out_is_refused_rather_than_writing_nothing(capsys):
+    assert "--out: empty path" in one_line_error(capsys, ["simulate", "--out", "", "--quiet"])
+
+
+def test_trace_convert_onto_its_own_input_is_refused_and_the_input_kept(capsys, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_bytes((REPO / "workloads" / "traces" / "small.csv").read_bytes())
+    before = trace.read_bytes()
+    line = one_line_error(capsys, ["trace", "convert", str(trace), "--to", str(tmp_path / "." / "t.csv")])
+    assert "is the trace being converted" in line and trace.read_bytes() == before

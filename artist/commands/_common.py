@@ -99,6 +99,8 @@ def build_stack(spec, topology):
 def writable_dir(path: str | Path, option: str = "--out") -> Path:
     """Create the output directory now and prove it takes a file, so a long run cannot fail at
     its very end for want of a place to write."""
+    if not str(path).strip():  # '' would mean the working directory, or nothing written at all
+        raise InputError("command line", option, "empty path: name a directory")
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -111,7 +111,7 @@ def run(args) -> int:
         raise InputError(args.workload, f"job {biggest.job_id}", f"asks for {biggest.gpus} GPUs, but {topology.name} "
                                                                  f"with {topology.racks} rack(s) has {topology.gpus}")
     topology.check_reference_gpu({models[j.model].reference_gpu for j in jobs if not j.plan})
-    out = writable_dir(args.out) if args.out else None
+    out = writable_dir(args.out) if args.out is not None else None
     spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
                     cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)

@@ -203,6 +203,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
     started = time.perf_counter()
     by_id = {run.run_id: run for run in spec.runs}
     with ResultStore(out_dir) as store:
+        others = store.sweeps_logged() - {spec.name}
+        if others:  # its results table and plots would be replaced by this sweep's
+            raise InputError("command line", "--out", f"{store.out} holds the results of sweep "
+                                                      f"{sorted(others)[0]!r}, not {spec.name!r}; choose another "
+                                                      f"directory")
         todo = [run for run in spec.runs if not store.is_done(run)]
         report = SweepReport(store.out, len(spec.runs), len(spec.runs) - len(todo))
         cache_path = _cache_path(use_cache, cache_dir, executor)
@@ -253,9 +258,10 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
 
                 report.plots = plot_sweep(store.out)
         report.wall_seconds = time.perf_counter() - started
-        store.append_log({"spec": spec.source, "runs": report.total, "already_done": report.already_done,
-                          "executed": len(report.executed), "failed": len(report.failed), "executor": executor,
-                          "n_jobs": n_jobs, "cache_hits": report.cache_hits, "cache_misses": report.cache_misses,
+        store.append_log({"name": spec.name, "spec": spec.source, "runs": report.total,
+                          "already_done": report.already_done, "executed": len(report.executed),
+                          "failed": len(report.failed), "executor": executor, "n_jobs": n_jobs,
+                          "cache_hits": report.cache_hits, "cache_misses": report.cache_misses,
                           "wall_seconds": round(report.wall_seconds, 3)})
     return report
 

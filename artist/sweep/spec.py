@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -136,6 +137,7 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     source = str(path)
     f = Fields(load_yaml_mapping(path), source)
     base = path.resolve().parent
+    _check_name(f, path)
     loop = f.string("loop", "rigid")
     if loop not in LOOPS:
         raise f.error("loop", f"unknown loop {loop!r}; known: {', '.join(LOOPS)}")
@@ -382,6 +384,18 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
             raise InputError(f.source, f"field 'comm.options.{name}'",
                              f"values must be plain YAML scalars ({exc})") from None
     return list(backends), list(algorithms), channels, {b: dict(options.get(b, {})) for b in backends}
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # results/<name>: one directory, never a path
+
+
+def _check_name(f: Fields, path: Path) -> None:
+    """The sweep's name is its output directory under results/: one plain directory name, so that no spec
+    writes outside results/ ('../../x') or into a path it does not name."""
+    name = f.string("name", path.stem)
+    if not SAFE_NAME.fullmatch(name) or ".." in name:
+        raise f.error("name", f"expected letters, digits, '.', '_' or '-' (it names the directory results/<name>), "
+                              f"got {name!r}")
 
 
 def _check_comm_options(f: Fields, topology: Topology, backends, algorithms, channels, options) -> None:

@@ -131,6 +131,21 @@ class ResultStore:
     def load_jobs(self, run_id: str) -> pd.DataFrame:
         return pd.read_parquet(self.run_dir(run_id) / "jobs.parquet")
 
+    def sweeps_logged(self) -> set[str]:
+        """The names of the sweeps whose invocations the log records (logs before names were kept: none)."""
+        path = self.out / LOG_NAME
+        if not path.is_file():
+            return set()
+        names = set()
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a killed process: the other lines still say whose it is
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                names.add(entry["name"])
+        return names
+
     def append_log(self, entry: dict) -> None:
         """One JSON line per sweep invocation (how it went; never part of the results table)."""
         stamped = {"finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **entry}
