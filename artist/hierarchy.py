@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from artist.errors import InputError, read_input_file
+from artist.limits import MAX_OVERSUBSCRIPTION
 
 LEVEL_MODELS = ("bundle", "ecmp")
 # Names of the fixed tiers and link kinds: a level may not take them (its links are named after it).
@@ -144,7 +145,8 @@ def level_from_fields(f, name: str, tier_fields: tuple[float, float, float, str]
     model = f.string("model", "bundle")
     if model not in LEVEL_MODELS:
         raise f.error("model", f"unknown model {model!r}; known: {', '.join(LEVEL_MODELS)}")
-    return Level(name, bps, link_s, switch_s, f.number("oversubscription", 1.0, positive=True), model, source)
+    return Level(name, bps, link_s, switch_s, f.number("oversubscription", 1.0, positive=True,
+                                                       maximum=MAX_OVERSUBSCRIPTION), model, source)
 
 
 def check_level_name(f, key: str, name: str, taken: set[str]) -> None:

@@ -28,6 +28,21 @@ MAX_RESTORE_S = 86_400.0
 MAX_CHANNELS = 64
 # Parallel worker processes of one command.
 MAX_WORKERS = 1024
+# Link bandwidth of a tier, in Gb/s: 1 Mb/s .. 1 Pb/s. The fastest link today is NVLink 5, 1.8 TB/s per GPU
+# (14.4 Tb/s, NVIDIA Blackwell datasheet); 1 Pb/s is ~70x that. Below 1 Mb/s no datacenter link runs, and a
+# step's transfers would take years of simulated time.
+MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS = 1e-3, 1e6
+# Link and switch latency, in us: at most 1 s (a WAN round trip is ~0.1 s; NVLink ~0.1 us).
+MAX_LATENCY_US = 1e6
+# A GPU type's speed relative to the profiles' reference GPU: 1/1000 .. 1000 (a V100 is ~0.3 of an H100
+# on dense FP16; three orders of magnitude either way covers every GPU in use).
+MIN_RELATIVE_SPEED, MAX_RELATIVE_SPEED = 1e-3, 1e3
+# Oversubscription of a switch level: at most 1000:1 (production fabrics run 1:1 to ~8:1).
+MAX_OVERSUBSCRIPTION = 1e3
+# One iteration's compute on the reference GPU: at most a day (the largest models' steps take seconds).
+MAX_ITERATION_SECONDS = 86_400.0
+# Parameters of one model tensor: at most 10^13 (GPT-4-class models are ~10^12 parameters in all).
+MAX_TENSOR_ELEMENTS = 10**13
 
 
 def strict_int(text: str) -> int:

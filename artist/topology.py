@@ -50,7 +50,8 @@ from pathlib import Path
 from artist.errors import InputError
 from artist.hierarchy import (MAX_LEVELS, Hierarchy, Level, check_level_name, check_whole_blocks, level_from_fields,
                               read_membership)
-from artist.limits import MAX_GPUS
+from artist.limits import (MAX_BANDWIDTH_GBPS, MAX_GPUS, MAX_LATENCY_US, MAX_OVERSUBSCRIPTION, MAX_RELATIVE_SPEED,
+                           MIN_BANDWIDTH_GBPS, MIN_RELATIVE_SPEED)
 from artist.yamlio import Fields, load_yaml_mapping
 
 TIER_NAMES = ("machine", "rack", "spine")
@@ -395,7 +396,8 @@ class Topology:
             for name in types_f.data:
                 tf = types_f.sub(name)
                 tf.unknown_keys({"relative_speed", "source"})
-                gpu_types[str(name)] = GpuType(str(name), tf.number("relative_speed", positive=True),
+                gpu_types[str(name)] = GpuType(str(name), tf.number("relative_speed", minimum=MIN_RELATIVE_SPEED,
+                                                                  maximum=MAX_RELATIVE_SPEED),
                                                tf.string("source", ""))
         if f.has("rack_gpu_types"):
             rack_types = f.raw("rack_gpu_types")
@@ -413,9 +415,9 @@ class Topology:
                                        declared=False)
 
         spine_f = tiers_f.sub("spine")
-        oversub = f.number("oversubscription", 1.0, positive=True)
+        oversub = f.number("oversubscription", 1.0, positive=True, maximum=MAX_OVERSUBSCRIPTION)
         if spine_f.has("oversubscription"):
-            oversub = spine_f.number("oversubscription", positive=True)
+            oversub = spine_f.number("oversubscription", positive=True, maximum=MAX_OVERSUBSCRIPTION)
         rack_f = tiers_f.sub("rack")
         wiring = rack_f.string("wiring", "switch")
         if wiring not in RACK_WIRINGS:
@@ -541,8 +543,9 @@ def _tier_figures(f: Fields) -> tuple[float, float, float, str]:
     """(bandwidth bps, link latency s, switch latency s, source) of a tier or level."""
     if not f.has("source"):
         raise f.error("source", "every tier must say where its figures come from")
-    return (f.number("bandwidth_gbps", positive=True) * 1e9, f.number("link_latency_us", minimum=0.0) * 1e-6,
-            f.number("switch_latency_us", minimum=0.0) * 1e-6, f.string("source"))
+    return (f.number("bandwidth_gbps", minimum=MIN_BANDWIDTH_GBPS, maximum=MAX_BANDWIDTH_GBPS) * 1e9,
+            f.number("link_latency_us", minimum=0.0, maximum=MAX_LATENCY_US) * 1e-6,
+            f.number("switch_latency_us", minimum=0.0, maximum=MAX_LATENCY_US) * 1e-6, f.string("source"))
 
 
 def _nics(f: Fields, gpus_per_machine: int) -> tuple[int, tuple[int, ...]]:

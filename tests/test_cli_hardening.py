@@ -526,3 +526,43 @@ def test_trace_convert_onto_its_own_input_is_refused_and_the_input_kept(capsys, 
     before = trace.read_bytes()
     line = one_line_error(capsys, ["trace", "convert", str(trace), "--to", str(tmp_path / "." / "t.csv")])
     assert "is the trace being converted" in line and trace.read_bytes() == before
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    # values that pass as numbers but would hang a run (a step of years) or overflow (inf in a cache key)
+    ("    bandwidth_gbps: 400\n", "    bandwidth_gbps: 1.0e-300\n",
+     "field 'tiers.rack.bandwidth_gbps': must be >= 0.001"),
+    ("    bandwidth_gbps: 800\n", "    bandwidth_gbps: 1.0e+300\n",
+     "field 'tiers.spine.bandwidth_gbps': must be <= 1e+06"),
+    ("    switch_latency_us: 0.5\n", "    switch_latency_us: 1.0e+308\n",
+     "field 'tiers.spine.switch_latency_us': must be <= 1e+06"),
+    ("    oversubscription: 1.0\n", "    oversubscription: 1.0e+9\n",
+     "field 'tiers.spine.oversubscription': must be <= 1000"),
+])
+def test_topology_figures_past_any_fabric_are_refused_naming_the_field(tmp_path, old, new, expected):
+    from artist.errors import InputError
+    from artist.topology import load_topology
+
+    text = (REPO / "topologies" / "dally-3tier.yaml").read_text()
+    assert old in text
+    bad = write(tmp_path, "t.yaml", text.replace(old, new, 1))
+    with pytest.raises(InputError) as err:
+        load_topology(bad)
+    assert expected in str(err.value) and str(bad) in str(err.value)
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("  seconds_per_iteration: 0.007599\n", "  seconds_per_iteration: 1.0e+308\n",
+     "field 'compute.seconds_per_iteration': must be <= 86400"),
+    ('  - ["classifier.6.bias", 1000]', '  - ["classifier.6.bias", 1000000000000000000]', "numel must be <= 1e+13"),
+])
+def test_model_figures_past_any_model_are_refused_naming_the_field(tmp_path, old, new, expected):
+    from artist.errors import InputError
+    from artist.workload import ModelProfile
+
+    text = (REPO / "workloads" / "models" / "alexnet.yaml").read_text()
+    assert old in text
+    bad = write(tmp_path, "m.yaml", text.replace(old, new, 1))
+    with pytest.raises(InputError) as err:
+        ModelProfile.from_yaml(bad)
+    assert expected in str(err.value) and str(bad) in str(err.value)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from artist import shipped
 from artist.errors import InputError
+from artist.limits import MAX_ITERATION_SECONDS, MAX_TENSOR_ELEMENTS
 from artist.yamlio import Fields, load_yaml_mapping
 
 
@@ -136,6 +137,9 @@ class ModelProfile:
             if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
                     and isinstance(item[1], int) and not isinstance(item[1], bool) and item[1] > 0):
                 raise f.error(f"tensors[{i}]", f"expected [name, positive numel], got {item!r}")
+            if item[1] > MAX_TENSOR_ELEMENTS:
+                raise f.error(f"tensors[{i}]", f"numel must be <= {MAX_TENSOR_ELEMENTS:.0e} (artist.limits), "
+                                               f"got {item[1]}")
             names.append(item[0])
             sizes.append(item[1] * dtype)
         if f.has("params_total"):
@@ -150,7 +154,7 @@ class ModelProfile:
         return cls(
             name=f.string("name"),
             tensor_bytes=tuple(sizes),
-            compute_seconds=c.number("seconds_per_iteration", positive=True),
+            compute_seconds=c.number("seconds_per_iteration", positive=True, maximum=MAX_ITERATION_SECONDS),
             reference_gpu=c.string("reference_gpu"),
             batch_size=c.integer("batch_size", 0, minimum=0),
             forward_fraction=_forward_fraction(f),
