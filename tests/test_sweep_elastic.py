@@ -78,6 +78,10 @@ def test_elastic_sweep_runs_and_is_byte_identical(tmp_path):
     ("policies: [smallest-first]\n", "policies[0].name"),   # a rigid-loop plugin's name, not an elastic policy
     ("policies: [{name: smallest-first, plugin: no_such_file.py}]\n", "policies[0].plugin"),
     ("policies: [{name: pollux, params: {generations: 0}}]\n", "policies[0].params"),
+    # a population of 1e8 passed and grew past 6.8 GB; a quoted 'false' switched the avoidance on
+    ("policies: [{name: pollux, params: {pop_size: 100000000}}]\n", "pop_size must be a whole number in [2, 10000]"),
+    ("policies: [{name: pollux, params: {interference_avoidance: 'false'}}]\n", "must be true or false"),
+    ("policies: [{name: pollux, params: {p: .nan}}]\n", "policies[0].params"),
     ("policies: [{name: tiresias, params: {tuned_jobs: maybe}}]\n", "policies[0].params"),
     ("policies: [pollux]\ncalibration: null\n", "calibration"),
 ])

@@ -53,6 +53,9 @@ from artist.policies.pollux.agent import PolluxAgent
 from artist.policies.pollux.goodput import best_goodputs
 
 SPEEDUP_FLOOR = 1e-3  # added to every speedup before the power mean ([A]); an idle job counts ~1/1e-3
+# The genetic search's population and generations: at most 10 000 each (the artifact runs 100 x 100; the
+# search's memory grows with population x jobs x nodes every round)
+MAX_GA_SIZE = 10_000
 
 
 def realloc_factor(age: float, restarts: int, delta: float) -> float:
@@ -417,8 +420,19 @@ class PolluxScheduler:
                  generations: int = 100, seed: int = 0, interference_avoidance: bool = True, max_nodes: int = 16):
         if len(capacity) == 0 or min(capacity) < 1:
             raise ValueError("capacity: every node needs at least one GPU")
-        if pop_size < 2 or generations < 1:
-            raise ValueError("pop_size must be >= 2 and generations >= 1")
+        # whole numbers within bounds: a population of 1e8 grew past 6.8 GB before its first round ended
+        for name, value, low, high in (("pop_size", pop_size, 2, MAX_GA_SIZE), ("generations", generations, 1,
+                                                                                 MAX_GA_SIZE),
+                                       ("max_nodes", max_nodes, 1, 1 << 20)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"{name} must be a whole number in [{low}, {high}], got {value!r}")
+        for name, value in (("p", p), ("delta", delta)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if delta < 0:
+            raise ValueError(f"delta (seconds of re-allocation cost) must be >= 0, got {delta!r}")
+        if not isinstance(interference_avoidance, bool):
+            raise ValueError(f"interference_avoidance must be true or false, got {interference_avoidance!r}")
         self.capacity = np.array(capacity, dtype=int)
         self.p, self.delta = float(p), float(delta)
         self.pop_size, self.generations, self.seed = int(pop_size), int(generations), int(seed)
