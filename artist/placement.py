@@ -145,6 +145,8 @@ def parse_shape(text: str) -> Shape:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"shape {text!r} is not a JSON list of lists: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"shape {text[:40]!r}... is nested too deeply: racks of per-machine GPU counts") from None
     if not isinstance(value, list) or not all(isinstance(r, list) for r in value):
         raise ValueError(f"shape {text!r} must be a list of racks, each a list of per-machine GPU counts")
     return normalise_shape(value)

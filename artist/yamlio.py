@@ -46,6 +46,8 @@ def load_yaml_mapping(path: str | Path) -> dict:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(str(path), where, f"invalid YAML: {problem}") from exc
+    except RecursionError:  # thousands of nested levels: no spec, topology or model is shaped like that
+        raise InputError(str(path), None, "invalid YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, "expected a mapping at the top level")
     return data

@@ -566,3 +566,22 @@ def test_model_figures_past_any_model_are_refused_naming_the_field(tmp_path, old
     with pytest.raises(InputError) as err:
         ModelProfile.from_yaml(bad)
     assert expected in str(err.value) and str(bad) in str(err.value)
+
+
+DEEP = "[" * 50_000 + "]" * 50_000  # past Python's recursion limit: a RecursionError traceback before
+
+
+def test_a_yaml_file_nested_too_deeply_is_one_line(capsys, tmp_path):
+    spec = write(tmp_path, "s.yaml", f"name: x\npolicies: {DEEP}\n")
+    assert f"{spec}: invalid YAML: nested too deeply" in one_line_error(capsys, ["sweep", str(spec), "--dry-run"])
+
+
+def test_a_philly_log_nested_too_deeply_is_one_line(capsys, tmp_path):
+    log = write(tmp_path, "log.json", "[" + DEEP + "]")
+    line = one_line_error(capsys, ["simulate", "--workload", f"philly:path={log}", "--quiet"])
+    assert f"{log}: line 1: a job object nested too deeply" in line
+
+
+def test_a_shape_nested_too_deeply_is_one_line(capsys):
+    line = one_line_error(capsys, ["comm", "--model", "resnet50", "--shape", DEEP])
+    assert "is nested too deeply" in line

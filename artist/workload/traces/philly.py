@@ -110,6 +110,8 @@ def json_array_objects(path: Path) -> Iterator[tuple[int, object]]:
                     if not more():
                         where = line + buf.count("\n", pos, exc.pos)
                         raise InputError(str(path), f"line {where}", f"not valid JSON ({exc.msg})") from None
+                except RecursionError:  # thousands of nested arrays: no job object looks like that
+                    raise InputError(str(path), f"line {line}", "a job object nested too deeply to be one") from None
             start_line = line
             line += buf.count("\n", pos, end)
             pos = end
