@@ -585,3 +585,27 @@ def test_a_philly_log_nested_too_deeply_is_one_line(capsys, tmp_path):
 def test_a_shape_nested_too_deeply_is_one_line(capsys):
     line = one_line_error(capsys, ["comm", "--model", "resnet50", "--shape", DEEP])
     assert "is nested too deeply" in line
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--workload", "{dev}", "--quiet"],
+    ["simulate", "--workload", "philly:path={dev}", "--quiet"],
+    ["simulate", "--topology", "{dev}", "--quiet"],
+    ["sweep", "{dev}", "--dry-run"],
+])
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_device_or_a_pipe_as_input_is_refused_at_once(tmp_path, argv, kind):
+    """/dev/zero read 4.6 GB in 10 s, and a pipe with no writer blocked the open for ever."""
+    if kind == "fifo":
+        dev = tmp_path / "pipe"
+        os.mkfifo(dev)
+    else:
+        dev = Path("/dev/zero")
+        if not dev.exists():
+            pytest.skip("no /dev/zero here")
+    args = [a.replace("{dev}", str(dev)) for a in argv]
+    code = f"import sys; from artist.cli import main; sys.exit(main({args!r}))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1 and "not a regular file" in err[0] and str(dev) in err[0], err

@@ -27,6 +27,7 @@ import yaml
 
 from artist import shipped
 from artist.errors import InputError
+from artist.yamlio import load_yaml_mapping
 
 POLLUX_APPS, SIA_APPS = shipped.ROOT / "workloads" / "pollux", shipped.ROOT / "workloads" / "sia"
 CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # ours: a small Crius workload, ~3 h of arrivals
@@ -72,8 +73,8 @@ def _is_cluster_file(topology: str) -> bool:
     """Whether --topology names a cluster file (pools of several GPU types), not a topology file."""
     path = _topology_file(topology)
     try:
-        return path is not None and "pools" in (yaml.safe_load(path.read_text()) or {})
-    except (OSError, yaml.YAMLError):
+        return path is not None and "pools" in load_yaml_mapping(path)  # (bounded reads, regular files only)
+    except InputError:  # not a readable YAML mapping: the topology loader says why, in one line
         return False
 
 

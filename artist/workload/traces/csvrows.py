@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from artist.errors import InputError, read_input_file
+from artist.errors import InputError, read_input_file, regular_input_file
 from artist.limits import strict_float
 
 # A CSV cell longer than this is refused (csv's own limit is 128 KiB; trace cells are ids and numbers).
@@ -34,6 +34,7 @@ class CsvRows:
         self.header: list[str] = []
 
     def __enter__(self):
+        regular_input_file(self.path)
         try:
             self.fh = open(self.path, encoding="utf-8-sig", newline="")
         except OSError as exc:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from artist.errors import InputError
+from artist.errors import InputError, regular_input_file
 from artist.workload.traces import acme, canonical, crius, gavel, helios, pai, philly, pollux, tiresias
 
 
@@ -69,6 +69,7 @@ def detect_format(path: str | Path) -> str:
         if pai.is_pai_directory(path):
             return "pai"
         raise InputError(str(path), None, "a directory, but not the PAI 2020 tables (no pai_job_table.csv)")
+    regular_input_file(path)
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as fh:
             head = fh.read(1 << 16)

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from artist.errors import InputError, read_input_file
+from artist.errors import InputError, read_input_file, regular_input_file
 from artist.limits import MAX_ARRIVAL_S, MAX_GPUS
 from artist.workload.traces.csvrows import parse_time
 from artist.workload.traces.options import guarded
@@ -47,6 +47,7 @@ def read_philly(path: str | Path, report: LoadReport, skip_bad: bool = False) ->
 def json_array_objects(path: Path) -> Iterator[tuple[int, object]]:
     """(line of its first character, value) of each element of the JSON array that is the file."""
     decoder = json.JSONDecoder()
+    regular_input_file(path)
     try:
         fh = open(path, encoding="utf-8-sig")
     except OSError as exc:
