@@ -64,6 +64,7 @@ def write(tmp_path, name, text) -> Path:
     (["--workload", "batch:n=3,max_iter=1000000000000000000000000000000"],
      "parameter 'max_iter': must be in [1, 1000000000]"),
     (["--workload", "batch:n=3,n=4"], "parameter 'n': given twice"),
+    (["--workload", "batch:n=3,gpus=1|2,gpu_weights=1.0e+308|1.0e+308"], "parameter 'gpu_weights': weights must be"),
     (["--workload", "batch:n=5,gpus=256"], "job b0: asks for 256 GPUs, but dally-3tier with 2 rack(s) has 128"),
     (["--policy", "tiresias", "--policy-param", "thresholds=abc"], "--policy-param: rejected by policy 'tiresias'"),
     (["--policy", "tiresias", "--policy-param", "skew_threshold=.nan"], "must be a finite number"),
