@@ -1,6 +1,8 @@
 """Latency-cache speed: lookup latency of a hit (target: under 1 ms) and the hit rate of repeated sweeps.
 
-    PYTHONPATH=. python benchmarks/cache_speed.py [--lookups 5000] [--runs 3] [--asks 2000]
+    PYTHONPATH=. python benchmarks/cache_speed.py [--lookups 5000] [--runs 3] [--asks 2000] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (20 lookups, 2 runs, 100 asks).
 
 Prints figures only; nothing is asserted (speed is not a unit-test property). Uses a fresh
 cache file in a temporary directory, never the user's cache. The inner backend is the
@@ -12,6 +14,8 @@ lays each graph on the GPUs picked, so every lookup also relabels it onto canoni
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import statistics
 import tempfile
 import time
@@ -53,11 +57,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="repetitions of the small latency table")
     ap.add_argument("--asks", type=int, default=2000, help="random placements asked in the simulator-like sweep")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = ap.parse_args()
+    if args.tiny:  # 2 runs: the second is the one that hits
+        args.lookups, args.runs, args.asks = 20, 2, 100
 
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
     models = list(load_models().values())
     tmp = Path(tempfile.mkdtemp(prefix="artist-cache-bench-"))
+    if args.tiny:  # a full run leaves its cache files to look at; the test's runs leave nothing, failed or not
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     path = tmp / CACHE_FILE_NAME
     compute = ComputeModel(topo)
     model = max(models, key=lambda m: len(m.buckets))  # the costliest key material to hash

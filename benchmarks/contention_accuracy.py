@@ -4,7 +4,9 @@
                                                           [--first-step] [--ns3-results FILE]
                                                           [--arbitration fifo|round-robin]
                                                           [--model flow|phase] [--reference ns3|flow]
-                                                          [--scenarios standard|large|all]
+                                                          [--scenarios standard|large|all] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (2 scenarios, step caps 9,40).
 
 --model phase compares the phase contention model (artist/network/phase/, the
 default of shared contention) instead of the flow backend: its shared step is
@@ -119,7 +121,10 @@ def main() -> None:
     parser.add_argument("--reference-steps", default=None, metavar="MAX,FAST",
                         help="the reference's steady-state step caps (slowest job, any job; default steady.py's "
                              "40,1000): the per-transfer engine on the large scenarios takes hours at the default")
+    parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
+    if args.tiny:  # s00 has no contention, s01 has; 9 steps: the fewest steady.py's window takes
+        args.count, args.reference_steps = 2, "9,40"
     if args.model == "flow" and args.reference == "flow":
         parser.error("--reference flow needs --model phase")
     window = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}

@@ -2,7 +2,9 @@
 
     PYTHONPATH=. python benchmarks/contention_scale.py [--policies tiresias] [--jobs 10,100,1000]
         [--modes isolated,shared] [--timeout 600] [--backend flow] [--spec sweeps/contention-scale.yaml]
-        [--workload GENERATOR] [--no-cache] [--profile OUT.prof]
+        [--workload GENERATOR] [--no-cache] [--profile OUT.prof] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (3 and 6 rack-spanning jobs, both modes).
 
 Each run is sweeps/contention-scale.yaml's run of that policy (topology, racks, workload, comm, simulator;
 read from the spec, so the benchmark times what the sweep runs) with the workload's n= set to the size
@@ -173,7 +175,14 @@ def main() -> int:
     ap.add_argument("--profile", default=None, help="cProfile file of the run (one policy, size and mode)")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # POLICY,JOBS,MODE: run in this process
     ap.add_argument("--cache", default=None, help=argparse.SUPPRESS)  # the --one run's latency cache file
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = ap.parse_args()
+    # tiny: the spec's mix meets no contention below hundreds of jobs; 96- to 160-GPU jobs span racks and meet
+    # on the spine at 6 jobs already (4 shared co-simulations), and half are LLM jobs as the spec has some
+    if args.tiny:
+        args.jobs, args.timeout = "3,6", 60.0
+        args.workload = args.workload or ("poisson:n=6,interarrival=5,gpus=96|160,models=resnet18|resnet50,"
+                                          "min_iter=200,max_iter=2000,llm_fraction=0.5,llm_gpus=64|128,global_batch=32")
     if args.one:
         policy, jobs, mode = args.one.split(",")
         row = run_one(args.spec, policy, int(jobs), mode, args.backend, args.cache, args.profile, args.workload)
@@ -214,6 +223,8 @@ def main() -> int:
             exponent = growth_exponent([r for r in rows if r["policy"] == policy and r["mode"] == mode])
             if exponent is not None:
                 print(f"{policy} {mode}: CPU-s grows as jobs^{exponent:.2f} (log-log least squares)")
+    if args.tiny and any("cpu_s" not in r for r in rows):  # a run that failed is what the test is there to catch
+        return 1
     return 0
 
 

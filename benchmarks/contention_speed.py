@@ -1,7 +1,9 @@
 """Shared-mode loop time against isolated-mode loop time on the same runs: prints figures, asserts nothing.
 
     PYTHONPATH=. python benchmarks/contention_speed.py [--jobs 60] [--racks 2] [--policies fifo,gandiva]
-                                                      [--topology dally-3tier-ecmp-4to1] [--backend flow]
+                                                      [--topology dally-3tier-ecmp-4to1] [--backend flow] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (FIFO, 6 jobs, 1 channel).
 
 Workload: Poisson jobs (seed 0, mean inter-arrival 60 s, 1-32 GPUs with the dally-policies sweep's
 weights, every shipped model; ring all-reduces on --channels rings) on the Dally cluster with a 4:1
@@ -40,7 +42,11 @@ def main() -> None:
     parser.add_argument("--workload", default=None,
                         help="a workload spec (as a sweep's workloads[].spec) instead of the Poisson jobs, e.g. "
                              "sweeps/dally-congested-small.yaml's batch:n=40,...")
+    parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
+    if args.tiny:  # a batch of 24- and 40-GPU jobs: two span both racks at once, so shared mode co-simulates them
+        args.policies, args.channels = "fifo", 1
+        args.workload = "batch:n=6,gpus=24|40,models=resnet18,min_iter=100,max_iter=300"
     topology = load_topology(shipped.topology_path(args.topology), racks=args.racks)
     models = load_models()
     spec = args.workload or f"poisson:n={args.jobs},interarrival=60,gpu_weights=0.30|0.20|0.20|0.15|0.10|0.05"

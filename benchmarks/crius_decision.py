@@ -1,7 +1,9 @@
 """Crius scheduler time per decision on the 1,280-GPU cluster, by search depth (Crius Fig. 21: 0.88 s per
 job at the smallest depth to 5.98 s at the largest; sec. 8.6).
 
-    PYTHONPATH=. python benchmarks/crius_decision.py [--running 150] [--arrivals 20] [--depths 0 1 2 3 4]
+    PYTHONPATH=. python benchmarks/crius_decision.py [--running 150] [--arrivals 20] [--depths 0 1 2 3 4] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (the 64-GPU testbed, 20 + 4 jobs, depths 0-2).
 
 Setup: `running` jobs of the Crius workload (artist/crius/workload.py, seed 1) are started on their own request
 (type, N_G) while they fit, which leaves the cluster nearly full; then `arrivals` more jobs arrive in one
@@ -35,8 +37,13 @@ def main() -> None:
     parser.add_argument("--running", type=int, default=150)
     parser.add_argument("--arrivals", type=int, default=20)
     parser.add_argument("--depths", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
-    pools = crius_cluster("crius-1280")
+    cluster = "crius-1280"
+    if args.tiny:  # 20 jobs nearly fill the testbed, so depth 0 leaves arrivals pending and depths 1-2 scale jobs
+        cluster, args.running, args.arrivals, args.depths = "crius-testbed", 20, 4, [0, 1, 2]
+        print("tiny: the crius-testbed cluster (64 GPUs) in place of crius-1280")
+    pools = crius_cluster(cluster)
     capacity = {t: p.gpus for t, p in pools.items()}
     catalogue = Catalogue(pools, crius_fabrics(pools))
     t0, c0 = time.perf_counter(), cpu_seconds()

@@ -1,6 +1,8 @@
 """Flow backend speed: transfers per CPU-second on one large step graph; prints figures, asserts nothing.
 
-    PYTHONPATH=. python benchmarks/flow_speed.py [--model bert_large] [--gpus 16] [--channels 8] [--profile]
+    PYTHONPATH=. python benchmarks/flow_speed.py [--model bert_large] [--gpus 16] [--channels 8] [--profile] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (4 GPUs, 2 rings).
 
 One DDP step of --model on --gpus GPUs (8 per machine, machines 0 and 8 of the Dally cluster's 4:1 ECMP
 spine with 100 Gb/s ports, so that half the ring crosses racks), ring all-reduces on --channels rings, timed
@@ -38,7 +40,10 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=8)
     parser.add_argument("--topology", default="dally-3tier-ecmp-4to1-100g")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
+    if args.tiny:  # still two racks and two GPUs a side: NVLink, NIC and spine hops, rings sharing links
+        args.gpus, args.channels = 4, 2
     topology = load_topology(shipped.topology_path(args.topology)).with_racks(2)
     per_rack = topology.machines_per_rack * topology.gpus_per_machine
     half = args.gpus // 2

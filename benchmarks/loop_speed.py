@@ -2,7 +2,10 @@
 
     PYTHONPATH=. python benchmarks/loop_speed.py [--jobs 10000] [--racks 20] [--policies fifo,dally]
                                                  [--repeat 1] [--baseline 5aa1e05]
-                                                 [--elastic pollux,sia,gavel,optimus-oracle,tiresias]
+                                                 [--elastic pollux,sia,gavel,optimus-oracle,tiresias-pollux]
+                                                 [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (40 jobs, 1 rack, the first policy, no baseline).
 
 Workload (the issue's): 10 000 Poisson jobs, mean inter-arrival 5 s (loads the cluster to ~90 %), seed 1,
 every shipped model, 1-32 GPUs, 500-20 000 iterations (log-uniform), on 20 racks of dally-3tier
@@ -18,6 +21,9 @@ differ between the trees, values must not). With --repeat N the runs alternate o
 the best time of each counts. With --elastic, the elastic loop's policies' CPU seconds per 60 s round are
 printed beside (this tree only: benchmarks/pollux_run.py on Pollux's workload 6). Figures are printed;
 nothing is asserted.
+
+With --tiny the git archive is skipped and this tree stands on both sides, so every step but the
+extraction runs (the driver, the command, the table comparison); the figures mean nothing.
 """
 
 from __future__ import annotations
@@ -179,22 +185,32 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per tree and policy, alternating; the best counts")
     ap.add_argument("--baseline", default=WAVE1, help=f"commit to compare against (default {WAVE1}, wave 1)")
     ap.add_argument("--elastic", default="", metavar="POLICIES",
-                    help="also the elastic loop's policies (e.g. pollux,sia,gavel,optimus-oracle,tiresias): their "
-                         "policy CPU seconds per 60 s round on Pollux's workload 6 (benchmarks/pollux_run.py)")
+                    help="also the elastic loop's policies (e.g. pollux,sia,gavel,optimus-oracle,tiresias-pollux): "
+                         "their policy CPU seconds per 60 s round on Pollux's workload 6 (benchmarks/pollux_run.py)")
     ap.add_argument("--elastic-jobs", type=int, default=40, help="the first N jobs of that workload")
+    ap.add_argument("--tiny", action="store_true",
+                    help="seconds, for the test that keeps the script working: 40 jobs, 1 rack, the first "
+                         "policy, no baseline (this tree on both sides)")
     args = ap.parse_args()
+    if args.tiny:
+        args.jobs, args.racks, args.repeat, args.elastic_jobs = 40, 1, 1, 4
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     elastic = [p.strip() for p in args.elastic.split(",") if p.strip()]
+    if args.tiny:
+        policies = policies[:1]  # every run is a fresh process (~2 s of start-up): one policy keeps it to seconds
 
     with tempfile.TemporaryDirectory(prefix="artist-loop-speed-") as tmp:
         tmp = Path(tmp)
-        old_tree = tmp / "wave1"
-        old_tree.mkdir()
-        try:
-            full = extract_baseline(args.baseline, old_tree)
-        except BenchError as exc:
-            print(f"loop_speed: {exc}", file=sys.stderr)
-            return 2
+        if args.tiny:
+            old_tree, full = REPO, None  # no git archive: this tree against itself
+        else:
+            old_tree = tmp / "wave1"
+            old_tree.mkdir()
+            try:
+                full = extract_baseline(args.baseline, old_tree)
+            except BenchError as exc:
+                print(f"loop_speed: {exc}", file=sys.stderr)
+                return 2
         trace = tmp / "trace.csv"
         write_trace(trace, args.jobs, args.interarrival, args.seed)
         cache = tmp / "cache"
@@ -202,13 +218,18 @@ def main() -> int:
         trees = {"old": old_tree, "new": REPO}
         envs = {k: {**os.environ, "PYTHONPATH": str(t), "ARTIST_CACHE_DIR": str(cache)} for k, t in trees.items()}
         try:
-            flags = {k: simulate_flags(t, envs[k]) for k, t in trees.items()}
+            flags = {k: simulate_flags(t, envs[k]) for k, t in trees.items() if not (args.tiny and k == "old")}
+            flags.setdefault("old", flags["new"])  # tiny: one tree on both sides, asked once
             for k, t in trees.items():
                 a = (t / "topologies" / "dally-3tier.yaml").read_bytes()
                 b = (REPO / "topologies" / "dally-3tier.yaml").read_bytes()
                 if k == "old" and a != b:
                     print("note: the trees ship different dally-3tier.yaml files: results may differ for that reason")
-            print(f"wave 1 = {full[:12]} (extracted to a temporary directory); new = {REPO} (working tree)")
+            if full is None:
+                print(f"tiny: baseline {args.baseline} skipped (no git archive); old = new = {REPO} (working tree), "
+                      f"so the comparison only checks that two runs agree")
+            else:
+                print(f"wave 1 = {full[:12]} (extracted to a temporary directory); new = {REPO} (working tree)")
             print(f"workload: {args.jobs} Poisson jobs, mean inter-arrival {args.interarrival:g} s, seed {args.seed}; "
                   f"dally-3tier x {args.racks} racks ({args.racks * 64} GPUs); analytical, no cache; "
                   f"best of {args.repeat} run(s)")

@@ -1,6 +1,9 @@
 """ns-3 backend speed and accuracy: prints figures, asserts nothing.
 
-    PYTHONPATH=. python benchmarks/ns3_speed.py [--tcp] [--tcp-64] [--repeats N]
+    PYTHONPATH=. python benchmarks/ns3_speed.py [--tcp] [--tcp-64] [--repeats N] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (1 repeat, a 1-rack big iteration, the 8- and
+16-GPU cases; the one-off compile stays, ~10-15 s of it).
 
 First, what a user waits for: the whole-process wall time of one uncached
 16-GPU `artist comm` query (ResNet-50 on [[8,8]], --no-cache) with the ns-3
@@ -129,7 +132,11 @@ def main() -> None:
     parser.add_argument("--tcp-64", action="store_true", help="also run TCP on the 64-GPU case (slow)")
     parser.add_argument("--repeats", type=int, default=5, help="runs per backend of the whole-process figure")
     parser.add_argument("--big-racks", type=int, default=16, help="racks of the big-iteration figure (16 = 1024 GPUs)")
+    parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
+    cases = CASES
+    if args.tiny:  # 1 rack: the big iteration still spans machines; 16 GPUs: the smallest case with NIC hops
+        args.repeats, args.big_racks, cases = 1, 1, CASES[:2]
     whole_process_ratio(args.repeats)
     big_iteration(args.big_racks)
     topo = load_topology(REPO / "topologies" / "dally-3tier.yaml")
@@ -147,7 +154,7 @@ def main() -> None:
     print(f"\nring all-reduce of {RESNET50_BYTES} bytes, 1 channel, window transport")
     print(f"{'case':22} {'mode':12} {'wall s':>8} {'packets':>10} {'pkt/wall s':>11} {'sim s':>12} "
           f"{'ns3/analyt':>10} {'vs full':>9}")
-    for label, shape in CASES:
+    for label, shape in cases:
         placement = placement_from_shape(topo, shape)
         a = analytical.collective_seconds(placement, RESNET50_BYTES)
         ref = None
@@ -160,8 +167,8 @@ def main() -> None:
             print(f"{label:22} {mode:12} {wall:8.2f} {packets:10d} {packets / wall:11.0f} {seconds:12.9f} "
                   f"{seconds / a:10.4f} {100 * (seconds - ref) / ref:+8.4f}%", flush=True)
     resnet = load_models()["resnet50"]
-    placement = placement_from_shape(topo, CASES[-1][1])
-    print(f"\nresnet50 iteration ({len(resnet.buckets)} DDP buckets, one ns-3 run) on {CASES[-1][0]}")
+    placement = placement_from_shape(topo, cases[-1][1])
+    print(f"\nresnet50 iteration ({len(resnet.buckets)} DDP buckets, one ns-3 run) on {cases[-1][0]}")
     for mode, comm in (("full", full), ("accelerated", fast)):
         raw, exposed, packets, wall = measure(comm, resnet, placement)
         print(f"{mode:12} raw {raw:.9f} s exposed {exposed:.9f} s packets {packets} wall {wall:.2f} s", flush=True)

@@ -1,6 +1,8 @@
 """Pollux policy time per 60 s round on the 64-GPU cluster (16 nodes x 4 T4), and the agent's fit time.
 
-    PYTHONPATH=. python benchmarks/pollux_round.py [--jobs 10 30 60] [--rounds 3] [--seed 0]
+    PYTHONPATH=. python benchmarks/pollux_round.py [--jobs 10 30 60] [--rounds 3] [--seed 0] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (3 jobs, 2 rounds, a 6 x 3 genetic search).
 
 Pollux reports ~1 s per round on 1 vCPU and 0.2 s per agent fit (paper section 5.2). Each job here is
 one of the six Pollux applications, its agent fed the artifact's measured step times for the
@@ -54,19 +56,23 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, nargs="+", default=[10, 30, 60])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = ap.parse_args(argv)
+    # tiny: two rounds, so the second starts from the first's allocation as in the full run
+    jobs_counts, rounds = ([3], 2) if args.tiny else (args.jobs, args.rounds)
+    ga = {"pop_size": 6, "generations": 3} if args.tiny else {}
     apps = pollux_applications()
     names = sorted(apps)
     fit_times: list[float] = []
     print("jobs  round_s(median)  round_s(max)  cpu_s(median)  GPUs_allocated  (paper: ~1 s per round on 1 vCPU)")
-    for n_jobs in args.jobs:
+    for n_jobs in jobs_counts:
         rng = np.random.default_rng(args.seed)
         jobs = [JobView(f"j{i}", _agent(*apps[names[int(rng.integers(len(names)))]], fit_times),
                         np.zeros(16, dtype=int), age=float(rng.uniform(60, 7200)), restarts=int(rng.integers(0, 3)),
                         attained=float(rng.uniform(0, 1e5)), submitted=float(i)) for i in range(n_jobs)]
-        sched = PolluxScheduler([4] * 16, seed=args.seed)
+        sched = PolluxScheduler([4] * 16, seed=args.seed, **ga)
         times, cpu = [], []
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             start, start_cpu = time.perf_counter(), time.process_time()
             out = sched.allocate(jobs)
             times.append(time.perf_counter() - start)

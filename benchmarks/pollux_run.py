@@ -1,7 +1,9 @@
 """A whole Pollux run: the artifact's 160-job workload on the 64-GPU T4 cluster, with its wall time.
 
-    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|optimus-oracle|tiresias|gavel|sia] [--realistic]
-        [--workload 6] [--jobs 160] [--pop 100] [--gen 100] [--seed 0]
+    PYTHONPATH=. python benchmarks/pollux_run.py [--policy pollux|optimus-oracle|tiresias-pollux|gavel|sia]
+        [--realistic] [--workload 6] [--jobs 160] [--pop 100] [--gen 100] [--seed 0] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (the first 2 jobs, a 6 x 3 genetic search).
 
 Jobs: workloads/pollux/workloads/workload-<i>.csv (name, arrival, application; the file's GPU count and
 batch are the TunedJobs settings, which Tiresias+TunedJobs runs, Optimus+Oracle+TunedJobs takes the batch
@@ -61,7 +63,10 @@ def main(argv=None):
     ap.add_argument("--pop", type=int, default=100)
     ap.add_argument("--gen", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = ap.parse_args(argv)
+    if args.tiny:  # the same run of the same policy, on two jobs (the workload's first arrive within minutes)
+        args.jobs, args.pop, args.gen = 2, 6, 3
     topology = load_topology(TOPOLOGIES_DIR / "pollux-t4.yaml")
     models = load_models()
     apps = pollux_applications()
@@ -76,8 +81,9 @@ def main(argv=None):
                            batch=int(r["batch_size"]) if config != "none" else 0)
             for r in rows]
     cluster = ElasticCluster.of(topology.name, [Pool("t4", topology)])
+    # tuned_jobs only where the policy takes it (Crius' fcfs and elasticflow-ls take no parameters)
     params = {"pop_size": args.pop, "generations": args.gen} if args.policy == "pollux" else \
-        {} if args.policy in ("sia", "crius") else {"tuned_jobs": not args.realistic}
+        {"tuned_jobs": not args.realistic} if "tuned_jobs" in ELASTIC_POLICIES[args.policy].params else {}
     policy, seen = make_elastic_policy(args.policy, params, cluster, seed=args.seed,
                                        context=PolicyContext(apps, jobs, lambda _cluster: timer, timer.profiles,
                                                              {"t4": timer.fabric}))

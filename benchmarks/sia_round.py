@@ -1,7 +1,9 @@
 """Sia's policy wall time per 60 s round at 64, 512 and 2 048 GPUs (paper: 96 ms median, 426 ms p95 at 64
 GPUs; about 1 s at 2 048, Fig. 9; digest 2.6).
 
-    PYTHONPATH=. python benchmarks/sia_round.py [--scales 1 8 32] [--rounds 5] [--jobs-per-gpu 0.5]
+    PYTHONPATH=. python benchmarks/sia_round.py [--scales 1 8 32] [--rounds 5] [--jobs-per-gpu 0.5] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (64 GPUs, 8 jobs, 2 rounds).
 
 Cluster: Sia's 64-GPU mix (topologies/clusters/sia-hetero-64.yaml: 6 t4 x 4, 3 rtx x 8, 2 a100 x 8) times
 each scale. Jobs: GPUs x jobs-per-gpu active jobs, the applications of Sia's Philly workload in turn; every
@@ -126,7 +128,10 @@ def main(argv=None):
     ap.add_argument("--scales", type=int, nargs="+", default=[1, 8, 32], help="multiples of the 64-GPU mix")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--jobs-per-gpu", type=float, default=0.5)
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = ap.parse_args(argv)
+    if args.tiny:  # the mix once through (8 jobs); a second round starts from the first's allocation
+        args.scales, args.rounds, args.jobs_per_gpu = [1], 2, len(MIX) / 64
     base = load_cluster(CLUSTERS_DIR / "sia-hetero-64.yaml")
     apps = heterogeneous_applications()
     models = load_models()

@@ -1,7 +1,9 @@
 """Sweep execution figures: speed-up of 2 workers over 1 (analytical backend), and the latency-cache
 hit rate of a second identical ns-3 sweep.
 
-    python benchmarks/sweep_speed.py [--runs-spec SPEC] [--ns3-spec sweeps/quick.yaml] [--skip-ns3]
+    python benchmarks/sweep_speed.py [--runs-spec SPEC] [--ns3-spec sweeps/quick.yaml] [--skip-ns3] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (both parts on built-in one-rack specs).
 
 Every sweep is a fresh `run_sweep.py` command, as a user runs it (start-up of
 the workers, and of ns-3 in each, included).
@@ -17,6 +19,9 @@ fresh cache: the first sweep simulates every distinct (model, placement shape);
 the second should answer every look-up from the cache (target: hit rate >= 95 %,
 zero new simulations). Prints both sweeps' look-ups, hits, simulations and wall
 times. Expect the first ns-3 sweep to take several minutes.
+
+With --tiny, part 1 runs 2 runs (FIFO and Dally, 1 rack, 20 jobs) and part 2 one run of quick.yaml's
+cluster, backend and calibration (FIFO, 1 rack, 4 jobs), in place of --runs-spec and --ns3-spec.
 
 Figures are printed, never asserted (the issue's targets are stated next to them).
 """
@@ -47,6 +52,21 @@ DEFAULT_RUNS_SPEC = {
     "workloads": ["batch:n=500"],
     "seeds": [0, 1],
     "comm": "analytical",
+}
+# --tiny: two runs, so that -j 2 still has one for each worker
+TINY_RUNS_SPEC = {**DEFAULT_RUNS_SPEC, "name": "speed-tiny", "racks": [1], "policies": ["fifo", "dally"],
+                  "workloads": ["batch:n=20"], "seeds": [0]}
+# --tiny: sweeps/quick.yaml's cluster, backend and calibration on one run of 4 jobs (jobs across machines, so
+# ns-3 answers some questions and the second sweep has something to find in the cache)
+TINY_NS3_SPEC = {
+    "name": "quick-tiny",
+    "topology": str(REPO / "topologies" / "dgx-h100.yaml"),
+    "racks": [1],
+    "policies": ["fifo"],
+    "workloads": ["batch:n=4,gpus=8|16,min_iter=1000,max_iter=2000,models=resnet18|resnet50"],
+    "seeds": [0],
+    "comm": {"backend": "ns3", "algorithm": "ring", "channels": 8},
+    "calibration": str(REPO / "calibration" / "profiles" / "h100-ns3.yaml"),
 }
 
 
@@ -98,16 +118,26 @@ def main() -> None:
     ap.add_argument("--ns3-jobs", type=int, default=-1, help="workers for the ns-3 sweeps (default: all cores)")
     ap.add_argument("--skip-ns3", action="store_true")
     ap.add_argument("--skip-speedup", action="store_true")
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working "
+                                                        "(built-in one-rack specs for both parts)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="artist-sweep-bench-") as tmp:
         work = Path(tmp)
         if not args.skip_speedup:
-            spec_path = Path(args.runs_spec) if args.runs_spec else work / "speed.yaml"
-            if not args.runs_spec:
-                spec_path.write_text(yaml.safe_dump(DEFAULT_RUNS_SPEC, sort_keys=False))
+            if args.tiny or not args.runs_spec:
+                spec_path = work / "speed.yaml"
+                spec_path.write_text(yaml.safe_dump(TINY_RUNS_SPEC if args.tiny else DEFAULT_RUNS_SPEC,
+                                                    sort_keys=False))
+            else:
+                spec_path = Path(args.runs_spec)
             speedup(spec_path, work)
         if not args.skip_ns3:
-            cache_rate(Path(args.ns3_spec), work, args.ns3_jobs)
+            if args.tiny:
+                ns3_spec = work / "quick-tiny.yaml"
+                ns3_spec.write_text(yaml.safe_dump(TINY_NS3_SPEC, sort_keys=False))
+            else:
+                ns3_spec = Path(args.ns3_spec)
+            cache_rate(ns3_spec, work, args.ns3_jobs)
 
 
 if __name__ == "__main__":

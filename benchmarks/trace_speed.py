@@ -1,7 +1,9 @@
 """Trace loading speed: a synthetic Philly `cluster_job_log` of 117,000 jobs (the real log has 117,325,
 msr-fiddle/philly-traces README), loaded as a workload; target <= 10 s on 2 cores.
 
-    PYTHONPATH=. python benchmarks/trace_speed.py [--jobs 117000] [--seed 0] [--keep FILE]
+    PYTHONPATH=. python benchmarks/trace_speed.py [--jobs 117000] [--seed 0] [--keep FILE] [--tiny]
+
+--tiny: seconds, for the test that keeps the script working (2,000 jobs, ~2 MiB).
 
 Prints figures only; nothing is asserted. The file is written to a temporary directory (or FILE) in the
 published schema: jobs submitted over ~83 days, 1-3 attempts each, 1-16 GPUs over one or two machines,
@@ -66,7 +68,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=117_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", default=None, help="write the synthetic log here and keep it")
+    ap.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = ap.parse_args(argv)
+    if args.tiny:  # over the reader's 1 MiB chunk, so objects still straddle a refill of its buffer
+        args.jobs = 2000
     models = load_models()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.keep) if args.keep else Path(tmp) / "cluster_job_log"
