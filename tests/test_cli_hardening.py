@@ -610,3 +610,36 @@ def test_a_device_or_a_pipe_as_input_is_refused_at_once(tmp_path, argv, kind):
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(err) == 1 and "not a regular file" in err[0] and str(dev) in err[0], err
+
+
+LOG = REPO / "calibration" / "data" / "stas00_1node_8xA100_allreduce_columns_trimmed.txt"
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--backend", "none", "--out", "{tmp}/p.yaml"], "--backend: none makes communication free"),
+    (["--out", "{tmp}"], "--out: {tmp} is a directory; name the file to write"),
+    (["--out", "{tmp}/p.yaml", "--report", "{tmp}/r.txt"], "--report: {tmp}/r.txt is a file; name a directory"),
+    (["--out", "{tmp}/p.yaml", "--plot", "{tmp}"], "--plot: {tmp} is a directory"),
+    (["--out", "{log}"], "is one of the logs read: writing it would overwrite it"),
+])
+def test_calibrate_checks_where_it_writes_before_simulating(capsys, tmp_path, extra, expected):
+    log = tmp_path / "log.txt"
+    log.write_bytes(LOG.read_bytes())
+    (tmp_path / "r.txt").write_text("not a directory")
+    args = ["calibrate", "--topology", "dally-3tier", "--logs", str(log), "--layout", "1x8"]
+    args += [a.replace("{tmp}", str(tmp_path)).replace("{log}", str(log)) for a in extra]
+    line = one_line_error(capsys, args)
+    assert expected.replace("{tmp}", str(tmp_path)) in line
+    assert log.read_bytes() == LOG.read_bytes() and not (tmp_path / "p.yaml").exists()
+
+
+def test_latency_table_out_as_a_directory_is_one_line(capsys, tmp_path):
+    line = one_line_error(capsys, ["latency-table", "--model", "resnet50", "--shape", "[[8]]", "--out", str(tmp_path)])
+    assert f"--out: {tmp_path} is a directory" in line
+
+
+def test_calibrate_takes_the_name_of_a_shipped_topology(capsys, tmp_path):
+    """As every other command does (it was refused: 'dally-3tier: cannot read file')."""
+    assert main(["calibrate", "--topology", "dally-3tier", "--logs", str(LOG), "--layout", "1x8", "--out",
+                 str(tmp_path / "p.yaml"), "--no-cache"]) == 0
+    assert "topology dally-3tier" in capsys.readouterr().out and (tmp_path / "p.yaml").is_file()

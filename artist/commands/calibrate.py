@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from artist import shipped
 from artist.commands._args import integer
 from artist.commands._common import CACHE_DIR_HELP
 from artist.commands.cache import cache_path_from_args
@@ -78,6 +79,29 @@ def add_parser(sub) -> None:
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)
+
+
+def _check_outputs(args) -> None:
+    """Every place the command writes, checked before any simulation: nothing it reads is overwritten and
+    each path is what its option asks for (a file or a directory)."""
+    if args.backend == "none":
+        raise InputError("command line", "--backend", "none makes communication free: there is no time to correct")
+    inputs = {Path(p).resolve() for p in list(args.logs) + list(args.holdout or [])}
+    for option, value, kind in (("--out", args.out, "file"), ("--plot", args.plot, "file"),
+                                ("--report", args.report, "directory")):
+        if value is None:
+            continue
+        path = Path(value)
+        if not str(value).strip():
+            raise InputError("command line", option, "empty path")
+        if path.resolve() in inputs:
+            raise InputError("command line", option, f"{value} is one of the logs read: writing it would overwrite "
+                                                     f"it; name another {kind}")
+        if kind == "file" and path.is_dir():
+            raise InputError("command line", option, f"{value} is a directory; name the {kind} to write")
+        if kind == "directory" and path.exists() and not path.is_dir():
+            raise InputError("command line", option, f"{value} is a file; name a directory for report.md and its "
+                                                     f"plots")
 
 
 def _model(spec: CommSpec, topology):
@@ -194,6 +218,7 @@ def _run(args, models: list) -> int:
     if args.check and args.holdout:
         raise InputError("command line", "--holdout", "--check evaluates a profile on --logs; --holdout goes with "
                                                       "fitting")
+    _check_outputs(args)
     cache_path = cache_path_from_args(args)
     options = dict(layout=layout, min_bytes=args.min_bytes, max_bytes=args.max_bytes, fit_from=fit_from,
                    regimes=args.regimes, allow_wrong=args.allow_wrong)
@@ -204,7 +229,7 @@ def _run(args, models: list) -> int:
         topo_path = args.topology or profile.topology_path
         if not topo_path:
             raise InputError(args.check, "field 'topology.path'", "no topology path stored; pass --topology")
-        topology = load_topology(topo_path)
+        topology = load_topology(shipped.topology_path(topo_path))
         profile.check_topology(topology)
         b = profile.backend
         model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1), cache=cache_path),
@@ -220,7 +245,7 @@ def _run(args, models: list) -> int:
             raise SystemExit("artist calibrate: give --out PROFILE.yaml to fit, or --check PROFILE to evaluate")
         if not args.topology:
             raise SystemExit("artist calibrate: --topology is required when fitting")
-        topology = load_topology(args.topology)
+        topology = load_topology(shipped.topology_path(args.topology))
         model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
         models.append(model)
         logs = _simulate(model, cache_path, topology, args.logs, **options)

@@ -124,9 +124,7 @@ def run_plans(args, topology) -> int:
             raise InputError("command line", f"--shape {text}", str(exc)) from None
     layouts = args.layout or ([] if shapes else list(LAYOUT_NAMES))
     placements = [placements_for(topology, plan, layouts, shapes) for _, plan in pairs]  # all checked first
-    out = Path(args.out) if args.out else None
-    if out is not None:
-        writable_dir(out.parent if str(out.parent) else ".", "--out")
+    out = _out_file(args.out)
     fabric = build_stack(_spec(args), topology)
     rows = [r for (model, plan), where in zip(pairs, placements) for r in hybrid_rows(fabric, topology, model, plan,
                                                                                       where)]
@@ -137,6 +135,19 @@ def run_plans(args, topology) -> int:
         sys.stdout.write(text)
     print(f"latency-table: {len(rows)} rows (LLM zoo, hybrid plans)", file=sys.stderr)
     return 0
+
+
+def _out_file(text: str | None) -> Path | None:
+    """--out: a CSV file to write (its directory made and proven writable now, not after the table)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise InputError("command line", "--out", "empty path: name the CSV to write")
+    out = Path(text)
+    if out.is_dir():
+        raise InputError("command line", "--out", f"{text} is a directory; name the CSV file to write")
+    writable_dir(out.parent if str(out.parent) else ".", "--out")
+    return out
 
 
 def run(args) -> int:
@@ -150,9 +161,7 @@ def run(args) -> int:
     models = _models(args)
     topology.check_reference_gpu({m.reference_gpu for m in models})
     golden = read_table_csv(args.check) if args.check else None  # fail on a bad golden file before any work
-    out = Path(args.out) if args.out else None
-    if out is not None:
-        writable_dir(out.parent if str(out.parent) else ".", "--out")
+    out = _out_file(args.out)
     cache_path = cache_path_from_args(args)
     if args.no_fast_path and args.backend != "ns3":
         raise InputError("command line", "--no-fast-path", "only with --backend ns3")
