@@ -643,3 +643,26 @@ def test_calibrate_takes_the_name_of_a_shipped_topology(capsys, tmp_path):
     assert main(["calibrate", "--topology", "dally-3tier", "--logs", str(LOG), "--layout", "1x8", "--out",
                  str(tmp_path / "p.yaml"), "--no-cache"]) == 0
     assert "topology dally-3tier" in capsys.readouterr().out and (tmp_path / "p.yaml").is_file()
+
+
+@pytest.mark.parametrize("damage", [b"", b'{"jobs": 3, "fini'])
+def test_a_run_record_torn_by_a_power_loss_is_run_again(capsys, tmp_path, damage):
+    """A 0-byte or cut summary.json used to break every later sweep of the spec with a JSONDecodeError."""
+    spec = write(tmp_path, "s.yaml", f"""\
+        name: torn
+        topology: {REPO}/topologies/dally-3tier.yaml
+        racks: [1]
+        policies: [fifo, tiresias]
+        workloads: [batch:n=3]
+        comm: analytical
+        """)
+    out = tmp_path / "out"
+    args = ["sweep", str(spec), "--out", str(out), "-j", "1", "--quiet", "--no-plots", "--no-cache"]
+    assert main(args) == 0
+    table = (out / "results.csv").read_bytes()
+    torn = sorted((out / "runs").iterdir())[0] / "summary.json"
+    torn.write_bytes(damage)
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "1 already done, 1 run now" in capsys.readouterr().out
+    assert (out / "results.csv").read_bytes() == table  # the same row again

@@ -95,9 +95,11 @@ class ResultStore:
             return False
         try:
             params = json.loads((d / "params.json").read_text())
+            # a record torn by a power loss (a 0-byte or cut summary) is run again, not read as done
+            summary = json.loads((d / "summary.json").read_text())
         except (OSError, ValueError):
             return False
-        return (params.get("run_id") == run.run_id
+        return (isinstance(params, dict) and isinstance(summary, dict) and params.get("run_id") == run.run_id
                 and canonical_json(params.get("identity")) == canonical_json(run.identity))
 
     def write_run(self, run: Run, outcome) -> Path:
@@ -117,9 +119,11 @@ class ResultStore:
                 "cache_hits": outcome.cache_hits, "cache_misses": outcome.cache_misses, **getattr(outcome, "info", {}),
                 "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             })
+            _fsync_files(tmp)  # on disk before the rename makes the run count as done
             if final.exists():  # incomplete or foreign leftovers: is_done() said no
                 shutil.rmtree(final)
             os.rename(tmp, final)
+            _fsync_dir(self.runs_dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -206,3 +210,19 @@ def read_results(out_dir: str | Path) -> pd.DataFrame:
 
 def missing_axes(table: pd.DataFrame) -> list[str]:
     return [c for c in ("run_id", *AXIS_COLUMNS) if c not in table.columns]
+
+
+def _fsync_files(directory: Path) -> None:
+    """Flush every file of a run's directory to disk (a rename alone may reach the disk before the data)."""
+    for path in directory.iterdir():
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
