@@ -351,3 +351,24 @@ def test_min_bytes_above_max_bytes_is_one_line(tmp_path, capsys):
     assert _fit(GOOD_LOG, tmp_path / "x.yaml", "--min-bytes", "4194304", "--max-bytes", "1048576") == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "--min-bytes: 4194304 is above --max-bytes 1048576" in err
+
+
+def test_check_on_a_log_the_profile_was_fitted_on_says_so_and_holds_none_out(tmp_path, capsys):
+    """--check labelled every size of the very log a profile was fitted on 'held-out'; such a log's errors are
+    in-sample. The same measurements under other bytes (another log) are held out."""
+    profile = REPO / "calibration" / "profiles" / "stas00-a100-analytical.yaml"
+    log = DATA / "stas00_1node_8xA100_allreduce_columns_trimmed.txt"
+    other = tmp_path / "other.txt"
+    other.write_text(log.read_text() + "\n# the same run, another file\n")
+    args = ["calibrate", "--check", str(profile), "--layout", "1x8", "--json", "--logs"]
+    assert main(args + [str(log)]) == 0
+    out = capsys.readouterr()
+    assert f"note: {log} is a log this profile was fitted on" in out.err
+    rows = json.loads(out.out)
+    assert main(args + [str(other)]) == 0
+    out = capsys.readouterr()
+    assert "was fitted on" not in out.err
+    held = json.loads(out.out)
+    assert rows and held and len(rows) == len(held)
+    for fitted_row, held_row in zip(rows, held):
+        assert fitted_row["held_out_sizes"] == 0 < held_row["held_out_sizes"]

@@ -97,7 +97,7 @@ def error_rows(points: Sequence[Point], min_bytes: int = MIB, roles: tuple = (FI
             continue
         after = [abs(p.error_after) for p in mine if p.error_after is not None]
         out.append({"log": log, "collective": kind, "tier": mine[0].tier, "shape": mine[0].shape,
-                    "sizes": len(mine),
+                    "sizes": len(mine), "held_out_sizes": sum(p.role == HELD_OUT for p in mine),
                     "median_err_uncalibrated_pct": _pct(median_abs(p.error_before for p in mine)),
                     "median_err_calibrated_pct": _pct(median_abs(p.error_after for p in mine)),
                     "max_err_calibrated_pct": _pct(max(after)) if after else None})
@@ -247,10 +247,21 @@ def _test_entry(lp: LogPoints, line: int, kind: str, shape: str, tier: str, rank
     return entry
 
 
-def check_points(profile: CalibrationProfile, logs: Sequence[LogPoints]) -> list[Point]:
-    """Apply an existing profile to new logs: no point is fitted, all are held out."""
-    points = [replace(p, role=HELD_OUT if p.role != OUTSIDE else OUTSIDE) for lp in logs for p in lp.points]
+def check_points(profile: CalibrationProfile, logs: Sequence[LogPoints],
+                 fitted: Sequence[LogPoints] = ()) -> list[Point]:
+    """Apply an existing profile to logs: a log the profile was fitted on (`fitted`, fitted_logs) is in-sample,
+    its points role FIT, not held out; every other log's points are held out."""
+    fitted_ids = {id(lp) for lp in fitted}
+    points = [replace(p, role=OUTSIDE if p.role == OUTSIDE else FIT if id(lp) in fitted_ids else HELD_OUT)
+              for lp in logs for p in lp.points]
     return apply_corrections(points, profile.correction)
+
+
+def fitted_logs(profile: CalibrationProfile, logs: Sequence[LogPoints]) -> list[LogPoints]:
+    """The logs among `logs` that the profile was fitted on: the same bytes (sha256) as a log it records with
+    role fit."""
+    fit = {log.get("sha256") for log in profile.logs if log.get("role") == "fit"}
+    return [lp for lp in logs if lp.log.sha256 in fit]
 
 
 def _round(x):

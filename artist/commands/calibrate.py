@@ -43,8 +43,8 @@ def add_parser(sub) -> None:
                         "is recorded in the profile)")
     p.add_argument("--json", action="store_true",
                    help="print only a JSON list with one object per (log, collective): log, collective, sizes, "
-                        "median_err_uncalibrated_pct, median_err_calibrated_pct, max_err_calibrated_pct (sizes >= "
-                        "1 MiB; notes go to stderr)")
+                        "held_out_sizes, median_err_uncalibrated_pct, median_err_calibrated_pct, "
+                        "max_err_calibrated_pct (sizes >= 1 MiB; notes go to stderr)")
     p.add_argument("--report", default=None, metavar="DIR",
                    help="write a calibration report here: report.md and one busbw-vs-size PNG per log and "
                         "collective (measured, uncalibrated, calibrated)")
@@ -201,7 +201,7 @@ def run(args) -> int:
 def _run(args, models: list) -> int:
     import json
 
-    from artist.calibration.build import check_points, error_rows, fit_profile
+    from artist.calibration.build import check_points, error_rows, fit_profile, fitted_logs
     from artist.calibration.fit import parse_layout
     from artist.calibration.profile import load_profile
     from artist.network.calibrated import Calibrated
@@ -229,6 +229,8 @@ def _run(args, models: list) -> int:
         topo_path = args.topology or profile.topology_path
         if not topo_path:
             raise InputError(args.check, "field 'topology.path'", "no topology path stored; pass --topology")
+        if not args.topology and not Path(topo_path).exists() and (shipped.ROOT / topo_path).is_file():
+            topo_path = shipped.ROOT / topo_path  # a shipped profile records its topology from the repository root
         topology = load_topology(shipped.topology_path(topo_path))
         profile.check_topology(topology)
         b = profile.backend
@@ -237,7 +239,11 @@ def _run(args, models: list) -> int:
         models.append(model)
         Calibrated(model, profile)  # refuses a backend the profile was not fitted for
         logs = _simulate(model, cache_path, topology, args.logs, **options)
-        points = check_points(profile, logs)
+        fitted = fitted_logs(profile, logs)
+        for lp in fitted:
+            print(f"note: {lp.log.source} is a log this profile was fitted on: its errors are in-sample (role fit), "
+                  f"not held out", file=out)
+        points = check_points(profile, logs, fitted)
         print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}",
               file=out)
     else:
