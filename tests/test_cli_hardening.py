@@ -666,3 +666,17 @@ def test_a_run_record_torn_by_a_power_loss_is_run_again(capsys, tmp_path, damage
     assert main(args) == 0
     assert "1 already done, 1 run now" in capsys.readouterr().out
     assert (out / "results.csv").read_bytes() == table  # the same row again
+
+
+def test_comm_json_is_json_for_a_model_and_a_collective_too(capsys):
+    """--json was honoured with --job and --plan only: with --model it printed the text table."""
+    import json
+
+    assert main(["comm", "--model", "resnet50", "--shape", "[[8],[8]]", "--json", "--no-cache"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["model"] == "resnet50" and row["gpus"] == 16 and row["tier"] == "rack"
+    assert row["exposed_seconds"] <= row["raw_seconds"] and row["answered_by"] == "analytical"
+    assert main(["comm", "--collective", "all_reduce", "--bytes", "1MiB", "--shape", "[[8]]", "--json",
+                 "--no-cache"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["bytes_per_rank"] == 1 << 20 and row["seconds"] > 0 and row["from_cache"] is None

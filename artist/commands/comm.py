@@ -47,8 +47,9 @@ def add_parser(sub) -> None:
                            "step time alone and shared (--backend flow or ns3)")
     p.add_argument("--json", action="store_true",
                    help="--job: print a JSON list of {job, backend, alone_s, shared_s (steady state), steps_measured, "
-                        "converged}; --plan: print an object with "
-                        "step_s, compute_s, exposed_comm_s by kind, bubble_fraction and memory_gib_per_gpu")
+                        "converged}; --model and --collective: an object of the text's fields (raw_seconds, "
+                        "exposed_seconds or seconds, answered_by, packets_simulated, from_cache); --plan: an object "
+                        "with step_s, compute_s, exposed_comm_s by kind, bubble_fraction and memory_gib_per_gpu")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--bytes", dest="nbytes", default=None,
                    help="--collective: payload per rank, e.g. 67108864, 64MiB, 100MB")
@@ -142,6 +143,14 @@ def _spec(args) -> CommSpec:
                     cache_path_from_args(args)).resolved()
 
 
+def _provenance(comm, spec: CommSpec) -> dict:
+    """What --json prints of an answer's provenance (the text lines' fields)."""
+    from artist.network.provenance import answer_path
+
+    return {"packets_simulated": comm.packets, "answered_by": answer_path(comm), "wall_seconds": comm.wall_seconds,
+            "from_cache": bool(comm.cache_hit) if spec.cache else None}
+
+
 def _provenance_lines(comm, spec: CommSpec) -> None:
     print(f"packets simulated    {comm.packets}")
     if "path" in comm.details:  # ns3: a packet run, or the message-level fast path (no link shared)
@@ -160,6 +169,13 @@ def run_collective(args, topology) -> int:
     graph = StepGraph((Node(0, args.collective, group=group, nbytes=nbytes),))
     timing = comm.time({"collective": graph})["collective"]  # an Ns3SimulationError is one line (artist.cli)
     placement = Placement(topology, group)
+    if args.json:
+        print(json.dumps({"collective": args.collective, "bytes_per_rank": nbytes,
+                          "shape": shape_to_text(placement.canonical_shape), "gpus": placement.size,
+                          "tier": placement.tier, "backend": args.backend, "algorithm": args.algorithm,
+                          "channels": args.channels, "calibrated": spec.calibration is not None,
+                          "seconds": timing.node_seconds[0], **_provenance(timing.result, spec)}, indent=2))
+        return 0
     print(f"{args.collective} of {nbytes} B per rank on {shape_to_text(placement.canonical_shape)} "
           f"({placement.size} GPUs, {placement.tier} tier), backend {args.backend}, {args.algorithm} "
           f"x{args.channels}{'' if spec.calibration is None else ', calibrated'}")
@@ -238,6 +254,14 @@ def run(args) -> int:
     spec = _spec(args)
     comm = build_stack(spec, topology)
     step = as_perf_model(comm, topology).estimate(model, placement)  # an Ns3SimulationError is one line
+    if args.json:
+        print(json.dumps({"model": model.name, "shape": shape_to_text(placement.canonical_shape),
+                          "gpus": placement.size, "tier": placement.tier, "backend": args.backend,
+                          "algorithm": args.algorithm, "channels": args.channels,
+                          "calibrated": spec.calibration is not None, "buckets": len(model.buckets),
+                          "raw_seconds": step.comm_seconds, "exposed_seconds": step.exposed_comm_seconds,
+                          **_provenance(step.comm, spec)}, indent=2))
+        return 0
     print(f"model {model.name} on {shape_to_text(placement.canonical_shape)} ({placement.size} GPUs, "
           f"{placement.tier} tier), backend {args.backend}, {args.algorithm} x{args.channels}"
           f"{'' if spec.calibration is None else ', calibrated'}")
