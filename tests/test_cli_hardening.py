@@ -672,7 +672,7 @@ def test_comm_json_is_json_for_a_model_and_a_collective_too(capsys):
     """--json was honoured with --job and --plan only: with --model it printed the text table."""
     import json
 
-    assert main(["comm", "--model", "resnet50", "--shape", "[[8],[8]]", "--json", "--no-cache"]) == 0
+    assert main(["comm", "--model", "resnet50", "--shape", "[[8,8]]", "--json", "--no-cache"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["model"] == "resnet50" and row["gpus"] == 16 and row["tier"] == "rack"
     assert row["exposed_seconds"] <= row["raw_seconds"] and row["answered_by"] == "analytical"
