@@ -156,3 +156,37 @@ def test_no_compiler_means_no_toolchain_and_compiled_mode_says_so(monkeypatch):
     assert engine_build.find_toolchain() is None
     with pytest.raises(engine_build.EngineBuildError, match="no C\\+\\+ compiler"):
         worker.load_engine("compiled")
+
+
+def _fake_library(root: Path) -> tuple[dict, Path]:
+    """A cache entry as build_cached leaves it, without compiling (key inputs -> root/<key>/engine.so)."""
+    inputs = {"sources": {"x.cc": "0"}, "test": "private cache"}
+    key_dir = root / engine_build._key_of(inputs)
+    key_dir.mkdir(parents=True)
+    (key_dir / engine_build.LIBRARY_NAME).write_bytes(b"\x7fELF")
+    return inputs, key_dir
+
+
+def test_a_library_others_may_write_is_made_private_before_it_is_loaded(tmp_path):
+    """A cache directory under a shared XDG_CACHE_HOME: whoever can write it can replace the library this
+    process loads. The user's own entries lose group and other write permission."""
+    root = tmp_path / "cache"
+    inputs, key_dir = _fake_library(root)
+    for path in (root, key_dir, key_dir / engine_build.LIBRARY_NAME):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    built = engine_build.build_cached({"x.cc": "0"}, inputs, lambda cc, out: ["false"], root, "test")
+    assert not built.compiled
+    for path in (root, key_dir, built.path):
+        assert path.stat().st_mode & 0o022 == 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "getuid") or __import__("os").getuid() != 0,
+                    reason="giving a file to another user needs root")
+def test_a_library_of_another_user_is_not_loaded(tmp_path):
+    import os
+
+    root = tmp_path / "cache"
+    inputs, key_dir = _fake_library(root)
+    os.chown(key_dir / engine_build.LIBRARY_NAME, 12345, 12345)
+    with pytest.raises(engine_build.EngineBuildError, match="belongs to another user or others may write it"):
+        engine_build.build_cached({"x.cc": "0"}, inputs, lambda cc, out: ["false"], root, "test")

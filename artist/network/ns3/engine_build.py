@@ -238,6 +238,21 @@ def build_library(sources: Mapping[str, str], toolchain: Toolchain, root: Path |
                         root or cache_root(), "the ns-3 engine")
 
 
+def _private(*paths: Path) -> None:
+    """Make sure nobody else can replace the library this process will load (a cache root under a shared
+    XDG_CACHE_HOME, say): a path this user owns loses group and other write permission; a path another user
+    (not root) owns, or root's that others may write, is refused. Why: loading a library runs its code."""
+    uid = os.getuid()
+    for path in paths:
+        st = path.stat()
+        if st.st_uid == uid:
+            if st.st_mode & 0o022:
+                os.chmod(path, st.st_mode & ~0o022 & 0o7777)
+        elif st.st_uid != 0 or st.st_mode & 0o022:
+            raise EngineBuildError(f"{path} belongs to another user or others may write it: a library there could "
+                                   f"be replaced, so it is not loaded; set XDG_CACHE_HOME to a directory of your own")
+
+
 def build_cached(sources: Mapping[str, str], key_inputs: dict, command: Callable[[list[Path], Path], list[str]],
                  root: Path, label: str) -> BuiltLibrary:
     """A library compiled by command(cc_files, output) from these sources into root/<key>/ (key: a hash of
@@ -247,6 +262,7 @@ def build_cached(sources: Mapping[str, str], key_inputs: dict, command: Callable
     key_dir = root / key
     target = key_dir / LIBRARY_NAME
     if target.exists():  # the common case: no lock, no compiler run
+        _private(root, key_dir, target)
         return BuiltLibrary(target, key, compiled=False, compile_seconds=0.0)
     try:
         key_dir.mkdir(parents=True, exist_ok=True)
@@ -256,10 +272,13 @@ def build_cached(sources: Mapping[str, str], key_inputs: dict, command: Callable
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be compiling this key: wait for it
         if target.exists():
+            _private(root, key_dir, target)
             return BuiltLibrary(target, key, compiled=False, compile_seconds=0.0)
+        _private(root, key_dir)
         (key_dir / "build.json").write_text(json.dumps(key_inputs, indent=1, sort_keys=True))
         started = time.perf_counter()
         _compile(sources, command, key_dir, target, label)
+        _private(target)
         return BuiltLibrary(target, key, compiled=True, compile_seconds=time.perf_counter() - started)
     finally:
         os.close(lock)  # releases the flock
