@@ -133,7 +133,7 @@ class _Params:
             raise self.error(key, f"{len(values)} weights for {count} GPU counts (gpus=): give one weight per count")
         if not all(math.isfinite(v) and v >= 0 for v in values) or not 0 < sum(values) < math.inf:
             # (a sum that overflows to inf leaves no probabilities to draw with)
-            raise self.error(key, f"weights must be finite, >= 0, not all 0, with a finite sum, got {text!r}")
+            raise self.error(key, f"weights must be finite, >= 0 and not all 0, with a finite sum, got {text!r}")
         return values
 
 

@@ -4,7 +4,7 @@ loop's data-parallel jobs: they then run on every workload and cluster the elast
 Crius' own LLM jobs and clusters (artist/crius/).
 
     allocator = CriusElastic(cluster, context, depth=3)   # the registry's "crius" (job_config "both")
-    allocator = CriusElastic(cluster, context, policy="fcfs")   # "fcfs", "elasticflow-ls"
+    allocator = CriusElastic(cluster, context, policy="fcfs")   # "fcfs", "elasticflow-ls", "gandiva-crius"
     allocator.allocate(views)                              # {job: GPUs per node}, every round
 
 What it takes of a job: the workload row's TunedJobs batch as the job's fixed global batch (Crius keeps the
@@ -33,8 +33,8 @@ local batch; above the largest the loop accumulates, as Crius' micro-batches) is
 
 Cadence: Crius and these baselines decide on arrivals and departures (every_round False). The loop calls
 allocate() every round; the scheduler decides again only when the set of jobs changed, else every job
-keeps its GPUs. (Crius' Gavel decides every round and its Gandiva is a different algorithm from the suite's
-Gandiva: neither runs here; the suite's own Gavel and Gandiva do.)
+keeps its GPUs. Crius' Gandiva (gandiva-crius, grow-shrink) runs here too; Crius' Gavel decides every round and
+does not (the suite's own Gavel does).
 
 Placement of a decision {job: (type, count)}: a job whose (type, count) did not change keeps its GPUs; the
 others are packed into their type's pool, largest first (then arrival), on the fewest machines, then the

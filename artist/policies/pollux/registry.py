@@ -38,7 +38,7 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     its request N_G, and Crius picks the type and N_G / 2, N_G or 2 N_G GPUs; decides on
                     arrivals and departures only; estimates from the jobs' 1-GPU profiles (wants_profiles)
                     and its own CommTable on the context's fabrics and model profiles, never the step timer
-    fcfs, elasticflow-ls
+    fcfs, elasticflow-ls, gandiva-crius
                     Crius' baselines (artist/policies/crius/baselines.py) through CriusElastic: no parameters;
                     jobs read as crius reads them, on the type where their N_G GPUs are fastest (Crius'
                     baselines keep the user's type; the workload names none)
@@ -195,6 +195,9 @@ ELASTIC_POLICIES = {
     "elasticflow-ls": ElasticPolicyEntry(_crius_baseline("elasticflow-ls"), "both", (),
                                          "ElasticFlow with loose SLOs (Crius' baseline): minimum-share admission, "
                                          "then scale-out to 2 N_G; needs 1-GPU profiles"),
+    "gandiva-crius": ElasticPolicyEntry(_crius_baseline("gandiva-crius"), "both", (),
+                                        "Gandiva as Crius evaluates it: grow-shrink (N_G to 2 N_G where the DP "
+                                        "estimate gains) on the user's type; needs 1-GPU profiles"),
     **{name: ElasticPolicyEntry(_rigid(name), "both", _rigid_params(name),
                                 "the exact loop's policy asked every round (rigid_in_elastic.py); rigid jobs")
        for name in RIGID_IN_ELASTIC},
