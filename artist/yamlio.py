@@ -36,15 +36,28 @@ def parse_yaml(text: str):
     return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
+def yaml_problem(exc: yaml.YAMLError, text: str) -> tuple[str | None, str]:
+    """(where, problem) of a YAML error, each on one line: 'line L, column C' from its mark, or from the
+    character position a reader error gives (a NUL byte), and the problem without PyYAML's quoted context."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+    position = getattr(exc, "position", None)
+    if where is None and isinstance(position, int):
+        where = f"line {text.count(chr(10), 0, position) + 1}"
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+    if getattr(exc, "character", None) is not None and getattr(exc, "reason", None):
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        problem = f"unacceptable character #x{code:04x}: {exc.reason}"
+    return where, " ".join(str(problem).split())
+
+
 def load_yaml_mapping(path: str | Path) -> dict:
     path = Path(path)
     text, _ = read_input_file(path)
     try:
         data = parse_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
+        where, problem = yaml_problem(exc, text)
         raise InputError(str(path), where, f"invalid YAML: {problem}") from exc
     except RecursionError:  # thousands of nested levels: no spec, topology or model is shaped like that
         raise InputError(str(path), None, "invalid YAML: nested too deeply") from None

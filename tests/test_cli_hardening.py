@@ -680,3 +680,31 @@ def test_comm_json_is_json_for_a_model_and_a_collective_too(capsys):
                  "--no-cache"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["bytes_per_rank"] == 1 << 20 and row["seconds"] > 0 and row["from_cache"] is None
+
+
+def test_a_nul_byte_in_yaml_is_one_line_naming_its_line(capsys, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_bytes(b"name: x\ntopology: a\x00b\n")
+    line = one_line_error(capsys, ["sweep", str(spec), "--dry-run"])
+    assert f"{spec}: line 2: invalid YAML: unacceptable character #x0000" in line
+
+
+def test_a_bad_yaml_policy_param_is_one_line(capsys):
+    """PyYAML's message spans seven lines with its quoted context."""
+    line = one_line_error(capsys, ["simulate", "--policy", "tiresias", "--policy-param", "thresholds=[1, 2"])
+    assert "--policy-param thresholds: not a YAML value: '[1, 2'" in line and "line 1, column 6" in line
+
+
+@pytest.mark.parametrize("executor, address", [("dask", "tcp://127.0.0.1:1"), ("ray", "127.0.0.1:1")])
+def test_a_cluster_address_that_does_not_answer_is_one_line(capsys, tmp_path, executor, address):
+    """Dask printed a traceback after 30 s of retries; ray waited for minutes (a TCP connect now asks first)."""
+    pytest.importorskip("distributed" if executor == "dask" else "ray")
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/dally-3tier.yaml
+        policies: [fifo]
+        workloads: [batch:n=3]
+        comm: analytical
+        """)
+    line = one_line_error(capsys, ["sweep", str(spec), "--executor", executor, "--address", address, "--quiet",
+                                   "--out", str(tmp_path / "out")])
+    assert f"--address: no {'dask scheduler' if executor == 'dask' else 'ray cluster'} answers at {address}" in line

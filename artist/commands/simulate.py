@@ -61,7 +61,9 @@ def add_parser(sub) -> None:
 
 
 def parse_params(items: list[str]) -> dict:
-    from artist.yamlio import parse_yaml
+    import yaml
+
+    from artist.yamlio import parse_yaml, yaml_problem
 
     params = {}
     for item in items:
@@ -70,8 +72,10 @@ def parse_params(items: list[str]) -> dict:
             raise InputError("command line", "--policy-param", f"expects KEY=VALUE, got {item!r}")
         try:
             params[key] = parse_yaml(value)
-        except Exception as exc:  # noqa: BLE001 - any YAML error is the user's value
-            raise InputError("command line", f"--policy-param {key}", f"not a YAML value: {value!r} ({exc})") from None
+        except yaml.YAMLError as exc:  # any YAML error is the user's value
+            where, problem = yaml_problem(exc, value)
+            raise InputError("command line", f"--policy-param {key}",
+                             f"not a YAML value: {value!r} ({problem}{', ' + where if where else ''})") from None
     return params
 
 

@@ -155,11 +155,41 @@ def _dask_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: s
         first = next(f for f in futures if f in done)  # the earliest submitted of those done
         return first.result(), [f for f in futures if f is not first]
 
-    with Client(address) as client:
+    _check_reachable(address, "dask scheduler")
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as exc:
+        raise InputError("command line", "--address", f"cannot reach the dask scheduler at {address}: "
+                                                      f"{' '.join(str(exc).split())}") from None
+    with client:
         models = client.scatter(spec.models, broadcast=True)  # shipped once, not once per run
         answers = client.scatter(preloaded, broadcast=True) if preloaded else None
         yield from _throttled(todo, n_jobs, lambda run: client.submit(execute, run, models, cache_path, use_cache,
                                                                       answers, pure=False), wait_one)
+
+
+CONNECT_TIMEOUT_S = 10.0  # a cluster's scheduler answers a TCP connect in milliseconds
+
+
+def _check_reachable(address: str, what: str) -> None:
+    """A TCP connect to host:port of the address (tcp://, ray:// or bare), so that a wrong address is one line
+    in seconds, not a library's traceback after its own 30-60 s of retries. Addresses without a port (ray's
+    'auto') are left to the library."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise InputError("command line", "--address", f"not a host:port address: {address!r}") from None
+    if not host or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError("command line", "--address", f"no {what} answers at {address} "
+                                                      f"({exc.strerror or exc})") from None
 
 
 def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: str, cache_path: str | None,
@@ -174,7 +204,12 @@ def _ray_outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, address: st
         (done,), running = ray.wait(refs, num_returns=1)
         return ray.get(done), running
 
-    ray.init(address=address)
+    _check_reachable(address, "ray cluster")
+    try:
+        ray.init(address=address)
+    except Exception as exc:  # noqa: BLE001 - ray raises many kinds (ConnectionError, RuntimeError, ImportError)
+        raise InputError("command line", "--address", f"cannot start ray with address {address}: "
+                                                      f"{' '.join(str(exc).split())[:300]}") from None
     try:
         task = ray.remote(num_cpus=1)(execute)  # a run is one single-threaded process
         models = ray.put(spec.models)  # shipped once, not once per run
