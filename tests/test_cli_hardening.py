@@ -708,3 +708,20 @@ def test_a_cluster_address_that_does_not_answer_is_one_line(capsys, tmp_path, ex
     line = one_line_error(capsys, ["sweep", str(spec), "--executor", executor, "--address", address, "--quiet",
                                    "--out", str(tmp_path / "out")])
     assert f"--address: no {'dask scheduler' if executor == 'dask' else 'ray cluster'} answers at {address}" in line
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("     float     sum", "     quad      sum", "column 'type': unknown nccl-tests data type 'quad'"),
+    ("    164.3    0.00", "   1e308    0.00", "column 'time': 1e308 us is over an hour"),
+])
+def test_nccl_rows_that_cannot_be_checked_or_are_impossible_are_refused_by_line(tmp_path, old, new, expected):
+    """An unknown type skipped the size = count x type check; 1e308 us reached the fit."""
+    from artist.calibration.nccl_tests import parse_nccl_tests
+    from artist.errors import InputError
+
+    text = (REPO / "calibration" / "data" / "aws_p4de_2node_16xA100_efa.txt").read_text()
+    assert old in text
+    log = write(tmp_path, "log.txt", text.replace(old, new, 1))
+    with pytest.raises(InputError) as err:
+        parse_nccl_tests(log)
+    assert expected in str(err.value) and "line " in str(err.value)

@@ -85,6 +85,8 @@ TYPE_BYTES = {
 }
 
 KEY_COLUMNS = ("size", "count", "type", "redop", "root")
+# One collective's time in a row, in us: an hour (nccl-tests' largest sizes take seconds).
+MAX_TIME_US = 3.6e9
 WRONG_COLUMNS = ("#wrong", "error")
 
 # Printed figures are rounded (time to ~4-5 significant digits, GB/s to 2 decimals):
@@ -454,6 +456,9 @@ def _number(text: str, source: str, line: int, column: str) -> float:
         raise InputError(source, f"line {line}", f"column '{column}': expected a number, got {text!r}") from None
     if not math.isfinite(value):
         raise InputError(source, f"line {line}", f"column '{column}': not a finite number: {text!r}")
+    if column == "time" and value > MAX_TIME_US:  # (1e308 us passed and reached the fit as inf bandwidths)
+        raise InputError(source, f"line {line}", f"column 'time': {text} us is over an hour for one collective; "
+                                                 f"at most {MAX_TIME_US:g} us")
     return value
 
 
@@ -509,6 +514,9 @@ def _parse_row(tokens: list[str], columns: tuple[str, ...], source: str, line: i
     if size is None or size < 0:
         raise InputError(source, f"line {line}", f"column 'size': expected a byte count, got {key['size']!r}")
     count = _cell(key["count"], source, line, "count", integer=True) if "count" in key else None
+    if "type" in key and key["type"] not in TYPE_BYTES:  # its size could not be checked against count x type
+        raise InputError(source, f"line {line}", f"column 'type': unknown nccl-tests data type {key['type']!r}; "
+                                                 f"known: {', '.join(sorted(TYPE_BYTES))}")
     root = _cell(key["root"], source, line, "root", integer=True) if "root" in key else None
     measurements = [Measurement(g["time"], g["algbw"], g["busbw"], g.get("wrong")) for g in groups]
     return SizeRow(line=line, size_bytes=size, count=count, dtype=key.get("type"), redop=key.get("redop"), root=root,
