@@ -2,6 +2,7 @@
 (artist/crius/sweep.py), byte-identical for a seed; reduced versions and bad fields as other loops."""
 
 import filecmp
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -131,3 +132,17 @@ def test_crius_backend_override_is_its_comm_axis(tmp_path):
         load_sweep_spec(_spec(tmp_path), calibration_override="none")
     with pytest.raises(InputError, match="comm"):
         load_sweep_spec(_spec(tmp_path), backend_override="ns3")
+
+
+@pytest.mark.parametrize("extra, where", [
+    ("arrivals_per_hour: 1.0e-300\n", "field 'arrivals_per_hour': 5 jobs at 1e-300 per hour arrive over"),
+    ("philly_log: {trunc}\n", "line 9: not valid JSON"),
+])
+def test_a_crius_spec_that_every_run_would_fail_on_is_refused_when_loaded(tmp_path, extra, where):
+    """Both passed the spec check: the rate ran for ever, the truncated log failed in every run."""
+    trunc = tmp_path / "trunc.json"
+    trunc.write_bytes((Path(__file__).parent / "data" / "traces" / "philly_cluster_job_log.json").read_bytes()[:300])
+    text = SPEC.replace("arrivals_per_hour: 30\n", "") + extra.format(trunc=trunc)
+    with pytest.raises(InputError) as err:
+        load_sweep_spec(_spec(tmp_path, text))
+    assert where in str(err.value)

@@ -40,6 +40,7 @@ import pandas as pd
 
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
+from artist.limits import MAX_ARRIVAL_S
 from artist.network.stack import CommSpec
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, TopologyChoice, WorkloadChoice
@@ -93,6 +94,16 @@ def load_crius_spec(f: Fields, path: Path):
         if not philly.is_file():
             raise f.error("philly_log", f"no such file: {philly}")
     rate = f.number("arrivals_per_hour", 150.0, positive=True, maximum=1e6)
+    if philly is None and jobs / rate * 3600.0 > MAX_ARRIVAL_S:  # (1e-300 per hour ran for ever)
+        raise f.error("arrivals_per_hour", f"{jobs} jobs at {rate:g} per hour arrive over {jobs / rate * 3600:.3g} s, "
+                                           f"past the {MAX_ARRIVAL_S:g} s limit (artist.limits)")
+    if philly is not None:  # read now what the runs will read (a truncated log failed in every run)
+        from itertools import islice
+
+        from artist.workload.traces.philly import json_array_objects
+
+        for _ in islice(json_array_objects(philly), jobs):
+            pass
     depth = f.integer("depth", 3, minimum=0, maximum=10)
     seeds = [rigid._integer(f, "seeds", i, v, minimum=0, maximum=2**32 - 1)
              for i, v in enumerate(rigid._listed(f, "seeds", [0]))]
