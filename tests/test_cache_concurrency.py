@@ -301,3 +301,12 @@ def test_writers_killed_at_random_moments_leave_only_whole_correct_entries(tmp_p
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     {"hammer": worker_hammer, "single": worker_single, "pause": worker_pause, "stream": worker_stream}[mode](*rest)
+
+
+def test_a_claim_of_another_host_is_stale_when_old_or_dated_in_the_future(tmp_path):
+    """Another host's owner cannot be asked if it lives: only the claim's age tells. A claim dated hours ahead
+    (a wrong clock) never aged, so askers of its key waited for ever."""
+    store = LatencyStore(tmp_path / "cache.sqlite")
+    for claimed_in_s, stale in ((-7200, True), (3 * 3600, True), (60, False), (-60, False)):
+        holder = ("another-host.example", 4242, "0", time.time() + claimed_in_s)
+        assert store._is_stale(holder) is stale, claimed_in_s

@@ -66,6 +66,7 @@ SCHEMA_VERSION = 1
 
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 DEFAULT_CLAIM_TTL_S = 3600.0
+MAX_CLOCK_SKEW_S = 300.0  # hosts sharing a cache agree on the time within minutes (NTP keeps them within ms)
 DEFAULT_POLL_INTERVAL_S = 0.02
 COUNTER_FLUSH_INTERVAL_S = 2.0
 COUNTER_NAMES = ("hits", "misses", "simulated_wall_seconds", "saved_wall_seconds")
@@ -560,7 +561,10 @@ class LatencyStore:
 
     def _is_stale(self, holder) -> bool:
         host, pid, start, claimed_at = holder
-        return owner_is_gone(host, pid, start) or time.time() - claimed_at > self.claim_ttl_s
+        age = time.time() - claimed_at
+        # a claim dated ahead of this clock by more than any clock skew (a wrong clock, a bad row) would never
+        # age: it is stale, as an old one is
+        return owner_is_gone(host, pid, start) or age > self.claim_ttl_s or age < -MAX_CLOCK_SKEW_S
 
     @_sqlite_errors_named
     def release(self, claim: Claim) -> None:
