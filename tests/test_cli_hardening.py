@@ -725,3 +725,32 @@ def test_nccl_rows_that_cannot_be_checked_or_are_impossible_are_refused_by_line(
     with pytest.raises(InputError) as err:
         parse_nccl_tests(log)
     assert expected in str(err.value) and "line " in str(err.value)
+
+
+@pytest.fixture(scope="module")
+def finished_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "out"
+    spec = out.parent / "s.yaml"
+    spec.write_text(f"name: fin\ntopology: {REPO}/topologies/dally-3tier.yaml\nracks: [1]\npolicies: [fifo]\n"
+                    "workloads: [batch:n=3]\ncomm: analytical\n")
+    assert main(["sweep", str(spec), "--out", str(out), "-j", "1", "--quiet", "--no-plots", "--no-cache"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("command", ["report", "plot"])
+@pytest.mark.parametrize("damage, expected", [
+    (lambda t: t.iloc[0:0], "the results table has no runs"),
+    (lambda t: t.assign(jct_mean_s="slow"), "column 'jct_mean_s': expected numbers"),
+    (lambda t: t.drop(columns=["racks"]), "the results table lacks column(s) racks"),
+])
+def test_report_and_plot_of_an_odd_results_table_are_one_line(capsys, tmp_path, finished_sweep, command, damage,
+                                                              expected):
+    """report raised KeyError tracebacks on such tables; plot checked the columns only."""
+    import shutil
+
+    import pandas as pd
+
+    out = tmp_path / "fin"
+    shutil.copytree(finished_sweep, out)
+    damage(pd.read_parquet(out / "results.parquet")).to_parquet(out / "results.parquet")
+    assert expected in one_line_error(capsys, [command, str(out)])

@@ -193,19 +193,37 @@ def _write_json(path: Path, value, sort_keys: bool = True) -> None:
 
 
 def read_results(out_dir: str | Path) -> pd.DataFrame:
-    """The tidy table of a finished sweep (parquet, else CSV)."""
+    """The tidy table of a finished sweep (parquet, else CSV), checked for what every reader of it needs: the
+    axis columns, at least one run, and numbers where the metrics are (InputError otherwise)."""
     out = Path(out_dir)
     for name in (f"{RESULTS_NAME}.parquet", f"{RESULTS_NAME}.csv"):
         p = out / name
         if p.is_file():
             try:
-                return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, keep_default_na=False,
-                                                                                        na_values=[""])
+                table = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, keep_default_na=False,
+                                                                                         na_values=[""])
             except Exception as exc:  # noqa: BLE001 - pyarrow and pandas raise many kinds for a damaged file
                 raise InputError(str(p), None, f"cannot read the results table ({type(exc).__name__}: "
                                                f"{str(exc).splitlines()[0] if str(exc) else 'damaged'}); re-run "
                                                f"the sweep to rewrite it (finished runs are kept)") from None
+            _check_results(p, table)
+            return table
     raise InputError(str(out), None, f"no {RESULTS_NAME}.parquet or {RESULTS_NAME}.csv: not a finished sweep directory")
+
+
+# the metrics every run's row has (metrics.summary): a reader may plot or compare them
+METRIC_COLUMNS = ("jobs", "finished", "makespan_s", "jct_mean_s", "jct_median_s", "jct_p95_s", "jct_p99_s")
+
+
+def _check_results(path: Path, table: pd.DataFrame) -> None:
+    missing = missing_axes(table)
+    if missing:
+        raise InputError(str(path), None, f"the results table lacks column(s) {', '.join(missing)}")
+    if table.empty:
+        raise InputError(str(path), None, "the results table has no runs")
+    for column in METRIC_COLUMNS:
+        if column in table.columns and not pd.api.types.is_numeric_dtype(table[column]):
+            raise InputError(str(path), f"column '{column}'", "expected numbers (a table edited by hand?)")
 
 
 def missing_axes(table: pd.DataFrame) -> list[str]:
