@@ -117,3 +117,20 @@ comm: analytical
     results = pd.read_csv(root / "results/smallest-first-vs-elastic/results.csv")
     assert sorted(results.policy) == ["Crius", "Gavel", "Pollux", "Sia", "smallest-first"]
     assert (results.finished == results.jobs).all() and (results.jobs == 6).all()
+
+
+def test_a_dry_run_runs_no_plugin_code(tmp_path):
+    """Reading a spec imported its plugin files, so `sweep --dry-run` of a downloaded spec ran its code. A dry
+    run lists the runs with the plugin's policy name as written; the real sweep imports it."""
+    marker = tmp_path / "ran"
+    (tmp_path / "p.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('x')\n"
+                                   + example("python policy-plugin"))
+    (tmp_path / "s.yaml").write_text(f"name: dry\ntopology: {ROOT}/topologies/dally-3tier.yaml\nracks: [1]\n"
+                                     "policies: [{name: smallest-first, plugin: p.py}]\n"
+                                     "workloads: [batch:n=3]\ncomm: analytical\n")
+    done = _cli("sweep", "s.yaml", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "smallest-first" in done.stdout and not marker.exists()
+    done = _cli("sweep", "s.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()

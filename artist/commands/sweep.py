@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from artist.commands._args import integer
@@ -11,6 +12,7 @@ from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_d
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
 from artist.network.stack import BACKENDS
+from artist.policies.plugins import without_plugin_code
 from artist.sweep.run import EXECUTORS, default_out_dir, default_workers, describe_runs, run_sweep
 from artist.sweep.spec import load_sweep_spec
 from artist.sweep.store import ResultStore
@@ -67,9 +69,11 @@ def run(args) -> int:
     calibration = args.calibration
     if calibration is not None and calibration.lower() != "none":
         calibration = calibration_path(calibration)
-    # Every check happens here, before any run.
-    spec = load_sweep_spec(args.spec, backend_override=args.backend, calibration_override=calibration,
-                           reduced=args.reduced)
+    # Every check happens here, before any run. A dry run only looks: it runs no plugin file's code (a
+    # downloaded spec's plugin would run as soon as the spec is read).
+    with without_plugin_code() if args.dry_run else nullcontext():
+        spec = load_sweep_spec(args.spec, backend_override=args.backend, calibration_override=calibration,
+                               reduced=args.reduced)
     for note in spec.notes:
         print(f"note: {note}", file=sys.stderr)
     out = Path(args.out) if args.out else default_out_dir(spec)

@@ -16,18 +16,37 @@ import hashlib
 import importlib.util
 import sys
 import traceback
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
 
 from artist.errors import InputError
 
+# Whether a plugin file may be imported now. Importing runs the file's code: a command that only looks at a
+# spec (`artist sweep --dry-run`) must not run a downloaded spec's code, so it reads the spec under
+# without_plugin_code() and takes a plugin's policy name as written.
+_IMPORTS = ContextVar("artist_plugin_imports", default=True)
 
-def load_plugin(path: str | Path) -> ModuleType:
+
+@contextmanager
+def without_plugin_code():
+    token = _IMPORTS.set(False)
+    try:
+        yield
+    finally:
+        _IMPORTS.reset(token)
+
+
+def load_plugin(path: str | Path) -> ModuleType | None:
     """Import the file once per process (keyed by its resolved path and content); an error while
-    importing it is one line naming the file and the line that failed."""
+    importing it is one line naming the file and the line that failed. None (nothing imported) inside
+    without_plugin_code()."""
     path = Path(path).resolve()
     if not path.is_file():
         raise InputError(str(path), None, "no such policy plugin file")
+    if not _IMPORTS.get():
+        return None
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     name = f"artist_plugin_{path.stem}_{digest}"
     if name in sys.modules:

@@ -222,13 +222,15 @@ def _policies(f: Fields, base: Path, config: ElasticRunConfig, topology, apps: M
                              "elastic policy names or {name, params, label, plugin} mappings"):
         name = pf.string("name")
         plugin = ""
+        imported = True
         if pf.has("plugin"):  # a user's policy in one file (README): run every round as the rigid policies are
             plugin = str(rigid._resolve(base, pf.string("plugin")))
             if not Path(plugin).is_file():
                 raise pf.error("plugin", f"no such policy plugin file: {plugin}")
-            load_plugin(plugin)
+            imported = load_plugin(plugin) is not None  # not on a dry run: its name is taken as written
         try:
-            elastic_entry(name, plugins=bool(plugin))  # a plugin's policy only where its file is named
+            if imported:
+                elastic_entry(name, plugins=bool(plugin))  # a plugin's policy only where its file is named
         except KeyError as exc:
             raise pf.error("name", exc.args[0]) from None
         params = pf.raw("params", {})
@@ -237,7 +239,8 @@ def _policies(f: Fields, base: Path, config: ElasticRunConfig, topology, apps: M
         try:
             params_json = canonical_json(params)
             view = _cluster_view(config, topology)
-            make_elastic_policy(name, params, view, 0, PolicyContext(dict(apps), [], lambda c: None))
+            if imported:
+                make_elastic_policy(name, params, view, 0, PolicyContext(dict(apps), [], lambda c: None))
         except KeyError as exc:
             raise pf.error("params", exc.args[0]) from None
         except (TypeError, ValueError) as exc:

@@ -287,13 +287,14 @@ def _policies(f: Fields, base: Path) -> list[PolicyChoice]:
                        "policy names or {name, params, label, plugin} mappings"):
         name = pf.string("name")
         plugin = ""
+        imported = True
         if pf.has("plugin"):  # a user's policy in one file: importing it registers the policy
             plugin = str(_resolve(base, pf.string("plugin")))
             if not Path(plugin).is_file():
                 raise pf.error("plugin", f"no such policy plugin file: {plugin}")
-            load_plugin(plugin)
+            imported = load_plugin(plugin) is not None  # not on a dry run: its name is taken as written
         known = policy_names()
-        if name not in known:
+        if imported and name not in known:
             raise pf.error("name", f"unknown policy {name!r}; known policies: {', '.join(known)}")
         params = pf.raw("params", {})
         if not isinstance(params, dict):
@@ -302,8 +303,8 @@ def _policies(f: Fields, base: Path) -> list[PolicyChoice]:
             params_json = canonical_json(params)
         except (TypeError, ValueError) as exc:
             raise pf.error("params", f"values must be numbers, strings, booleans, lists or mappings ({exc})") from None
-        # The policy checks its own parameters, here rather than in a worker.
-        make_policy_checked(name, params, f.source, f"field '{pf.prefix}params'")
+        if imported:  # the policy checks its own parameters, here rather than in a worker
+            make_policy_checked(name, params, f.source, f"field '{pf.prefix}params'")
         label = pf.string("label", name if not params else f"{name}({params_json[1:-1]})")
         out.append(PolicyChoice(label, name, params, params_json, plugin))
     _unique(f, "policies", [p.label for p in out], "policy")
