@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from artist.errors import InputError
 from artist.simulator import SimulationResult
 
 JOB_COLUMNS = [
@@ -154,14 +155,19 @@ def write_tables(result: SimulationResult, out_dir: str | Path,
     written = {}
     for name, df in tables.items():
         for fmt in formats:
+            if fmt not in ("csv", "parquet"):
+                raise ValueError(f"unknown table format {fmt!r}")
             path = out_dir / f"{name}.{fmt}"
             tmp = path.with_suffix(path.suffix + ".tmp")
-            if fmt == "csv":
-                df.to_csv(tmp, index=False, float_format="%.9g")
-            elif fmt == "parquet":
-                df.to_parquet(tmp, index=False)
-            else:
-                raise ValueError(f"unknown table format {fmt!r}")
-            tmp.replace(path)  # atomic: a reader never sees half a table
+            try:
+                if fmt == "csv":
+                    df.to_csv(tmp, index=False, float_format="%.9g")
+                else:
+                    df.to_parquet(tmp, index=False)
+                tmp.replace(path)  # atomic: a reader never sees half a table
+            except OSError as exc:  # a full disk or a directory made read-only: no half table left behind
+                tmp.unlink(missing_ok=True)
+                done = f"; written before it: {', '.join(written)}" if written else ""
+                raise InputError(str(path), None, f"cannot write ({exc.strerror or exc}){done}") from None
             written[f"{name}.{fmt}"] = path
     return written

@@ -754,3 +754,23 @@ def test_report_and_plot_of_an_odd_results_table_are_one_line(capsys, tmp_path, 
     shutil.copytree(finished_sweep, out)
     damage(pd.read_parquet(out / "results.parquet")).to_parquet(out / "results.parquet")
     assert expected in one_line_error(capsys, [command, str(out)])
+
+
+def test_a_full_disk_under_simulate_out_is_one_line_and_leaves_no_half_table(capsys, tmp_path, monkeypatch):
+    """It left jobs.csv.tmp behind with a traceback."""
+    import errno
+
+    import pandas as pd
+
+    real = pd.DataFrame.to_parquet
+
+    def full(self, path, *args, **kwargs):
+        if str(path).endswith("summary.parquet.tmp"):
+            Path(path).write_bytes(b"half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    line = one_line_error(capsys, ["simulate", "--quiet", "--no-cache", "--out", str(tmp_path)])
+    assert "summary.parquet: cannot write (No space left on device); written before it: jobs.csv" in line
+    assert not list(tmp_path.glob("*.tmp"))
