@@ -774,3 +774,9 @@ def test_a_full_disk_under_simulate_out_is_one_line_and_leaves_no_half_table(cap
     line = one_line_error(capsys, ["simulate", "--quiet", "--no-cache", "--out", str(tmp_path)])
     assert "summary.parquet: cannot write (No space left on device); written before it: jobs.csv" in line
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_report_out_naming_a_file_is_one_line(capsys, tmp_path, finished_sweep):
+    (tmp_path / "r").write_text("a file")
+    line = one_line_error(capsys, ["report", str(finished_sweep), "--out", str(tmp_path / "r")])
+    assert f"--out: {tmp_path / 'r'} is a file; name a directory" in line
