@@ -28,6 +28,9 @@ MAX_RESTORE_S = 86_400.0
 MAX_CHANNELS = 64
 # Parallel worker processes of one command.
 MAX_WORKERS = 1024
+# Periodic scheduling rounds of one run, counted from the longest job's compute alone before it starts: 10^7
+# (a year of simulated time at 3 s rounds; each round asks the policy, ~10 us to ms).
+MAX_ROUNDS = 10_000_000
 # Link bandwidth of a tier, in Gb/s: 1 Mb/s .. 1 Pb/s. The fastest link today is NVLink 5, 1.8 TB/s per GPU
 # (14.4 Tb/s, NVIDIA Blackwell datasheet); 1 Pb/s is ~70x that. Below 1 Mb/s no datacenter link runs, and a
 # step's transfers would take years of simulated time.

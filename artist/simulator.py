@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 from artist.cluster import AllocationError, ClusterState
 from artist.network.base import FabricModel, fabric_setting
 from artist.jobstate import FINISHED, RUNNING, WAITING, JobState, PlacementRecord
+from artist.limits import MAX_ROUNDS
 from artist.perf.contention import contention_components, shared_uplinks
 from artist.perf.spine import graph_spine_bytes_per_step, spine_bytes_per_step, spine_utilisation
 from artist.perf.hybrid_job import HybridJobModel, hybrid_job_model
@@ -167,12 +168,31 @@ class Simulator:
             raise SimulationError(f"policy {policy.name!r}: period_s must be a positive number of seconds or "
                                   f"None, got {period!r}")
         self.round_interval = float(period) if period is not None else config.round_interval_s
+        self._check_rounds_bounded()
         # observations go to a policy that listens (Policy.observe overridden); iterations reported per job
         self._observing = getattr(type(policy), "observe", Policy.observe) is not Policy.observe
         self._observed: dict[str, float] = {}
         self.rounds = 0
         self._next_round_at = math.inf  # time of the queued periodic round
         self._idle = False  # the last round found no job in the system
+
+    def _check_rounds_bounded(self) -> None:
+        """Refuse, before any event, a run whose periodic rounds alone would never end. Rounds happen while a
+        job is in the system (idle stretches are skipped), and a job stays at least its iterations x its
+        compute alone (its step floor: communication only adds), so the longest of those over the round
+        interval bounds the rounds from below (a 1e9-iteration job at 1 s rounds was ~1e8 of them)."""
+        if not self.round_interval or self.perf is None:
+            return
+        busy, longest = 0.0, None
+        for state in self.states.values():
+            seconds = state.job.iterations * self.perf.step_floor(state.model)
+            if seconds > busy:
+                busy, longest = seconds, state.job.job_id
+        rounds = busy / self.round_interval
+        if rounds > MAX_ROUNDS:
+            raise SimulationError(f"job {longest} runs for at least {busy:.3g} s: {rounds:.3g} periodic rounds of "
+                                  f"{self.round_interval:g} s, more than {MAX_ROUNDS:g} (artist.limits); give a "
+                                  f"longer round interval, or 0 (rounds off)")
 
     def _add_managed(self, managed: "ManagedWorkload") -> None:
         try:

@@ -780,3 +780,14 @@ def test_report_out_naming_a_file_is_one_line(capsys, tmp_path, finished_sweep):
     (tmp_path / "r").write_text("a file")
     line = one_line_error(capsys, ["report", str(finished_sweep), "--out", str(tmp_path / "r")])
     assert f"--out: {tmp_path / 'r'} is a file; name a directory" in line
+
+
+def test_a_run_whose_rounds_would_never_end_is_refused_before_it_starts(capsys, tmp_path):
+    """A 1e9-iteration job at 1 s rounds was ~1e8 policy calls, within every other limit."""
+    trace = write(tmp_path, "t.csv", "job_id,arrival,model,gpus,iterations\nj1,0,resnet50,8,1000000000\n")
+    assert main(["simulate", "--workload", str(trace), "--round-interval", "1", "--quiet", "--no-cache"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "job j1 runs for at least" in err[0] and "more than 1e+07" in err[0]
+    # a job 10^6 times shorter is not refused by this bound
+    trace.write_text("job_id,arrival,model,gpus,iterations\nj1,0,resnet50,8,1000\n")
+    assert main(["simulate", "--workload", str(trace), "--round-interval", "1", "--quiet", "--no-cache"]) == 0
