@@ -791,3 +791,25 @@ def test_a_run_whose_rounds_would_never_end_is_refused_before_it_starts(capsys, 
     # a job 10^6 times shorter is not refused by this bound
     trace.write_text("job_id,arrival,model,gpus,iterations\nj1,0,resnet50,8,1000\n")
     assert main(["simulate", "--workload", str(trace), "--round-interval", "1", "--quiet", "--no-cache"]) == 0
+
+
+def test_a_profile_without_a_tier_the_run_uses_says_so_before_the_run(capsys, tmp_path):
+    """A profile fitted on one machine applied to two racks left the rack and network tiers uncalibrated
+    without a word (the results' uncalibrated column says it after the run, this note before)."""
+    assert main(["simulate", "--topology", "dally-3tier", "--racks", "2", "--channels", "8", "--calibration",
+                 "stas00-a100-analytical", "--quiet", "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert ("note: calibration profile stas00-a100-analytical has no all_reduce correction for the rack, network "
+            "tier(s) of dally-3tier") in err
+    from artist.sweep.spec import load_sweep_spec
+
+    spec = write(tmp_path, "s.yaml", f"""\
+        topology: {REPO}/topologies/dally-3tier.yaml
+        racks: [1]
+        policies: [fifo]
+        workloads: [batch:n=3]
+        comm: {{backend: analytical, channels: 8}}
+        calibration: {REPO}/calibration/profiles/stas00-a100-analytical.yaml
+        """)
+    notes = load_sweep_spec(spec).notes
+    assert any("no all_reduce correction for the rack tier(s) of dally-3tier" in n for n in notes)

@@ -174,6 +174,18 @@ class CalibrationProfile:
                 f"them only its bandwidth factor applies (NCCL may run another protocol there, whose fixed cost "
                 f"no log shows): calibrate with logs that cover these sizes (nccl-tests -b/-e) to check them")
 
+    def tier_note(self, topology: Topology, kind: str = "all_reduce") -> str | None:
+        """A sentence naming the tiers of this topology the profile has no correction for (None if it covers
+        every tier the topology has): answers there are the backend's own, and a user should know before a
+        run (results name them in the `uncalibrated` column after it)."""
+        tiers = ["machine"] + (["rack"] if topology.machines_per_rack > 1 or topology.rails else []) + \
+            (["network"] if topology.racks > 1 else [])
+        left = [t for t in tiers if self.correction(t, kind) is None]
+        if not left:
+            return None
+        return (f"calibration profile {self.name} has no {kind} correction for the {', '.join(left)} tier(s) of "
+                f"{topology.name}: answers there stay the backend's own (results: the uncalibrated column)")
+
     def check_topology(self, topology: Topology) -> None:
         if topology.link_parameters() != self.link_parameters:
             theirs = topology.link_parameters()

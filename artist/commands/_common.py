@@ -81,6 +81,9 @@ def check_calibration(path: str | None, topology, spec) -> None:
         raise InputError(path, "field 'backend'", f"fitted for {backend_settings(profile.backend)}, not {wanted}; "
                                                   f"pass the matching --backend/--algorithm/--channels or another "
                                                   f"profile (artist list profiles)")
+    note = profile.tier_note(topology)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def build_stack(spec, topology):

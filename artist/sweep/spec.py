@@ -220,7 +220,9 @@ def calibration_coverage_notes(spec: SweepSpec) -> list[str]:
                 if choice.profile and sizes else None)
         if note:
             notes.append(note)
-    return notes
+    tiers = {choice.profile.tier_note(run.topology) for choice in spec.calibrations if choice.profile
+             for run in spec.runs if run.calibration.profile is choice.profile}
+    return notes + sorted(note for note in tiers if note)
 
 
 def _integer(f: Fields, key: str, i: int | None, value, minimum: int, maximum: int | None = None) -> int:
