@@ -147,9 +147,10 @@ def main() -> None:
           f"{worker.info['load_seconds']:.2f} s): "
           f"{time.perf_counter() - t:.2f} s")
     analytical = AnalyticalModel(topo)
-    full = Ns3Model(topo, worker=worker)
+    # packet runs (the message-level fast path, on by default, would answer these collectives alone)
+    full = Ns3Model(topo, worker=worker, fast_path=False)
     fast = Ns3Model(topo, worker=worker, accelerate=True)
-    tcp = Ns3Model(topo, worker=worker, transport="tcp")
+    tcp = Ns3Model(topo, worker=worker, transport="tcp", fast_path=False)
     model = one_allreduce(RESNET50_BYTES)
     print(f"\nring all-reduce of {RESNET50_BYTES} bytes, 1 channel, window transport")
     print(f"{'case':22} {'mode':12} {'wall s':>8} {'packets':>10} {'pkt/wall s':>11} {'sim s':>12} "

@@ -5,7 +5,8 @@
 --tiny: seconds, for the test that keeps the script working (the big figure on 3 racks, 192 GPUs).
 
 1. Side by side in one run, the ResNet-50 DDP step (4 buckets) on 64 GPUs, 2 racks of
-   topologies/dally-3tier.yaml, each configuration in fresh ns-3 workers:
+   topologies/dally-3tier.yaml, each configuration in fresh ns-3 workers, as packet runs (fast_path=False:
+   the message-level fast path, on by default, would answer this step without the engine):
      baseline         one ns-3 run of the whole step, Map scheduler (ns-3's default), one worker
      +reuse           exact reuse: each bucket alone, timeline composed (artist/network/ns3/reuse.py)
      +steady skipping the old accelerate=True path (ring prefixes extrapolated; NOT exact, shown for
@@ -49,12 +50,17 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def one_step(label: str, reference, workers: int, **options):
+STEP_SHAPE = [[8] * 4] * 2  # section 1's step: 64 GPUs, 4 machines in each of 2 racks
+
+
+def one_step(label: str, reference, workers: int, shape=STEP_SHAPE, **options):
     topo = load_topology(TOPOLOGY, 2)
-    placement = placement_from_shape(topo, [[8] * 4] * 2)
+    placement = placement_from_shape(topo, shape)
     pool = Ns3Pool(size=workers)
     cpu, started = cpu_seconds(), time.perf_counter()
-    comm = Ns3Model(topo, pool=pool, **options)
+    # packet runs: with the message-level fast path on (the default) it, not the engine, answers a step whose
+    # buckets share no link, and the steps of this section would all measure the fast path
+    comm = Ns3Model(topo, pool=pool, **{"fast_path": False, **options})
     step = as_perf_model(comm, topo).estimate(load_models()["resnet50"], placement)
     pool.close()  # reaped: its CPU is counted
     wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu
@@ -110,17 +116,18 @@ def main() -> None:
     parser.add_argument("--whole-only", action="store_true", help="only section 2 (the whole-process figures)")
     parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
-    if args.tiny:  # section 1 takes seconds as it is; 3 racks: the fewest that take the big figure's shape
-        args.racks_1024 = 3
+    shape = STEP_SHAPE
+    if args.tiny:  # section 1 on 16 GPUs (a machine in each rack); 3 racks: the fewest for the big figure's shape
+        args.racks_1024, shape = 3, [[8], [8]]
     cores = len(os.sched_getaffinity(0))
-    print(f"ResNet-50 step on 64 GPUs / 2 racks of dally-3tier, uncached; {cores} cores; load average "
-          f"{os.getloadavg()[0]:.1f}")
+    print(f"ResNet-50 step on {sum(map(sum, shape))} GPUs / 2 racks of dally-3tier, uncached; {cores} cores; "
+          f"load average {os.getloadavg()[0]:.1f}")
     if not args.whole_only:
-        base = one_step("baseline", None, 1, exact_reuse=False, scheduler="map")
-        one_step("+reuse", base, 1, scheduler="map")
-        one_step("+steady skipping", base, 1, exact_reuse=False, scheduler="map", accelerate=True)
-        one_step("+scheduler", base, 1, scheduler="priority")
-        one_step("+pool", base, cores, scheduler="priority")
+        base = one_step("baseline", None, 1, shape, exact_reuse=False, scheduler="map")
+        one_step("+reuse", base, 1, shape, scheduler="map")
+        one_step("+steady skipping", base, 1, shape, exact_reuse=False, scheduler="map", accelerate=True)
+        one_step("+scheduler", base, 1, shape, scheduler="priority")
+        one_step("+pool", base, cores, shape, scheduler="priority")
         print()
     done = []
     if args.before is not None:
