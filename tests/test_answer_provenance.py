@@ -83,3 +83,23 @@ def test_a_sweep_row_is_the_same_with_a_warm_cache_and_run_json_says_what_came_f
     table = pd.read_csv(tmp_path / "cold" / "results.csv").iloc[0]
     assert table.answers_analytical > 0 and table.uncalibrated == "all"
     assert infos[0].answers_from_cache == 0 and infos[1].answers_from_cache == table.answers_analytical
+
+
+@pytest.mark.ns3
+def test_the_quick_sweeps_settings_say_ns3_answered_and_what_was_calibrated(tmp_path, monkeypatch):
+    """The README's quick sweep (ns-3, 8 rings, the H100 profile on dgx-h100) on 6 jobs: every question is
+    answered by ns-3 (the message-level fast path where no link is shared: one job at a time here), every
+    answer is corrected by the profile, which covers each tier the jobs use."""
+    pytest.importorskip("artist.network.ns3")
+    quick = yaml.safe_load((ROOT / "sweeps" / "quick.yaml").read_text())
+    quick.update(name="quick-mini", racks=[2], policies=["fifo"], topology=str(ROOT / "topologies" / "dgx-h100.yaml"),
+                 calibration=str(ROOT / "calibration" / "profiles" / "h100-ns3.yaml"),
+                 workloads=[{"label": "b", "spec": "batch:n=6,gpus=4|8|16,min_iter=100,max_iter=200,models=resnet18"}])
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(quick))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "q.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache"]) == 0
+    row = pd.read_csv(tmp_path / "results" / "quick-mini" / "results.csv").iloc[0]
+    ns3 = row.answers_ns3_packet + row.answers_ns3_message_level + row.answers_ns3_reuse + row.answers_no_traffic
+    assert ns3 == sum(row[f"answers_{p}"] for p in ANSWER_PATHS + ("other",)) > 0
+    assert row.answers_analytical == row.answers_flow == 0
+    assert row.answers_calibrated == ns3 and row.uncalibrated == "none" and row.calibrated_tiers != "none"
