@@ -137,19 +137,6 @@ def _check_spec(spec: CommSpec, topology: Topology):
         raise InputError(source, None, str(exc)) from None
 
 
-def _under_the_cache(model):
-    """The model a cache layer of the stack asks (its answers are what the cache keys name); the model
-    itself without a cache."""
-    from artist.network.cache import Cached
-
-    layer = model
-    while layer is not None:
-        if isinstance(layer, Cached):
-            return layer.inner
-        layer = getattr(layer, "inner", None)
-    return model
-
-
 def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shapes: Iterable[Sequence[Sequence[int]]],
                         spec: CommSpec = CommSpec(), *, n_jobs: int = 1, progress: bool = False) -> TableRun:
     """Rows in the order models x shapes as given; parallel over rows with joblib when n_jobs != 1."""
@@ -162,7 +149,8 @@ def build_latency_table(topology: Topology, models: Sequence[ModelProfile], shap
         raise InputError("models", None, f"model(s) listed twice: {', '.join(duplicated)}")
     spec = spec.resolved()
     built = _check_spec(spec, topology)
-    code = code_digest(_under_the_cache(built))  # the digest in the cache keys (artist/network/code.py)
+    cached = cached_layer(built)  # the cache keys name the code of the model under the cache (network/code.py)
+    code = code_digest(cached.inner if cached is not None else built)
     tasks = [(model, shape) for model in models for shape in shapes]
     bar = tqdm(total=len(tasks), desc="latency table", unit="row", disable=not progress, leave=False)
     results: list[tuple[dict, bool]] = []
