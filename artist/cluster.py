@@ -102,6 +102,17 @@ class FreeMap(_FreeCounts):
         self.total_free = sum(self.rack_free)
         self._most_free = None  # (most free GPUs on one machine, in one rack), kept until take or give
 
+    @classmethod
+    def without(cls, topology: Topology, absent: Iterable[int]) -> "FreeMap":
+        """Every GPU of the topology free but the `absent` ones (GPU ids that do not exist: a smaller machine
+        laid on a larger one's slot, artist/elastic/cluster.py NodeLayout)."""
+        absent = frozenset(absent)
+        if not absent:
+            return cls(topology)
+        gpm = topology.gpus_per_machine
+        return cls(topology, [[g for g in range(m * gpm, (m + 1) * gpm) if g not in absent]
+                              for m in range(topology.machines)])
+
     def copy(self) -> "FreeMap":
         new = FreeMap.__new__(FreeMap)
         new.topology = self.topology
@@ -263,9 +274,7 @@ class ClusterState:
         slot, artist/elastic/cluster.py NodeLayout): never free, never allocated."""
         self.topology = topology
         self.absent = frozenset(absent)
-        gpm = topology.gpus_per_machine
-        self.free = FreeMap(topology, [[g for g in range(m * gpm, (m + 1) * gpm) if g not in self.absent]
-                                       for m in range(topology.machines)] if self.absent else None)
+        self.free = FreeMap.without(topology, self.absent)
         self.owner: list[str | None] = [None] * topology.gpus
         for g in self.absent:
             self.owner[g] = ABSENT

@@ -213,10 +213,7 @@ class RigidPolicyAllocator:
         ids = {j.job_id for j in jobs}
         for gone in [j for j in self._held if j not in ids]:
             del self._held[gone]
-        absent = set(self.layout.absent)
-        gpm = self.topology.gpus_per_machine
-        free = FreeMap(self.topology, [[g for g in range(m * gpm, (m + 1) * gpm) if g not in absent]
-                                       for m in range(self.topology.machines)] if absent else None)
+        free = FreeMap.without(self.topology, self.layout.absent)
         free.take(g for gpus in self._held.values() for g in gpus)
         for job in jobs:
             current = np.asarray(job.current, dtype=int)
