@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 from artist import shipped
 from artist.commands._args import integer
@@ -105,6 +106,8 @@ def writable_dir(path: str | Path, option: str = "--out") -> Path:
     if not str(path).strip():  # '' would mean the working directory, or nothing written at all
         raise InputError("command line", option, "empty path: name a directory")
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError("command line", option, f"{path} is a file; name a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".artist-write-check-")
@@ -112,6 +115,24 @@ def writable_dir(path: str | Path, option: str = "--out") -> Path:
         os.unlink(probe)
     except OSError as exc:
         raise InputError("command line", option, f"cannot write to {path} ({exc.strerror or exc})") from None
+    return path
+
+
+def writable_file(path: str | Path, option: str, inputs: Iterable[str | Path] = (),
+                  inputs_are: str = "one of the inputs read", make_dir: bool = True) -> Path:
+    """An output file's path, checked before any work: not empty, not a directory, none of the command's
+    `inputs` (writing it would overwrite what the command reads), and (make_dir) its directory made and
+    proven writable; a command that does not create directories passes make_dir=False."""
+    if not str(path).strip():
+        raise InputError("command line", option, "empty path: name the file to write")
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("command line", option, f"{path} is a directory; name the file to write")
+    if path.resolve() in {Path(p).resolve() for p in inputs}:
+        raise InputError("command line", option, f"{path} is {inputs_are}: writing it would overwrite it; name "
+                                                 f"another file")
+    if make_dir:
+        writable_dir(path.parent if str(path.parent) else ".", option)
     return path
 
 

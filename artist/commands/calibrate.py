@@ -7,7 +7,7 @@ from pathlib import Path
 
 from artist import shipped
 from artist.commands._args import integer
-from artist.commands._common import CACHE_DIR_HELP
+from artist.commands._common import CACHE_DIR_HELP, writable_dir, writable_file
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
@@ -84,24 +84,12 @@ def add_parser(sub) -> None:
 def _check_outputs(args) -> None:
     """Every place the command writes, checked before any simulation: nothing it reads is overwritten and
     each path is what its option asks for (a file or a directory)."""
-    if args.backend == "none":
-        raise InputError("command line", "--backend", "none makes communication free: there is no time to correct")
-    inputs = {Path(p).resolve() for p in list(args.logs) + list(args.holdout or [])}
-    for option, value, kind in (("--out", args.out, "file"), ("--plot", args.plot, "file"),
-                                ("--report", args.report, "directory")):
-        if value is None:
-            continue
-        path = Path(value)
-        if not str(value).strip():
-            raise InputError("command line", option, "empty path")
-        if path.resolve() in inputs:
-            raise InputError("command line", option, f"{value} is one of the logs read: writing it would overwrite "
-                                                     f"it; name another {kind}")
-        if kind == "file" and path.is_dir():
-            raise InputError("command line", option, f"{value} is a directory; name the {kind} to write")
-        if kind == "directory" and path.exists() and not path.is_dir():
-            raise InputError("command line", option, f"{value} is a file; name a directory for report.md and its "
-                                                     f"plots")
+    logs = list(args.logs) + list(args.holdout or [])
+    for option, value in (("--out", args.out), ("--plot", args.plot)):
+        if value is not None:
+            writable_file(value, option, logs, "one of the logs read")
+    if args.report is not None:
+        writable_dir(args.report, "--report")
 
 
 def _model(spec: CommSpec, topology):
@@ -218,6 +206,8 @@ def _run(args, models: list) -> int:
     if args.check and args.holdout:
         raise InputError("command line", "--holdout", "--check evaluates a profile on --logs; --holdout goes with "
                                                       "fitting")
+    if args.backend == "none":
+        raise InputError("command line", "--backend", "none makes communication free: there is no time to correct")
     _check_outputs(args)
     cache_path = cache_path_from_args(args)
     options = dict(layout=layout, min_bytes=args.min_bytes, max_bytes=args.max_bytes, fit_from=fit_from,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from artist.commands._args import integer, number
 from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
-                                     check_calibration, load_topology_from, progress_enabled, writable_dir)
+                                     check_calibration, load_topology_from, progress_enabled, writable_file)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_WORKERS
@@ -124,7 +123,7 @@ def run_plans(args, topology) -> int:
             raise InputError("command line", f"--shape {text}", str(exc)) from None
     layouts = args.layout or ([] if shapes else list(LAYOUT_NAMES))
     placements = [placements_for(topology, plan, layouts, shapes) for _, plan in pairs]  # all checked first
-    out = _out_file(args.out)
+    out = writable_file(args.out, "--out") if args.out is not None else None
     fabric = build_stack(_spec(args), topology)
     rows = [r for (model, plan), where in zip(pairs, placements) for r in hybrid_rows(fabric, topology, model, plan,
                                                                                       where)]
@@ -135,19 +134,6 @@ def run_plans(args, topology) -> int:
         sys.stdout.write(text)
     print(f"latency-table: {len(rows)} rows (LLM zoo, hybrid plans)", file=sys.stderr)
     return 0
-
-
-def _out_file(text: str | None) -> Path | None:
-    """--out: a CSV file to write (its directory made and proven writable now, not after the table)."""
-    if text is None:
-        return None
-    if not text.strip():
-        raise InputError("command line", "--out", "empty path: name the CSV to write")
-    out = Path(text)
-    if out.is_dir():
-        raise InputError("command line", "--out", f"{text} is a directory; name the CSV file to write")
-    writable_dir(out.parent if str(out.parent) else ".", "--out")
-    return out
 
 
 def run(args) -> int:
@@ -161,7 +147,7 @@ def run(args) -> int:
     models = _models(args)
     topology.check_reference_gpu({m.reference_gpu for m in models})
     golden = read_table_csv(args.check) if args.check else None  # fail on a bad golden file before any work
-    out = _out_file(args.out)
+    out = writable_file(args.out, "--out") if args.out is not None else None
     cache_path = cache_path_from_args(args)
     if args.no_fast_path and args.backend != "ns3":
         raise InputError("command line", "--no-fast-path", "only with --backend ns3")

@@ -25,13 +25,9 @@ def run(args) -> int:
     from artist.report.render import write_report
 
     from artist.commands._common import writable_dir
-    from artist.errors import InputError
 
     sweeps = find_sweeps(args.results_dir)
-    out = Path(args.out) if args.out is not None else Path(args.results_dir) / "report"
-    if out.exists() and not out.is_dir():
-        raise InputError("command line", "--out", f"{out} is a file; name a directory for the report")
-    writable_dir(out, "--out")  # (an empty --out is refused there too)
+    out = writable_dir(args.out if args.out is not None else Path(args.results_dir) / "report", "--out")
     for path in write_report(sweeps, out, as_html=args.html):
         print(f"report: {path}")
     return 0

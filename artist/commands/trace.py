@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from artist.commands._args import integer
+from artist.commands._common import writable_file
 from artist.errors import InputError
 
 FORMAT_HELP = "trace format (default: detected from the file): "
@@ -73,12 +73,7 @@ def run_convert(args) -> int:
     if args.skip_bad_rows:
         values["bad_rows"] = "skip"
     options = options_from_params(values, "command line")
-    to = Path(args.to)
-    if not str(args.to).strip():
-        raise InputError("command line", "--to", "empty path: name the CSV to write")
-    if to.exists() and Path(args.file).exists() and to.resolve() == Path(args.file).resolve():
-        raise InputError("command line", "--to", f"{args.to} is the trace being converted: writing it would "
-                                                 f"overwrite the input; name another file")
+    writable_file(args.to, "--to", [args.file], "the trace being converted", make_dir=False)
     jobs, report = load_trace(args.file, load_models(args.models), args.seed, args.format, options)
     if not jobs:
         dropped = "; ".join(f"{n} {reason}" for reason, n in sorted(report.dropped.items())) or "none dropped"
