@@ -60,9 +60,6 @@ def dialect_of(policy: str, topology: str) -> str | None:
 
 def _topology_file(topology: str) -> Path | None:
     """The topology or cluster file --topology names (a path, or a shipped one's name); None if none."""
-    path = Path(topology)
-    if path.is_file():
-        return path
     try:
         return shipped.topology_path(topology)
     except InputError:
