@@ -529,6 +529,18 @@ def test_trace_convert_onto_its_own_input_is_refused_and_the_input_kept(capsys, 
     assert "is the trace being converted" in line and trace.read_bytes() == before
 
 
+def _edited_file_error(tmp_path, shipped_file: Path, old: str, new: str, load) -> tuple[Path, str]:
+    """(the copy, the InputError's text) of loading a shipped file with its first `old` replaced by `new`."""
+    from artist.errors import InputError
+
+    text = shipped_file.read_text()
+    assert old in text  # the edit point is still there
+    bad = write(tmp_path, shipped_file.name, text.replace(old, new, 1))
+    with pytest.raises(InputError) as err:
+        load(bad)
+    return bad, str(err.value)
+
+
 @pytest.mark.parametrize("old, new, expected", [
     # values that pass as numbers but would hang a run (a step of years) or overflow (inf in a cache key)
     ("    bandwidth_gbps: 400\n", "    bandwidth_gbps: 1.0e-300\n",
@@ -541,15 +553,10 @@ def test_trace_convert_onto_its_own_input_is_refused_and_the_input_kept(capsys, 
      "field 'tiers.spine.oversubscription': must be <= 1000"),
 ])
 def test_topology_figures_past_any_fabric_are_refused_naming_the_field(tmp_path, old, new, expected):
-    from artist.errors import InputError
     from artist.topology import load_topology
 
-    text = (REPO / "topologies" / "dally-3tier.yaml").read_text()
-    assert old in text
-    bad = write(tmp_path, "t.yaml", text.replace(old, new, 1))
-    with pytest.raises(InputError) as err:
-        load_topology(bad)
-    assert expected in str(err.value) and str(bad) in str(err.value)
+    bad, error = _edited_file_error(tmp_path, REPO / "topologies" / "dally-3tier.yaml", old, new, load_topology)
+    assert expected in error and str(bad) in error
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -558,15 +565,11 @@ def test_topology_figures_past_any_fabric_are_refused_naming_the_field(tmp_path,
     ('  - ["classifier.6.bias", 1000]', '  - ["classifier.6.bias", 1000000000000000000]', "numel must be <= 1e+13"),
 ])
 def test_model_figures_past_any_model_are_refused_naming_the_field(tmp_path, old, new, expected):
-    from artist.errors import InputError
     from artist.workload import ModelProfile
 
-    text = (REPO / "workloads" / "models" / "alexnet.yaml").read_text()
-    assert old in text
-    bad = write(tmp_path, "m.yaml", text.replace(old, new, 1))
-    with pytest.raises(InputError) as err:
-        ModelProfile.from_yaml(bad)
-    assert expected in str(err.value) and str(bad) in str(err.value)
+    bad, error = _edited_file_error(tmp_path, REPO / "workloads" / "models" / "alexnet.yaml", old, new,
+                                    ModelProfile.from_yaml)
+    assert expected in error and str(bad) in error
 
 
 DEEP = "[" * 50_000 + "]" * 50_000  # past Python's recursion limit: a RecursionError traceback before
@@ -717,14 +720,10 @@ def test_a_cluster_address_that_does_not_answer_is_one_line(capsys, tmp_path, ex
 def test_nccl_rows_that_cannot_be_checked_or_are_impossible_are_refused_by_line(tmp_path, old, new, expected):
     """An unknown type skipped the size = count x type check; 1e308 us reached the fit."""
     from artist.calibration.nccl_tests import parse_nccl_tests
-    from artist.errors import InputError
 
-    text = (REPO / "calibration" / "data" / "aws_p4de_2node_16xA100_efa.txt").read_text()
-    assert old in text
-    log = write(tmp_path, "log.txt", text.replace(old, new, 1))
-    with pytest.raises(InputError) as err:
-        parse_nccl_tests(log)
-    assert expected in str(err.value) and "line " in str(err.value)
+    _, error = _edited_file_error(tmp_path, REPO / "calibration" / "data" / "aws_p4de_2node_16xA100_efa.txt", old,
+                                  new, parse_nccl_tests)
+    assert expected in error and "line " in error
 
 
 @pytest.fixture(scope="module")
