@@ -174,6 +174,27 @@ def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_p
     assert (path, packets > 0) == (("ns3", True) if extra else ("ns3-message-level", False))
 
 
+def test_a_packet_run_too_large_to_end_is_refused_before_it_starts(worker, monkeypatch, tmp_path):
+    """1 TiB per rank on 16 GPUs is ~3.7e9 jumbo data packets (2 x 15/16 x 2^40 B x 16 ranks / 9000 B), hours
+    of simulation: one line and exit 3 at once, instead of the watchdog after 600 s. The fast path still
+    answers the same question."""
+    from artist.cli import main
+    from artist.network.ns3 import runner
+
+    monkeypatch.setattr(runner, "_shared", worker)
+    monkeypatch.setenv("ARTIST_CACHE_DIR", str(tmp_path))
+    args = ["comm", "--collective", "all_reduce", "--bytes", "1TiB", "--shape", "[[8],[8]]", "--backend", "ns3",
+            "--no-cache"]
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = main(args + ["--no-fast-path"])
+    lines = err.getvalue().strip().splitlines()
+    assert code == 3 and len(lines) == 1
+    assert "[[8],[8]]" in lines[0] and "3.67e+09 data packets" in lines[0] and "bound" in lines[0]
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        assert main(args) == 0
+
+
 def test_hung_simulation_is_killed_by_the_watchdog_and_reported(worker):
     placement = placement_from_shape(DALLY, [[2]])
     first_pid = worker.pid

@@ -115,7 +115,7 @@ def _local(work: list, workers: int, bar, report: PrefetchReport) -> None:
         free.put(pool.worker(i))
 
     def simulate(model, schedule, label):
-        request, ei = model.reuse.request(model, schedule)
+        request, ei = model.reuse.request(model, schedule, label)
         worker = free.get()
         try:
             t = time.perf_counter()

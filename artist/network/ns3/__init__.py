@@ -66,6 +66,7 @@ from dataclasses import asdict
 from typing import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version as package_version
 
+from artist.limits import MAX_DATA_PACKETS
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
 from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
@@ -217,7 +218,7 @@ class Ns3Model:
         if res is not None:
             return res
         started = time.perf_counter()
-        res = self.worker.run(self._request_of(ei), self.timeout_s, label)
+        res = self.worker.run(self._request_of(ei, label), self.timeout_s, label)
         res["wall_seconds"] = time.perf_counter() - started
         return self.check_result(res, ei, label)
 
@@ -231,15 +232,21 @@ class Ns3Model:
             res["wall_seconds"] = time.perf_counter() - started
         return res
 
-    def _request_of(self, ei) -> dict:
+    def _request_of(self, ei, label: str = "-") -> dict:
+        """The worker's request for one packet-level run; a run too large to end is refused here."""
+        packets = sum(math.ceil(b / self.transport.mtu) for b in ei.expected_tx)  # data packets, at least
+        if packets > MAX_DATA_PACKETS:
+            raise Ns3SimulationError(label, f"a packet-level run of {packets:.3g} data packets is past the bound "
+                                            f"of {MAX_DATA_PACKETS:.3g} (artist/limits.py: over an hour of "
+                                            f"simulation); time fewer bytes, or let the fast path answer")
         return {"arrays": ei.arrays, "nodes": len(ei.node_names), "debug_hang": self.debug_hang,
                 "scheduler": SCHEDULERS[self.scheduler], "arbitration": ARBITRATIONS[self.arbitration],
                 **asdict(self.transport)}
 
-    def request(self, collectives: Sequence[EngineCollective]):
+    def request(self, collectives: Sequence[EngineCollective], label: str = "-"):
         """(the worker's request, the engine input it was built from) for one ns-3 run."""
         ei = build_engine_input(self.topology, collectives, self.latency)
-        return self._request_of(ei), ei
+        return self._request_of(ei, label), ei
 
     def check_result(self, res: dict, ei, label: str, worker: Ns3Worker | None = None) -> dict:
         """The answering worker's versions (default: self.worker's) and byte conservation checked;

@@ -164,11 +164,12 @@ class ExactReuse:
         return self._lookup(model, schedule)
 
     @staticmethod
-    def request(model, schedule):
-        """(the worker's request, its engine input) to simulate schedule alone."""
+    def request(model, schedule, label: str = "-"):
+        """(the worker's request, its engine input) to simulate schedule alone (label: the question's
+        placement, named if it is refused)."""
         from artist.network.ns3.builder import EngineCollective
 
-        return model.request([EngineCollective(schedule, 0.0, (), 0.0, 0)])
+        return model.request([EngineCollective(schedule, 0.0, (), 0.0, 0)], label)
 
     def accept(self, model, schedule, res: dict, ei, label: str, wall_seconds: float, worker=None) -> IsolatedAnswer:
         """A worker's answer to request(): checked, kept (memory and store), returned."""
@@ -195,7 +196,7 @@ class ExactReuse:
             else:
                 todo[k] = s
         order = sorted(todo, key=lambda k: -_size(todo[k]))
-        requests = [self.request(model, todo[k]) for k in order]
+        requests = [self.request(model, todo[k], label) for k in order]
         started = time.perf_counter()
         results = model.pool.map([(req, model.timeout_s, label) for req, _ in requests])
         for k, (req, ei), res in zip(order, requests, results):
