@@ -170,8 +170,9 @@ def test_cli_comm_prints_raw_exposed_packets_and_wall(worker, monkeypatch, tmp_p
         assert label in text
     packets = int(text.split("packets simulated")[1].split()[0])
     path = text.split("answered by")[1].split()[0]
-    # [[2]] alone shares no link: the message-level fast path answers unless told not to
-    assert (path, packets > 0) == (("ns3", True) if extra else ("ns3-message-level", False))
+    # [[2]] alone shares no link: the message-level fast path answers unless told not to; then the step is
+    # composed of its collectives' packet runs (exact reuse), in the results columns' words
+    assert (path, packets > 0) == (("ns3_reuse", True) if extra else ("ns3_message_level", False))
 
 
 def test_a_packet_run_too_large_to_end_is_refused_before_it_starts(worker, monkeypatch, tmp_path):

@@ -152,9 +152,11 @@ def _provenance(comm, spec: CommSpec) -> dict:
 
 
 def _provenance_lines(comm, spec: CommSpec) -> None:
+    from artist.network.provenance import answer_path
+
     print(f"packets simulated    {comm.packets}")
-    if "path" in comm.details:  # ns3: a packet run, or the message-level fast path (no link shared)
-        print(f"answered by          {comm.details['path']}")
+    # one vocabulary with --json and the results' answers_* columns (ns3_packet, ns3_message_level, ...)
+    print(f"answered by          {answer_path(comm)}")
     print(f"wall seconds         {comm.wall_seconds:.3f}")
     print(f"answered from cache  {'yes' if comm.cache_hit else 'no' if spec.cache else 'cache off'}")
 
