@@ -123,6 +123,13 @@ class Fields:
             raise self.error(key, f"must be <= {maximum}, got {value}")
         return value
 
+    def boolean(self, key: str, default: Any = ...) -> bool:
+        """true or false only (YAML's booleans): "false", "no" or 0 is not read as either."""
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {value!r}")
+        return value
+
     def string(self, key: str, default: Any = ...) -> str:
         if not self.has(key) and default is not ...:
             return default

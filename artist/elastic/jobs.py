@@ -122,7 +122,8 @@ class ElasticJobs:
 
     def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
-                 node_machines: Sequence | None = None, profiling: bool = False, contention=None):
+                 node_machines: Sequence | None = None, profiling: bool = False, contention=None,
+                 first_start_delay: bool = False):
         self.capacity = np.asarray(capacity, dtype=int)
         if isinstance(gpu_type, str):
             self.node_types = [gpu_type] * len(self.capacity)
@@ -137,6 +138,7 @@ class ElasticJobs:
             raise ValueError(f"{len(self.node_machines)} node machines for {len(self.capacity)} nodes")
         self._type_of_node = np.array([self.gpu_types.index(t) for t in self.node_types])
         self.profiling = profiling
+        self.first_start_delay = first_start_delay  # rules.py: the restart delay at the first start too
         self.timer = timer
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
@@ -164,7 +166,8 @@ class ElasticJobs:
             elastic = dataclasses.replace(elastic, fixed_batch=spec.batch)
         agents = {t: PolluxAgent(elastic, t) for t in self.gpu_types}
         job = ElasticJob(spec, app, elastic, agents[self.gpu_type],
-                         ElasticProgress(app.replay, elastic.restart_seconds), np.zeros(len(self.capacity), int),
+                         ElasticProgress(app.replay, elastic.restart_seconds,
+                                         first_start_delay=self.first_start_delay), np.zeros(len(self.capacity), int),
                          gpu_type=self.gpu_type, agents=agents)
         if self.profiling:
             self._profile(job)

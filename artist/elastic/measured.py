@@ -63,6 +63,7 @@ class ComputeTable:
     local_batches: np.ndarray
     seconds: np.ndarray
     source: str
+    table: Path | None = None  # the measured placements table it was read from (the whole step's source)
 
     def __call__(self, local_batch) -> np.ndarray | float:
         lo, hi = self.local_batches[0], self.local_batches[-1]
@@ -81,7 +82,7 @@ def read_compute(path: Path, gpu_type: str) -> tuple[ComputeTable, dict[str, np.
         raise InputError(str(path), f"row {int(bad[0]) + 1}", "step_time must exceed sync_time")
     batches = np.unique(t["local_bsz"])
     seconds = np.array([np.median(compute[t["local_bsz"] == b]) for b in batches])
-    return ComputeTable(gpu_type, batches, seconds, f"{path} (median of step_time - sync_time)"), t
+    return ComputeTable(gpu_type, batches, seconds, f"{path} (median of step_time - sync_time)", Path(path)), t
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ class ElasticProgress:
     restart_left: float = 0.0          # seconds of checkpoint-restart still to pay
     restarts: int = 0
     started: bool = False
+    first_start_delay: bool = False  # the delay at the first start too, not counted as a restart (artifacts)
 
     @property
     def epoch(self) -> int:
@@ -39,9 +40,11 @@ class ElasticProgress:
         return self.progress >= self.replay.total_progress
 
     def resize(self) -> None:
-        """A new allocation: pay the restart delay (not for the first start)."""
+        """A new allocation: pay the restart delay (not for the first start, unless first_start_delay)."""
         if self.started:
             self.restarts += 1
+            self.restart_left = self.restart_seconds
+        elif self.first_start_delay:
             self.restart_left = self.restart_seconds
         self.started = True
 

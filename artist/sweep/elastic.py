@@ -56,6 +56,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from artist.elastic.rules import ElasticRules, rules_from_fields
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.network.stack import CommSpec
@@ -77,6 +78,7 @@ class ElasticRunConfig:
     round_seconds: float
     cluster: object = None  # the ElasticCluster of a cluster file (artist/elastic/cluster.py), else None
     contention: str = "isolated"  # or "shared" (artist/elastic/contention.py)
+    rules: object = None  # artist/elastic/rules.py ElasticRules (None: ArtISt's own models)
 
     @property
     def gpus(self) -> int | None:
@@ -115,7 +117,7 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     rigid._check_comm_options(f, topologies[0].topology, backends, algorithms, channels, comm_options)
 
     ef = f.sub("elastic") if f.has("elastic") else Fields({}, f.source, "elastic.")
-    ef.unknown_keys({"applications", "round_seconds", "contention"})
+    ef.unknown_keys({"applications", "round_seconds", "contention", "rules"})
     apps_dir = rigid._resolve(base, ef.string("applications")) if ef.has("applications") else POLLUX_DIR
     identity_extra = {"loop": "elastic", "applications_sha256": _sha256_dir(apps_dir)}
     if (apps_dir / "gpu_types.yaml").is_file():  # Sia's per-type tables on top of the Pollux applications
@@ -133,6 +135,9 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     contention = rigid._contention(ef, "isolated")
     if contention != "isolated":  # enters only when shared, so that isolated runs keep their ids
         identity_extra["contention"] = contention
+    rules = rules_from_fields(ef)
+    if not rules.is_default:  # enters only when not ArtISt's own, so that other runs keep their ids
+        identity_extra["rules"] = rules.identity()
     configs = {}
     for t in topologies:
         cluster = clusters[t.path]
@@ -140,14 +145,15 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
             if len(gpu_types) != 1:
                 raise ef.error("applications", f"one GPU type expected in the tables for the one-type topology "
                                                f"{t.path}, found {gpu_types} (a cluster file names each pool's type)")
-            configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds, contention=contention)
+            configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds, contention=contention,
+                                               rules=rules)
             continue
         for app_name, (app, _) in sorted(apps.items()):
             absent = [g for g in cluster.gpu_types if g not in app.compute]
             if absent:
                 raise ef.error("applications", f"application {app_name} has no compute table for GPU type(s) "
                                                f"{', '.join(absent)} of the cluster {t.path}")
-        configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster, contention)
+        configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster, contention, rules)
     from artist.workload.traces.pollux import APPLICATIONS
 
     missing = sorted(set(apps) - set(APPLICATIONS)) + sorted(APPLICATIONS[a][0] for a in apps
@@ -451,10 +457,17 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     from artist.workload.traces.pollux import APPLICATIONS
 
     config: ElasticRunConfig = run.elastic
+    rules: ElasticRules = config.rules or ElasticRules()
     topology = run.topology
-    measured = {k: a for k, (a, _) in config.apps.items()}
-    profiles = {k: models[APPLICATIONS[k][0]] for k in config.apps}
-    if config.cluster is None:
+    apps = held_to_one_gpu(config.apps, rules, run.policy.name)
+    measured = {k: a for k, (a, _) in apps.items()}
+    profiles = {k: models[APPLICATIONS[k][0]] for k in apps}
+    if rules.step_time == "measured":  # the artifacts' step times: the measured tables alone
+        timer = measured_step_timer(measured)
+
+        def timer_for(_cluster):
+            return timer
+    elif config.cluster is None:
         timer = NetworkStepTimer(topology, fabrics[config.gpu_type], measured, profiles)
 
         def timer_for(_cluster):
@@ -467,15 +480,39 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
         from artist.policies.plugins import load_plugin
 
         load_plugin(run.policy.plugin)
-    context = PolicyContext(dict(config.apps), list(run.jobs), timer_for, profiles, dict(fabrics))
+    context = PolicyContext(dict(apps), list(run.jobs), timer_for, profiles, dict(fabrics))
     policy, seen = make_elastic_policy(run.policy.name, run.policy.params, view, seed=int(run.axes["seed"]),
                                        context=context)
     round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases
     # shared contention on the cluster the policy sees (its nodes are the loop's nodes), each pool's fabric
     contention = (SharedContention(seen, fabrics, measured, profiles) if config.contention == "shared" else None)
-    timer = timer if config.cluster is None else timer_for(seen)
-    return simulate_elastic(seen, run.jobs, config.apps, timer, policy, round_seconds, contention=contention,
-                            name=run.policy.label), timer, round_seconds
+    timer = timer if config.cluster is None or rules.step_time == "measured" else timer_for(seen)
+    return simulate_elastic(seen, run.jobs, apps, timer, policy, round_seconds, contention=contention,
+                            name=run.policy.label, first_start_delay=rules.first_start_delay), timer, round_seconds
+
+
+def held_to_one_gpu(apps: Mapping, rules: ElasticRules, policy: str) -> Mapping:
+    """The applications with max_gpus 1 where the rules hold them to one GPU under this policy."""
+    out = dict(apps)
+    for name, (app, spec) in apps.items():
+        if rules.max_gpus(name, policy) == 1:
+            out[name] = (app, dataclasses.replace(spec, max_gpus=1))
+    return out
+
+
+def measured_step_timer(measured: Mapping):
+    """MeasuredStepTimer over each application's directory: per GPU type its placements table (Pollux's
+    placements.csv and scalability.csv for its type; Sia's placements-<type>.csv per gpu_types.yaml)."""
+    from artist.elastic.measured_steptime import MeasuredStepTimer, ThroughputTables
+
+    tables = {}
+    for name, app in measured.items():
+        for gpu_type, table in app.compute.items():
+            placements = table.table
+            scalability = placements.with_name("scalability.csv") if placements.name == "placements.csv" else None
+            tables[(name, gpu_type)] = ThroughputTables(placements, scalability if scalability and
+                                                        scalability.is_file() else None)
+    return MeasuredStepTimer(tables)
 
 
 class HeterogeneousIsolated:
