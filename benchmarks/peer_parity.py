@@ -156,7 +156,8 @@ def main(argv=None) -> int:
     for label, rows in table.items():
         for name, r in rows:
             print(f"| {label} | {name} | {r['avg_h']:.3f} | {r['p99_h']:.2f} | {r['makespan_h']:.2f} | "
-                  f"{r['gpu_h_per_job']:.2f} | {r['restarts']:.2f} | {r['avg_vs_artifact']:.3f} | {r['spearman']:.3f} |")
+                  f"{r['gpu_h_per_job']:.2f} | {r['restarts']:.2f} | {r['avg_vs_artifact']:.3f} | "
+                  f"{r['spearman']:.3f} |")
     return 0
 
 
