@@ -89,8 +89,10 @@ def run_step(policies, rules: str, backend: str, jobs, pop, gen, workers: int, s
     spec = scratch / f"{name}.yaml"
     spec.write_text(spec_text(policies, rules, backend, jobs, pop, gen))
     out = scratch / f"{name}-out"
-    subprocess.run([sys.executable, "-m", "artist.cli", "sweep", str(spec), "--out", str(out), "-j", str(workers),
-                    "--quiet"], check=True, cwd=scratch)
+    done = subprocess.run([sys.executable, "-m", "artist.cli", "sweep", str(spec), "--out", str(out), "-j",
+                           str(workers), "--quiet"], cwd=scratch, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"peer_parity: the sweep of step {name!r} failed: {done.stderr.strip()[-2000:]}")
     found = {}
     for run in sorted((out / "runs").iterdir()):
         label = json.loads((run / "params.json").read_text())["axes"]["policy"]

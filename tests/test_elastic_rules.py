@@ -113,3 +113,18 @@ def test_bad_rules_are_one_line_naming_the_field(tmp_path, rules_yaml, problem):
     with pytest.raises(InputError) as err:
         _spec(tmp_path, rules_yaml)
     assert problem in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_goodput_slowdown_divides_progress_and_nothing_else():
+    """The Sia artifact's calibration: goodput x 1 / SLOWDOWNS[app] (cifar10: 1.8). The same seconds at the
+    same configuration make 1 / 1.8 of the progress; the restart delay is not stretched."""
+    app, _ = pollux_applications()["cifar10"]
+    plain = ElasticProgress(app.replay, 50.0)
+    slowed = ElasticProgress(app.replay, 50.0, first_start_delay=True, slowdown=PRESETS["sia-artifact"]
+                             .goodput_slowdown["cifar10"])
+    assert slowed.rate(1024, 0.5) == pytest.approx(plain.rate(1024, 0.5) / 1.8, rel=1e-15)
+    slowed.resize()
+    assert slowed.advance(100.0, 1024, 0.5) == 50.0  # the delay, at its own length
+    used = slowed.advance(10.0, 1024, 0.5)
+    plain.advance(used, 1024, 0.5)
+    assert slowed.progress == pytest.approx(plain.progress / 1.8, rel=1e-12)

@@ -176,18 +176,20 @@ class ElasticJobState(LoopRecord):
 
 def simulate_elastic(cluster: ElasticCluster, specs: Sequence[ElasticJobSpec], apps: Mapping, timer: StepTimer,
                      allocator, round_seconds: float = 60.0, profiling: bool | None = None, contention=None,
-                     name: str | None = None, first_start_delay: bool = False) -> ElasticResult:
+                     name: str | None = None, first_start_delay: bool = False,
+                     slowdowns: Mapping[str, float] | None = None) -> ElasticResult:
     """An elastic run on a cluster (a one-type topology is a cluster of one pool: ElasticCluster.of): the
     jobs of `specs` (applications `apps`: name -> (MeasuredApplication, ElasticSpec)) timed by `timer`,
     GPUs per node allocated by `allocator` every `round_seconds` (an elastic policy of
     artist/policies/pollux/registry.py; the cluster as it sees it, virtual nodes too). `profiling`
     (default: the allocator's wants_profiles): Sia's 1-GPU profile of every new job; `contention`: a
     SharedContention (artist/elastic/contention.py) that times jobs meeting on links together each round;
-    `first_start_delay`: the restart delay at every job's first start too (rules.py)."""
+    `first_start_delay`: the restart delay at every job's first start too; `slowdowns`: per application, a
+    factor its progress is divided by (both: rules.py)."""
     profiling = bool(getattr(allocator, "wants_profiles", False)) if profiling is None else profiling
     jobs = ElasticJobs(cluster.capacity, cluster.node_types, specs, apps, timer,
                        [(n.pool, n.machine) for n in cluster.nodes], profiling, contention,
-                       first_start_delay=first_start_delay)
+                       first_start_delay=first_start_delay, slowdowns=slowdowns)
     return run_in_exact_loop(cluster.layout(), jobs, specs, allocator, round_seconds, name)
 
 

@@ -123,7 +123,7 @@ class ElasticJobs:
     def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
                  node_machines: Sequence | None = None, profiling: bool = False, contention=None,
-                 first_start_delay: bool = False):
+                 first_start_delay: bool = False, slowdowns: Mapping[str, float] | None = None):
         self.capacity = np.asarray(capacity, dtype=int)
         if isinstance(gpu_type, str):
             self.node_types = [gpu_type] * len(self.capacity)
@@ -139,6 +139,7 @@ class ElasticJobs:
         self._type_of_node = np.array([self.gpu_types.index(t) for t in self.node_types])
         self.profiling = profiling
         self.first_start_delay = first_start_delay  # rules.py: the restart delay at the first start too
+        self.slowdowns = dict(slowdowns or {})  # rules.py: progress of an application divided by its factor
         self.timer = timer
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
@@ -166,8 +167,8 @@ class ElasticJobs:
             elastic = dataclasses.replace(elastic, fixed_batch=spec.batch)
         agents = {t: PolluxAgent(elastic, t) for t in self.gpu_types}
         job = ElasticJob(spec, app, elastic, agents[self.gpu_type],
-                         ElasticProgress(app.replay, elastic.restart_seconds,
-                                         first_start_delay=self.first_start_delay), np.zeros(len(self.capacity), int),
+                         ElasticProgress(app.replay, elastic.restart_seconds, first_start_delay=self.first_start_delay,
+                                         slowdown=self.slowdowns.get(spec.app, 1.0)), np.zeros(len(self.capacity), int),
                          gpu_type=self.gpu_type, agents=agents)
         if self.profiling:
             self._profile(job)

@@ -30,6 +30,7 @@ class ElasticProgress:
     restarts: int = 0
     started: bool = False
     first_start_delay: bool = False  # the delay at the first start too, not counted as a restart (artifacts)
+    slowdown: float = 1.0  # progress divided by this (the Sia artifact's per-application calibration; rules.py)
 
     @property
     def epoch(self) -> int:
@@ -52,7 +53,7 @@ class ElasticProgress:
         """M0-equivalent steps per second at this batch in the current epoch."""
         if not iter_seconds > 0:
             raise ValueError(f"iteration seconds must be positive, got {iter_seconds}")
-        return self.replay.gain(batch, min(self.epoch, self.replay.epochs - 1)) / iter_seconds
+        return self.replay.gain(batch, min(self.epoch, self.replay.epochs - 1)) / iter_seconds / self.slowdown
 
     def seconds_to_boundary(self, batch: float, iter_seconds: float) -> float:
         """Seconds from now to the end of the restart delay, else of the epoch (the last one's end is

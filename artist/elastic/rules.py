@@ -15,9 +15,13 @@ workloads (docs/parity.md), and each of ArtISt's models can then be switched on 
   Pollux's simulator.py Job.reallocate);
 - single_gpu_apps: applications held to one GPU by the named policies (the Pollux artifact gives NCF at
   most one replica under Pollux and Optimus: simulator.py get_pollux_job_info, get_optimus_job_info);
-  ArtISt lets every application grow.
+  ArtISt lets every application grow;
+- goodput_slowdown: per application, a factor its training progress is divided by (the Sia artifact
+  multiplies every job's goodput by 1 / SLOWDOWNS[application], "slowdown values for each job fitted to
+  real-world data": sia-simulator/simulator_config.py and job.py Job.step); ArtISt has none.
 
-Sources: petuum/adaptdl, branch osdi21-artifact, simulator/simulator.py (read 2026-11-28).
+Sources: petuum/adaptdl, branch osdi21-artifact (commit c793c708), simulator/simulator.py; siasosp23/artifacts
+(commit aaf7a0de), sia-simulator/simulator_config.py and job.py (both read 2026-11-28).
 """
 
 from __future__ import annotations
@@ -33,10 +37,15 @@ class ElasticRules:
     first_start_delay: bool = False
     # {application: (policy names that hold it to one GPU, ...)}
     single_gpu_apps: dict = field(default_factory=dict)
+    # {application: factor its progress is divided by}
+    goodput_slowdown: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.step_time not in STEP_TIMES:
             raise ValueError(f"step_time must be one of {', '.join(STEP_TIMES)}, got {self.step_time!r}")
+        bad = {k: v for k, v in self.goodput_slowdown.items() if not 0 < v < 1e3}
+        if bad:
+            raise ValueError(f"goodput_slowdown factors must be in (0, 1000), got {bad}")
 
     @property
     def is_default(self) -> bool:
@@ -46,6 +55,7 @@ class ElasticRules:
         """The rules as they enter a run's identity (only when not the default: runs keep their ids)."""
         out = asdict(self)
         out["single_gpu_apps"] = {k: sorted(v) for k, v in sorted(self.single_gpu_apps.items())}
+        out["goodput_slowdown"] = dict(sorted(self.goodput_slowdown.items()))
         return out
 
     def max_gpus(self, app: str, policy: str) -> int | None:
@@ -61,7 +71,11 @@ PRESETS = {
     "pollux-artifact": ElasticRules(step_time="measured", first_start_delay=True,
                                     single_gpu_apps={"ncf": ("pollux", "optimus-oracle")}),
 }
-KEYS = ("preset", "step_time", "first_start_delay", "single_gpu_apps")
+# siasosp23/artifacts sia-simulator/simulator_config.py SLOWDOWNS (the authors' calibration of their simulator
+# to their testbed runs), applied as job.py's goodput x 1 / SLOWDOWNS[app]
+SIA_SLOWDOWNS = {"bert": 1.2, "cifar10": 1.8, "deepspeech2": 1.2, "imagenet": 1.2, "ncf": 1.5, "yolov3": 1.2}
+PRESETS["sia-artifact"] = ElasticRules(step_time="measured", first_start_delay=True, goodput_slowdown=SIA_SLOWDOWNS)
+KEYS = ("preset", "step_time", "first_start_delay", "single_gpu_apps", "goodput_slowdown")
 
 
 def rules_from_fields(f) -> ElasticRules:
@@ -93,4 +107,11 @@ def rules_from_fields(f) -> ElasticRules:
                                                  and all(isinstance(p, str) for p in v) for k, v in apps.items()):
             raise rf.error("single_gpu_apps", "a mapping of application to a list of policy names")
         rules = replace(rules, single_gpu_apps={k: tuple(v) for k, v in apps.items()})
+    if rf.has("goodput_slowdown"):
+        factors = rf.data["goodput_slowdown"]
+        if not isinstance(factors, dict) or not all(isinstance(k, str) and not isinstance(v, bool)
+                                                    and isinstance(v, (int, float)) and 0 < v < 1e3
+                                                    for k, v in factors.items()):
+            raise rf.error("goodput_slowdown", "a mapping of application to a factor in (0, 1000)")
+        rules = replace(rules, goodput_slowdown={k: float(v) for k, v in factors.items()})
     return rules

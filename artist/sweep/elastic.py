@@ -488,7 +488,8 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     contention = (SharedContention(seen, fabrics, measured, profiles) if config.contention == "shared" else None)
     timer = timer if config.cluster is None or rules.step_time == "measured" else timer_for(seen)
     return simulate_elastic(seen, run.jobs, apps, timer, policy, round_seconds, contention=contention,
-                            name=run.policy.label, first_start_delay=rules.first_start_delay), timer, round_seconds
+                            name=run.policy.label, first_start_delay=rules.first_start_delay,
+                            slowdowns=rules.goodput_slowdown), timer, round_seconds
 
 
 def held_to_one_gpu(apps: Mapping, rules: ElasticRules, policy: str) -> Mapping:
