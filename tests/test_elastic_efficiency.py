@@ -210,7 +210,7 @@ def test_sia_gpu_types_add_measured_compute_per_type():
     apps = heterogeneous_applications()
     app, spec = apps["cifar10"]
     assert sorted(app.compute) == ["a100", "quad", "rtx", "t4"]
-    rows = _rows(SIA_DIR / "cifar10" / "placements-dgx.csv")  # columns in another order than Pollux's
+    rows = _rows(SIA_DIR / "cifar10" / "placements-dgx-ext.csv")  # columns in another order than Pollux's
     want = statistics.median(float(r["step_time"]) - float(r["sync_time"]) for r in rows if r["local_bsz"] == "64")
     assert app.compute["a100"](64) == pytest.approx(want)
     assert spec.limit("quad") == LocalBatchLimit(32, 2048)             # the largest batch measured on it

@@ -509,10 +509,9 @@ def measured_step_timer(measured: Mapping):
     tables = {}
     for name, app in measured.items():
         for gpu_type, table in app.compute.items():
-            placements = table.table
-            scalability = placements.with_name("scalability.csv") if placements.name == "placements.csv" else None
-            tables[(name, gpu_type)] = ThroughputTables(placements, scalability if scalability and
-                                                        scalability.is_file() else None)
+            placements = table.table  # placements[-<suffix>].csv, its scalability[-<suffix>].csv beside it
+            scalability = placements.with_name(placements.name.replace("placements", "scalability", 1))
+            tables[(name, gpu_type)] = ThroughputTables(placements, scalability if scalability.is_file() else None)
     return MeasuredStepTimer(tables)
 
 
