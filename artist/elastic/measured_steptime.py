@@ -11,11 +11,13 @@ Sia artifact's per-type tables the same way), re-implemented here from that desc
 
 - the placement is the GPUs the job holds per node, nodes without GPUs left out, in node order, turned
   to its lexicographically smallest rotation and read as digits ("13": 1 GPU on one node, 3 on the next);
-- a placement the placements table holds: its step and sync seconds, linear in the local batch between
-  that placement's rows;
+- a placement the placements table holds, at a local batch within that placement's rows: its step and
+  sync seconds, linear in the local batch between those rows;
 - any other: linear interpolation in (nodes, GPUs, local batch), nodes capped at 16, over the placements
   table's means per (nodes, GPUs, local batch) and the scalability table's rows (Delaunay, scipy's
-  LinearNDInterpolator);
+  LinearNDInterpolator). A measured placement at a local batch beyond its own rows is read this way too:
+  there the Pollux artifact stops (interp1d raises) and the Sia artifact answers -1 s for step and sync,
+  which makes the job's progress run backwards for the round; neither can be followed;
 - an iteration with s accumulation passes: step + s x (step - sync); one pass's compute: step - sync.
 
 A point outside what the tables span is refused (the artifacts assert the same), naming the table.
@@ -81,7 +83,8 @@ class _Table:
             x = np.array([p[0] for p in points])
             y = np.array([[p[1], p[2]] for p in points])
             if len(np.unique(x)) >= 2:
-                self.exact[placement] = interp1d(x, y, axis=0)
+                order = np.argsort(x, kind="stable")
+                self.exact[placement] = interp1d(x[order], y[order], axis=0, assume_sorted=True)
             else:  # one measured local batch: that point only
                 self.exact[placement] = _Point(float(x[0]), y[0])
         # means per (nodes, GPUs, local batch) of the placements table, then the scalability rows
@@ -100,12 +103,8 @@ class _Table:
     def step_sync(self, per_node: Sequence[int], local_batch: float) -> tuple[float, float]:
         key = placement_key(per_node)
         exact = self.exact.get(key)
-        if exact is not None:
-            try:
-                step, sync = (float(v) for v in exact(local_batch))
-            except ValueError:
-                raise ValueError(f"{self.source}: local batch {local_batch} outside the measured rows of "
-                                 f"placement {key}") from None
+        if exact is not None and exact.x[0] <= local_batch <= exact.x[-1]:
+            step, sync = (float(v) for v in exact(local_batch))
         else:
             digits = str(key)
             step, sync = (float(v) for v in self.spread([min(len(digits), MAX_NODES), sum(map(int, digits)),
@@ -117,12 +116,12 @@ class _Table:
 
 
 class _Point:
+    """A placement measured at one local batch: that point's seconds (x: its one local batch)."""
+
     def __init__(self, x: float, y: np.ndarray):
-        self.x, self.y = x, y
+        self.x, self.y = np.array([x]), y
 
     def __call__(self, local_batch: float) -> np.ndarray:
-        if local_batch != self.x:
-            raise ValueError("outside the one measured local batch")
         return self.y
 
 
