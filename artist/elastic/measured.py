@@ -33,7 +33,9 @@ PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
 MAX_ROWS = 100_000  # the artifact's largest table has 1,661 rows; a bigger file is not one of these
 
 
-def _table(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+def read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The named columns of a measured table (numbers >= 0; `metric` any sign), each an array; one line
+    naming the file and row on anything wrong, a bound on the rows."""
     out: dict[str, list[float]] = {c: [] for c in columns}
     with CsvRows(path) as rows:
         rows.require(columns, "measurement")
@@ -49,7 +51,7 @@ def _table(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 def read_validation(path: Path, batch: int) -> EpochCurve:
-    t = _table(path, VALIDATION_COLUMNS)
+    t = read_columns(path, VALIDATION_COLUMNS)
     if np.any(np.diff(t["progress"]) < 0):
         raise InputError(str(path), "column 'progress'", "must not decrease from one epoch to the next")
     return EpochCurve(batch=batch, progress=t["progress"], metric=t["metric"], grad_sqr=t["grad_sqr"],
@@ -75,7 +77,7 @@ class ComputeTable:
 
 
 def read_compute(path: Path, gpu_type: str) -> tuple[ComputeTable, dict[str, np.ndarray]]:
-    t = _table(path, PLACEMENT_COLUMNS)
+    t = read_columns(path, PLACEMENT_COLUMNS)
     compute = t["step_time"] - t["sync_time"]
     bad = np.flatnonzero(compute <= 0)
     if bad.size:

@@ -31,11 +31,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from artist.workload.traces.csvrows import CsvRows, number
+from artist.elastic.measured import read_columns
 
 COLUMNS = ("step_time", "sync_time")
 MAX_NODES = 16  # the Pollux artifact caps nodes at its testbed's 16 before interpolating (get_throughput)
-MAX_ROWS = 100_000  # the artifacts' largest table has 1 661 rows; a bigger file is not one of these
 
 
 @dataclass(frozen=True)
@@ -46,14 +45,9 @@ class ThroughputTables:
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[float, ...]]:
-    out = []
-    with CsvRows(path) as rows:
-        rows.require(columns, "measurement")
-        for lineno, row in rows.rows():
-            if len(out) >= MAX_ROWS:
-                raise ValueError(f"{path}: more than {MAX_ROWS} rows")
-            out.append(tuple(number(row, c, path, f"line {lineno}", minimum=0) for c in columns))
-    return out
+    """The table's rows as tuples of the named columns (measured.read_columns: checks and bounds)."""
+    table = read_columns(path, columns)
+    return list(zip(*(table[c].tolist() for c in columns)))
 
 
 def placement_key(per_node: Sequence[int]) -> int:
