@@ -462,19 +462,15 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     apps = held_to_one_gpu(config.apps, rules, run.policy.name)
     measured = {k: a for k, (a, _) in apps.items()}
     profiles = {k: models[APPLICATIONS[k][0]] for k in apps}
+    timer = None  # one timer for every cluster view, or one per view (a cluster's pools)
     if rules.step_time == "measured":  # the artifacts' step times: the measured tables alone
         timer = measured_step_timer(measured)
-
-        def timer_for(_cluster):
-            return timer
     elif config.cluster is None:
         timer = NetworkStepTimer(topology, fabrics[config.gpu_type], measured, profiles)
 
-        def timer_for(_cluster):
-            return timer
-    else:
-        def timer_for(cluster):
-            return PooledStepTimer(cluster, measured, profiles, fabrics)
+    def timer_for(cluster):
+        return timer if timer is not None else PooledStepTimer(cluster, measured, profiles, fabrics)
+
     view = _cluster_view(config, topology)
     if run.policy.plugin:  # a fresh worker process: the user's file registers the policy here too
         from artist.policies.plugins import load_plugin
@@ -486,10 +482,10 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases
     # shared contention on the cluster the policy sees (its nodes are the loop's nodes), each pool's fabric
     contention = (SharedContention(seen, fabrics, measured, profiles) if config.contention == "shared" else None)
-    timer = timer if config.cluster is None or rules.step_time == "measured" else timer_for(seen)
-    return simulate_elastic(seen, run.jobs, apps, timer, policy, round_seconds, contention=contention,
+    loop_timer = timer_for(seen)
+    return simulate_elastic(seen, run.jobs, apps, loop_timer, policy, round_seconds, contention=contention,
                             name=run.policy.label, first_start_delay=rules.first_start_delay,
-                            slowdowns=rules.goodput_slowdown), timer, round_seconds
+                            slowdowns=rules.goodput_slowdown), loop_timer, round_seconds
 
 
 def held_to_one_gpu(apps: Mapping, rules: ElasticRules, policy: str) -> Mapping:
