@@ -417,6 +417,17 @@ def test_version_and_list(capsys):
     assert "h100-ns3                   backend ns3/ring/8ch on topology h100-dgx" in capsys.readouterr().out
 
 
+def test_list_models_names_every_model_a_job_can_name(capsys):
+    # both kinds: the shipped data-parallel profiles (one per file) and the LLM zoo (--plan, the llm generator)
+    from artist.workload.zoo import ZOO
+
+    assert main(["list", "models"]) == 0
+    names = {line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    profiles = {p.stem for p in (REPO / "workloads" / "models").glob("*.yaml")}
+    assert names == profiles | set(ZOO)
+    assert {"resnet50", "gpt3-13b", "llama2-70b", "moe-27b"} <= names
+
+
 def test_plot_of_a_damaged_results_table_is_one_line(capsys, tmp_path):
     (tmp_path / "results.parquet").write_text("not parquet")
     line = one_line_error(capsys, ["plot", str(tmp_path)])

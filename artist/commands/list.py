@@ -14,11 +14,7 @@ def add_parser(sub) -> None:
 
 def _rows(what: str) -> list[str]:
     if what == "models":
-        from artist.workload import load_models
-
-        return [f"{name:<22} {len(m.buckets):>3} buckets  {m.total_bytes / 2**20:9.1f} MiB of gradients  "
-                f"{m.compute_seconds * 1e3:8.2f} ms/iteration on {m.reference_gpu}"
-                for name, m in sorted(load_models().items())]
+        return _model_rows()
     if what == "policies":
         from artist.policies.suite import all_policies
 
@@ -46,6 +42,24 @@ def _rows(what: str) -> list[str]:
         b = p.backend
         rows.append(f"{name:<26} backend {b.get('backend')}/{b.get('algorithm', 'ring')}/{b.get('channels', 1)}ch "
                     f"on topology {p.topology_name}")
+    return rows
+
+
+def _model_rows() -> list[str]:
+    """Both kinds of model a job can name: the data-parallel profiles (workloads/models/) and the LLM zoo
+    (hybrid-parallel plans: --plan, the llm generator, trace rows with a plan), each under its heading."""
+    from artist.workload import load_models
+    from artist.workload.zoo import ZOO
+
+    rows = ["data-parallel model profiles (DDP gradient buckets; workloads/models/):"]
+    rows += [f"  {name:<22} {len(m.buckets):>3} buckets  {m.total_bytes / 2**20:9.1f} MiB of gradients  "
+             f"{m.compute_seconds * 1e3:8.2f} ms/iteration on {m.reference_gpu}"
+             for name, m in sorted(load_models().items())]
+    rows.append("LLM zoo (hybrid-parallel DP x TP x PP (x EP) plans; published dimensions, source per family):")
+    for name, m in ZOO.items():
+        experts = f", {m.moe_experts} experts" if m.is_moe else ""
+        rows.append(f"  {name:<22} {m.total_params() / 1e9:7.2f} B parameters  {m.layers:>3} layers  "
+                    f"hidden {m.hidden:>5}  {m.heads:>3} heads  sequence {m.seq_len}{experts}")
     return rows
 
 
