@@ -247,3 +247,25 @@ def test_reduced_congested_sweep_loads_and_expands():
     assert small.simulator.contention == "shared"
     assert {len(r.jobs) for r in small.runs} == {40}
     assert {j.model for r in small.runs for j in r.jobs} <= {"alexnet", "resnet18", "resnet50", "vgg11"}
+
+
+def test_bare_names_are_the_shipped_files_as_on_the_command_line(tmp_path):
+    # a spec naming the shipped topology, profile and trace loads exactly the files of the paths
+    from artist import shipped
+    from artist.sweep.identity import sha256_file
+
+    by_name = load_sweep_spec(write_spec(tmp_path, {
+        "topology": "dgx-h100", "racks": [1], "policies": ["fifo"], "workloads": ["small"],
+        "calibration": "h100-analytical", "comm": {"backend": "analytical", "channels": 8}}, name="by-name.yaml"))
+    by_path = load_sweep_spec(write_spec(tmp_path, {
+        "topology": str(shipped.TOPOLOGIES_DIR / "dgx-h100.yaml"), "racks": [1], "policies": ["fifo"],
+        "workloads": [str(shipped.TRACES_DIR / "small.csv")],
+        "calibration": str(shipped.PROFILES_DIR / "h100-analytical.yaml"),
+        "comm": {"backend": "analytical", "channels": 8}}, name="by-path.yaml"))
+    a, b = by_name.runs[0], by_path.runs[0]
+    assert a.topology == b.topology and a.jobs == b.jobs
+    assert sha256_file(shipped.TOPOLOGIES_DIR / "dgx-h100.yaml") in str(a.identity)
+    # a bare name that is neither a file beside the spec nor shipped: one line naming what is shipped
+    with pytest.raises(InputError, match=r"field 'topology': no such topology file: .*nope, and not a shipped one "
+                                         r"\(shipped: .*dally-3tier.*\)"):
+        load_sweep_spec(write_spec(tmp_path, {"topology": "nope", "policies": ["fifo"], "workloads": ["small"]}))

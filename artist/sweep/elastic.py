@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from artist.elastic.rules import ElasticRules, rules_from_fields
+from artist import shipped
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.network.stack import CommSpec
@@ -187,9 +188,10 @@ def _topologies(f: Fields, base: Path) -> tuple[list[TopologyChoice], dict]:
         key = f"topology[{i}]" if isinstance(f.raw("topology"), list) else "topology"
         if not isinstance(text, str) or not text:
             raise InputError(f.source, f"field '{key}'", f"expected a topology or cluster file path, got {text!r}")
-        p = rigid._resolve(base, text)
+        p = rigid._data_file(base, text, shipped.TOPOLOGIES_DIR)
         if not p.is_file():
-            raise InputError(f.source, f"field '{key}'", f"no such topology file: {p}")
+            raise InputError(f.source, f"field '{key}'", rigid._no_such("topology file", p, text,
+                                                                         shipped.TOPOLOGIES_DIR))
         if "pools" in load_yaml_mapping(p):
             cluster = load_cluster(p)
             out.append(TopologyChoice(text, dataclasses.replace(cluster.pools[0].topology, name=cluster.name),

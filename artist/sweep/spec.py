@@ -20,7 +20,9 @@
     simulator: {round_interval_s: 300, restore_seconds: 30}
     models: ../workloads/models                  # optional; default: the shipped profiles
 
-Input paths are relative to the spec file's directory. Everything is checked,
+Input paths are relative to the spec file's directory; a topology, calibration profile or trace
+given as a bare name that is no file there is the shipped one of that name (`topology: dally-3tier`,
+`calibration: h100-ns3`, `small`), as on the command line. Everything is checked,
 and every input loaded, before a single run starts: a bad spec is an
 InputError naming the spec file and the field.
 
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from artist import shipped
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
@@ -100,6 +103,24 @@ def _listed(f: Fields, key: str, default=...) -> list:
 def _resolve(base: Path, text: str) -> Path:
     p = Path(text).expanduser()
     return p if p.is_absolute() else base / p
+
+
+def _data_file(base: Path, text: str, directory: Path, suffix: str = ".yaml") -> Path:
+    """A path relative to the spec if that file exists, else for a bare name (no directory part) the
+    shipped file of that name (`topology: dally-3tier`, as on the command line); else the path as
+    given, for the caller's one-line 'no such file'."""
+    p = _resolve(base, text)
+    if p.is_file() or Path(text).parent != Path("."):
+        return p
+    name = text if text.endswith(suffix) else text + suffix
+    return directory / name if (directory / name).is_file() else p
+
+
+def _no_such(what: str, path: Path, text: str, directory: Path, suffix: str = ".yaml") -> str:
+    """The one-line message of a missing input file; for a bare name, the shipped names too."""
+    if Path(text).parent != Path("."):
+        return f"no such {what}: {path}"
+    return f"no such {what}: {path}, and not a shipped one (shipped: {', '.join(shipped.names(directory, suffix))})"
 
 
 def _unique(f: Fields, key: str, labels: Sequence[str], what: str) -> None:
@@ -250,9 +271,9 @@ def _topologies(f: Fields, base: Path) -> list[TopologyChoice]:
         key = f"topology[{i}]" if isinstance(f.raw("topology"), list) else "topology"
         if not isinstance(text, str) or not text:
             raise InputError(f.source, f"field '{key}'", f"expected a topology file path, got {text!r}")
-        p = _resolve(base, text)
+        p = _data_file(base, text, shipped.TOPOLOGIES_DIR)
         if not p.is_file():
-            raise InputError(f.source, f"field '{key}'", f"no such topology file: {p}")
+            raise InputError(f.source, f"field '{key}'", _no_such("topology file", p, text, shipped.TOPOLOGIES_DIR))
         out.append(TopologyChoice(text, Topology.from_yaml(p), sha256_file(p)))
     names = [t.topology.name for t in out]
     _unique(f, "topology", names, "topology name")
@@ -324,7 +345,7 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
         if kind in TRACE_KINDS:
             out.append(_trace_workload(wf, text, base))
             continue
-        p = _resolve(base, text)
+        p = _data_file(base, text, shipped.TRACES_DIR, ".csv")
         if not p.is_file():
             raise wf.error("spec", f"no such trace file {p}, and not a generator "
                                    f"({', '.join(g + ':...' for g in GENERATORS)})")
@@ -440,9 +461,10 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
             continue
         if not isinstance(text, str) or not text:
             raise InputError(f.source, f"field '{key}'", f"expected a calibration profile path or null, got {text!r}")
-        p = _resolve(base, text)
+        p = _data_file(base, text, shipped.PROFILES_DIR)
         if not p.is_file():
-            raise InputError(f.source, f"field '{key}'", f"no such calibration profile: {p}")
+            raise InputError(f.source, f"field '{key}'", _no_such("calibration profile", p, text,
+                                                                  shipped.PROFILES_DIR))
         profile = load_profile(p)
         for t in topologies:
             try:
