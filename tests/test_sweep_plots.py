@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 
 from artist.errors import InputError
-from artist.sweep.plots import facets, plot_sweep, series
+from artist.sweep.plots import facets, network_columns, plot_sweep, series
 from artist.sweep.run import run_sweep
 from artist.sweep.spec import load_sweep_spec
 from sweep_helpers import generated_spec
 
-FIGURES = ("makespan", "jct", "comm_latency", "queueing_delay", "jct_cdf")
+FIGURES = ("makespan", "jct", "comm_latency", "queueing_delay", "network", "jct_cdf")
 
 
 def table(rows):
@@ -61,3 +61,33 @@ def test_plot_writes_png_and_pdf_and_replots_identically(tmp_path):
 def test_plot_of_a_directory_without_results_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="not a finished sweep directory"):
         plot_sweep(tmp_path)
+
+
+class _Jobs:
+    """A result store of hand-made job tables, by run id."""
+
+    def __init__(self, tables):
+        self.tables = tables
+
+    def load_jobs(self, run_id):
+        return self.tables[run_id]
+
+
+def test_network_columns_by_hand():
+    # run a (analytical): two finished jobs, 10 iterations x 0.5 s exposed comm each = 10 s of 40 s held
+    # -> 25 %; one of them ever across racks -> 50 %; one unfinished job counts in neither.
+    # run b (none): no communication; its mean JCT 100 s against a's 150 s -> ratio 1.5 for a, none for b.
+    jobs_a = pd.DataFrame({
+        "jct_s": [150.0, 150.0, float("nan")], "iterations": [10, 10, 10],
+        "comm_seconds_per_iteration": [0.5, 0.5, float("nan")], "running_seconds": [20.0, 20.0, 5.0],
+        "placement_history": ["0.000000:rack:1x2", "0.000000:machine:1;5.000000:network:2x1", "0.000000:network:2"],
+    })
+    jobs_b = jobs_a.assign(comm_seconds_per_iteration=[0.0, 0.0, float("nan")])
+    t = table([{"run_id": "a", "policy": "fifo", "racks": 2, "seed": 0, "jct_mean_s": 150.0},
+               {"run_id": "b", "policy": "fifo", "racks": 2, "seed": 0, "jct_mean_s": 100.0, "backend": "none"}])
+    out = network_columns(t, _Jobs({"a": jobs_a, "b": jobs_b}))
+    assert list(out["comm_share_pct"]) == [25.0, 0.0]
+    assert list(out["across_racks_pct"]) == [50.0, 50.0]
+    assert out["jct_vs_no_network"].iloc[0] == 1.5 and pd.isna(out["jct_vs_no_network"].iloc[1])
+    # without a none run beside it there is no ratio
+    assert network_columns(t.iloc[:1], _Jobs({"a": jobs_a}))["jct_vs_no_network"].isna().all()

@@ -7,11 +7,15 @@
     jct_cdf            JCT CDF per rack count, one line per policy
     contention         (simulator.contention: shared only) mean per-job contention slowdown and the
                        spine's peak utilisation vs racks
+    network            does the network matter here: exposed communication as a share of the time jobs
+                       held GPUs, jobs placed across racks, and (where the sweep's backend axis has
+                       `none` beside a network backend) mean JCT over the same run without network
 
 Lines are means over seeds; with several seeds a band shows their min and max.
 When axes other than racks, policy and seed take several values (workload,
 topology, backend, algorithm, channels, calibration), every combination gets
-its own row of panels. Figures are drawn with the object-oriented API (no
+its own column of panels; panels of one metric share their y scale, so
+columns compare at a glance. Figures are drawn with the object-oriented API (no
 pyplot state), and PDFs carry no creation date, so a re-plot of the same
 table gives the same files.
 """
@@ -99,9 +103,9 @@ def _save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
-def _grid(rows: int, cols: int, title: str) -> tuple[Figure, np.ndarray]:
+def _grid(rows: int, cols: int, title: str, sharey: bool | str = False) -> tuple[Figure, np.ndarray]:
     fig = Figure(figsize=(4.2 * cols + 0.6, 3.2 * rows + 0.8), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(rows, cols, squeeze=False))
+    axes = np.atleast_2d(fig.subplots(rows, cols, squeeze=False, sharey=sharey))
     fig.suptitle(title)
     return fig, axes
 
@@ -123,7 +127,7 @@ def metric_figure(table: pd.DataFrame, panels: list[tuple[str, float, str]], tit
     """One row per metric, one column per facet (workload, backend, ... combination)."""
     fs = facets(table)
     styles = _styles(table)
-    fig, axes = _grid(len(panels), len(fs), title)
+    fig, axes = _grid(len(panels), len(fs), title, sharey="row")  # one scale per metric across facets
     for col, (key, facet_title) in enumerate(fs):
         rows = _facet_rows(table, key)
         for row, (metric, scale, ylabel) in enumerate(panels):
@@ -169,6 +173,52 @@ def jct_cdf_figure(table: pd.DataFrame, store: ResultStore) -> Figure:
     return fig
 
 
+PAIRING = ("topology", "racks", "policy", "workload", "seed")  # a network run and its run without network
+
+
+def network_columns(table: pd.DataFrame, store: ResultStore) -> pd.DataFrame:
+    """The table with what says whether the network matters, per run (NaN where a run's jobs do not tell):
+    comm_share_pct: exposed communication of finished jobs / their time holding GPUs (restores included);
+    across_racks_pct: finished jobs that ever held GPUs in more than one rack (placement_history);
+    jct_vs_no_network: mean JCT / the mean JCT of the same run (PAIRING) on the `none` backend."""
+    share, across = [], []
+    for run_id in table["run_id"]:
+        jobs = store.load_jobs(run_id)
+        done = jobs.dropna(subset=["jct_s"]) if "jct_s" in jobs else jobs.iloc[:0]
+        comm = done.get("comm_seconds_per_iteration")
+        held = done.get("running_seconds")
+        if comm is None or held is None or comm.isna().all() or not held.sum() > 0:
+            share.append(np.nan)
+        else:
+            share.append(100.0 * float((comm * done["iterations"]).sum()) / float(held.sum()))
+        history = done.get("placement_history")
+        across.append(np.nan if history is None or not len(done)
+                      else 100.0 * float(history.astype(str).str.contains(":network:", regex=False).mean()))
+    out = table.assign(comm_share_pct=share, across_racks_pct=across)
+    out["jct_vs_no_network"] = np.nan
+    if "none" in set(table["backend"]) and len(set(table["backend"])) > 1:
+        none = table[table["backend"] == "none"].groupby(list(PAIRING))["jct_mean_s"].mean()
+        keys = pd.MultiIndex.from_frame(table[list(PAIRING)])
+        base = none.reindex(keys).to_numpy()
+        ratio = table["jct_mean_s"].to_numpy() / base
+        out["jct_vs_no_network"] = np.where(table["backend"].to_numpy() != "none", ratio, np.nan)
+    return out
+
+
+def network_figure(table: pd.DataFrame, store: ResultStore) -> Figure | None:
+    """The `network` figure (module docstring); None when no run's jobs tell (no such columns)."""
+    table = network_columns(table, store)
+    panels = [("comm_share_pct", 1.0, "exposed comm / GPU time held (%)"),
+              ("across_racks_pct", 1.0, "jobs placed across racks (%)")]
+    panels = [panel for panel in panels if table[panel[0]].notna().any()]
+    with_network = table[table["backend"] != "none"]
+    if with_network["jct_vs_no_network"].notna().any():
+        panels.append(("jct_vs_no_network", 1.0, "mean JCT / same run without network"))
+    if not panels or with_network.empty:
+        return None
+    return metric_figure(with_network, panels, "Does the network matter here? (vs racks)")
+
+
 def plot_sweep(out_dir: str | Path) -> list[Path]:
     """Draw every figure into OUT/plots/; returns the files written."""
     out = Path(out_dir)
@@ -196,6 +246,9 @@ def plot_sweep(out_dir: str | Path) -> list[Path]:
         panels = [panel for panel in panels if panel[0] in table.columns]
         if panels:
             figures[name] = metric_figure(table, panels, title)
+    network = network_figure(table, store)
+    if network is not None:
+        figures["network"] = network
     figures["jct_cdf"] = jct_cdf_figure(table, store)
     written = []
     for name, fig in figures.items():
