@@ -21,7 +21,7 @@ def test_comm_plan_json_has_the_issue_keys_and_its_times_add_up(capsys):
     out = _json(capsys, "--model", "gpt3-13b", "--plan", "dp=4,tp=8,pp=2")
     assert {"step_s", "compute_s", "exposed_comm_s", "memory_gib_per_gpu", "bubble_fraction"} <= set(out)
     assert set(out["exposed_comm_s"]) == {"tp", "pp", "dp", "ep"}
-    assert out["plan"] == "dp=4,tp=8,pp=2,ep=1,microbatches=8"  # default m = 4 x pp
+    assert out["plan"] == "dp=4,tp=8,pp=2,ep=1,microbatches=128"  # default: 512 sequences / dp 4
     # The critical path is compute (the busiest stage's own + the bubble) plus exposed communication.
     parts = out["compute_s"] + out["bubble_fraction"] * out["step_s"] + sum(out["exposed_comm_s"].values())
     assert parts == pytest.approx(out["step_s"], rel=1e-9)
@@ -52,7 +52,8 @@ def test_tp_across_two_machines_is_slower_than_inside_one(capsys):
     (["--model", "gpt3-175b", "--plan", "dp=8"], "does not fit on a H100"),
     (["--model", "gpt3-13b", "--plan", "dp=2,ep=2"], "no experts"),
     (["--model", "gpt3-175b", "--plan", "dp=8,tp=8,pp=16", "--microbatches", "60000"], "step-graph nodes"),
-    (["--model", "gpt3-13b", "--plan", "dp=4096,tp=8"], "needs 32768 GPUs"),
+    (["--model", "gpt3-13b", "--plan", "dp=4096,tp=8,microbatches=1"], "needs 32768 GPUs"),
+    (["--model", "gpt3-13b", "--plan", "dp=3,tp=8"], "global batch 512 is not a whole number of micro-batches"),
     (["--model", "gpt3-13b", "--plan", "dp=1,pp=41"], "more pipeline stages"),
     (["--model", "resnet50", "--shape", "[[8]]", "--microbatches", "4"], "only with --plan"),
 ])
@@ -78,3 +79,16 @@ def test_plans_with_no_split_of_the_batch_is_one_line(capsys):
     assert main(["plans", "--model", "gpt3-1.3b", "--gpus", "16", "--global-batch", "3", "--micro-batch-size", "2",
                  "--no-cache"]) == 2
     assert "split into no plan" in capsys.readouterr().err
+
+
+def test_plans_and_comm_split_a_plan_alike(capsys):
+    # one default: the top plan of `artist plans`, given to `comm --plan` without its micro-batches, is the
+    # same step (the global batch 512 split over dp); a stated global batch splits alike in both
+    assert main(["plans", "--model", "gpt3-1.3b", "--gpus", "16", "--top", "1", *H100]) == 0
+    top = capsys.readouterr().out.splitlines()[2].split()
+    plan, step = top[1], float(top[2])
+    assert plan.endswith(",microbatches=" + str(512 // int(plan.split(",")[0].split("=")[1])))
+    bare = plan.rsplit(",microbatches=", 1)[0]
+    assert _json(capsys, "--model", "gpt3-1.3b", "--plan", bare)["step_s"] == pytest.approx(step, abs=5e-5)
+    assert _json(capsys, "--model", "gpt3-1.3b", "--plan", "dp=2,tp=8,pp=1", "--global-batch", "64")["plan"] \
+        == "dp=2,tp=8,pp=1,ep=1,microbatches=32"

@@ -36,7 +36,7 @@ def test_plan_and_global_batch_columns_read_and_write_back(tmp_path):
                             'c,9,gpt3-2.7b,16,20,"dp=1,tp=8,pp=2",\n')
     jobs = read_jobs_csv(path, MODELS)
     assert [j.plan for j in jobs] == ["dp=2,tp=8,pp=1,ep=1,microbatches=32", "",  # 64 sequences / dp 2
-                                      "dp=1,tp=8,pp=2,ep=1,microbatches=8"]  # no batch: 4 x pp
+                                      "dp=1,tp=8,pp=2,ep=1,microbatches=512"]  # no batch: 512 / dp
     assert [j.global_batch for j in jobs] == [64, 0, 0]
     out = tmp_path / "out.csv"
     write_jobs_csv(jobs, out)

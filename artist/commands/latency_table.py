@@ -13,6 +13,7 @@ from artist.limits import MAX_WORKERS
 from artist.network.stack import CommSpec
 from artist.latency_table import STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv, table_to_csv
 from artist.parallel.layouts import LAYOUT_NAMES
+from artist.parallel.plan import DEFAULT_GLOBAL_BATCH
 from artist.placement import parse_shape
 from artist.workload import load_models
 
@@ -42,8 +43,11 @@ def add_parser(sub) -> None:
     p.add_argument("--atol", type=number(0.0), default=0.0, help="absolute tolerance of --check, in each column's unit")
     p.add_argument("--plan", action="append", default=[], metavar="PLAN",
                    help="LLM-zoo models: time this hybrid plan dp=D,tp=T,pp=P[,ep=E][,microbatches=M] (default "
-                        "4 x pp micro-batches) per placement; one --plan for every --model, or one per --model in "
-                        "order; placements are --layout and --shape (GPUs in Megatron rank order)")
+                        "micro-batches: --global-batch / dp) per placement; one --plan for every --model, or one per "
+                        "--model in order; placements are --layout and --shape (GPUs in Megatron rank order)")
+    p.add_argument("--global-batch", type=integer(1, 1 << 24), default=DEFAULT_GLOBAL_BATCH,
+                   help=f"with --plan: sequences per step where the plan states no microbatches (default "
+                        f"{DEFAULT_GLOBAL_BATCH}, the smallest batch of Megatron-LM's Table 1)")
     p.add_argument("--layout", action="append", default=[], choices=LAYOUT_NAMES,
                    help="with --plan: a named layout (repeatable; default all four, or none when --shape is given): "
                         "packed, tp-split (each TP group over two machines), pp-racks (stage p in rack p), "
@@ -81,7 +85,7 @@ def _models(args) -> list:
 def _zoo_plans(args) -> list:
     """(zoo model, plan) pairs of --model and --plan: one plan for all models or one per model."""
     from artist.commands.plans import _check_size, zoo_or_error
-    from artist.parallel.plan import parse_plan
+    from artist.parallel.plan import with_microbatches
 
     if not args.model:
         raise InputError("command line", "--plan", "give the LLM-zoo model(s) with --model")
@@ -93,9 +97,7 @@ def _zoo_plans(args) -> list:
     for name, text in zip(args.model, plans):
         model = zoo_or_error(name)
         try:
-            plan = parse_plan(text)
-            if "microbatches" not in text:
-                plan = parse_plan(text, microbatches=4 * plan.pp)
+            plan = with_microbatches(text, 0 if "microbatches" in text else args.global_batch)
             if plan.ep > 1 and not model.is_moe:
                 raise ValueError(f"ep={plan.ep}: model {model.name} has no experts")
         except ValueError as exc:

@@ -21,7 +21,7 @@ from artist.commands._args import integer
 from artist.commands._common import add_network_arguments, add_topology_arguments, load_topology_from
 from artist.errors import InputError
 from artist.limits import MAX_GPUS
-from artist.parallel.plan import ParallelPlan, parse_plan
+from artist.parallel.plan import DEFAULT_GLOBAL_BATCH, ParallelPlan, parse_plan, with_microbatches
 from artist.perf.hybrid import PlanEstimate, estimate_plan, replicas_laid_out_alike
 from artist.perf.hybrid_job import MAX_PLAN_NODES, candidate_plans, graph_nodes_bound
 from artist.perf.memory import PlanDoesNotFit
@@ -36,10 +36,13 @@ def add_plan_arguments(p, *, in_comm: bool) -> None:
         p.add_argument("--plan", default=None,
                        help="with --model from the LLM zoo: dp=D,tp=T,pp=P[,ep=E][,microbatches=M]")
         p.add_argument("--microbatches", type=integer(1, MAX_MICROBATCHES), default=None,
-                       help="--plan: micro-batches per replica per step (default 4 x pp, GPipe's rule as Crius "
-                            "uses it)")
+                       help="--plan: micro-batches per replica per step (default: global batch / (dp x "
+                            "micro-batch size), as `artist plans` splits it)")
         if not any("--json" in action.option_strings for action in p._actions):  # comm may define it already
             p.add_argument("--json", action="store_true", help="--plan: print one JSON object")
+    p.add_argument("--global-batch", type=integer(1, 1 << 24), default=DEFAULT_GLOBAL_BATCH,
+                   help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH}, the smallest batch of Megatron-LM's "
+                        "Table 1){'; with --plan, where it states no microbatches' if in_comm else ''}")
     p.add_argument("--micro-batch-size", type=integer(1, 1 << 16), default=1, help="sequences per micro-batch")
     p.add_argument("--no-recompute", action="store_true", help="keep activations (default: full recomputation)")
     p.add_argument("--sequence-parallel", action="store_true",
@@ -57,8 +60,6 @@ def add_parser(sub) -> None:
     add_topology_arguments(p)
     p.add_argument("--model", required=True, help=f"LLM zoo model: {', '.join(ZOO)}")
     p.add_argument("--gpus", type=integer(1, MAX_GPUS), required=True, help="GPU count")
-    p.add_argument("--global-batch", type=integer(1, 1 << 24), default=512,
-                   help="sequences per step (default 512, the smallest batch of Megatron-LM's Table 1)")
     p.add_argument("--top", type=integer(1, 10_000), default=10, help="plans to print (default 10)")
     add_plan_arguments(p, in_comm=False)
     add_network_arguments(p)
@@ -115,11 +116,13 @@ def run_plan(args, topology) -> int:
     """`artist comm --model M --plan ...`."""
     model = zoo_or_error(args.model)
     try:
-        plan = parse_plan(args.plan)
-        if "microbatches" not in args.plan:
-            plan = parse_plan(args.plan, microbatches=args.microbatches or 4 * plan.pp)
-        elif args.microbatches is not None:
-            raise ValueError("microbatches given in --plan and as --microbatches")
+        if args.microbatches is not None:
+            if "microbatches" in args.plan:
+                raise ValueError("microbatches given in --plan and as --microbatches")
+            plan = parse_plan(args.plan, microbatches=args.microbatches)
+        else:  # as stated, else the global batch's split (the one default: parallel/plan.py)
+            plan = with_microbatches(args.plan, 0 if "microbatches" in args.plan else args.global_batch,
+                                     args.micro_batch_size)
         if plan.ep > 1 and not model.is_moe:
             raise ValueError(f"ep={plan.ep}: model {model.name} has no experts")
     except ValueError as exc:

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 PLAN_KEYS = ("dp", "tp", "pp", "ep", "microbatches")
+# Sequences per step where a plan states no micro-batches: the smallest batch of Megatron-LM's Table 1
+# (Narayanan et al. 2021). One default for `artist plans`, `comm --plan`, `latency-table --plan`, trace rows
+# with a plan and the llm generator, so a plan means the same step wherever it is written.
+DEFAULT_GLOBAL_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -98,25 +102,30 @@ def rank_grid(plan: ParallelPlan, gpus: Sequence[int]) -> RankGrid:
     return RankGrid(plan, tuple(int(g) for g in gpus))
 
 
-def plan_for_job(text: str, gpus: int, global_batch: int = 0, micro_batch_size: int = 1) -> ParallelPlan:
-    """A trace row's plan: `text` as parse_plan reads it (';' may stand for ',', so the CSV cell needs no
-    quotes); micro-batches from the global batch (global_batch / (dp x micro-batch size), which must be
-    whole and agree with a stated microbatches), else as stated, else 4 x pp (as `artist comm`);
-    dp x tp x pp must be the job's GPUs. ValueError naming the mismatch."""
+def with_microbatches(text: str, global_batch: int = 0, micro_batch_size: int = 1) -> ParallelPlan:
+    """The plan `text` as parse_plan reads it (';' may stand for ','), its micro-batches as stated or
+    from the global batch: global_batch / (dp x micro-batch size), which must be whole and agree with a
+    stated microbatches; neither given: DEFAULT_GLOBAL_BATCH. ValueError naming the mismatch."""
     plan = parse_plan(text.replace(";", ","))
     stated = "microbatches" in text
-    if global_batch:
-        per_step = plan.dp * micro_batch_size
-        if global_batch % per_step:
-            raise ValueError(f"global batch {global_batch} is not a whole number of micro-batches of "
-                             f"{micro_batch_size} over dp={plan.dp} replicas")
-        m = global_batch // per_step
-        if stated and plan.microbatches != m:
-            raise ValueError(f"microbatches={plan.microbatches} but global batch {global_batch} / (dp={plan.dp} x "
-                             f"micro-batch {micro_batch_size}) = {m}")
-        plan = ParallelPlan(plan.dp, plan.tp, plan.pp, plan.ep, m)
-    elif not stated:
-        plan = ParallelPlan(plan.dp, plan.tp, plan.pp, plan.ep, 4 * plan.pp)
+    if stated and not global_batch:
+        return plan
+    batch = global_batch or DEFAULT_GLOBAL_BATCH
+    per_step = plan.dp * micro_batch_size
+    if batch % per_step:
+        raise ValueError(f"global batch {batch} is not a whole number of micro-batches of {micro_batch_size} "
+                         f"over dp={plan.dp} replicas (give microbatches=M in the plan, or another global batch)")
+    m = batch // per_step
+    if stated and plan.microbatches != m:
+        raise ValueError(f"microbatches={plan.microbatches} but global batch {batch} / (dp={plan.dp} x "
+                         f"micro-batch {micro_batch_size}) = {m}")
+    return ParallelPlan(plan.dp, plan.tp, plan.pp, plan.ep, m)
+
+
+def plan_for_job(text: str, gpus: int, global_batch: int = 0, micro_batch_size: int = 1) -> ParallelPlan:
+    """A trace row's plan (with_microbatches: as stated, else from the row's global batch or the
+    default one); dp x tp x pp must be the job's GPUs. ValueError naming the mismatch."""
+    plan = with_microbatches(text, global_batch, micro_batch_size)
     if plan.gpus != gpus:
         raise ValueError(f"plan {plan.text()} uses dp x tp x pp = {plan.gpus} GPUs; the job asks {gpus}")
     return plan

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from artist.parallel.plan import DEFAULT_GLOBAL_BATCH
 from artist.workload.generators import JobMix, poisson_jobs
 from artist.workload.job import Job
 
@@ -22,7 +23,6 @@ from artist.workload.job import Job
 # sizes that train on one to eight 8-GPU machines; the project's choice, not a measured mix.
 DEFAULT_LLM_MODELS = ("gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "llama2-7b", "llama2-13b")
 DEFAULT_LLM_GPUS = (8, 16, 32, 64)
-DEFAULT_GLOBAL_BATCH = 512  # sequences per step: the smallest batch of Megatron-LM's Table 1 (Narayanan et al. 2021)
 MIX_STREAM = 0x11A  # any constant: names mix_in_llm_jobs' coin-flip stream apart from the job draws of a seed
 
 
