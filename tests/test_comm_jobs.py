@@ -3,7 +3,9 @@ a small ecmp fabric (tests/fabric_helpers.py), and its bad inputs as one line ea
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 
 import pytest
 import yaml
@@ -100,3 +102,22 @@ def test_shared_times_are_steady_state_a_long_job_beside_a_short_one(capsys, fil
     assert long_row["shared_s"] == pytest.approx(6 * t, rel=0.03)
     assert short_row["converged"] and long_row["converged"]
     assert long_row["steps_measured"] >= 8  # two windows of 4 steps at least
+
+
+class _Terminal(io.StringIO):
+    """stderr as a terminal, where the progress bars show (they stay off when stderr is a file or pipe)."""
+
+    def isatty(self):
+        return True
+
+
+def test_comm_jobs_shows_progress_on_a_terminal_only(capsys, files, monkeypatch):
+    topo = ecmp_topology(oversubscription=2.0)
+    a, b = colliding_pairs(topo, collide=True)
+    _run(capsys, files, [a, b], "--json")
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    _run(capsys, files, [a, b], "--json")
+    shown = terminal.getvalue()  # 2 jobs alone, then together: 4 job-steps
+    assert "comm --job" in shown and "/4 [" in shown and "alone: onebucket" in shown and "all jobs together" in shown

@@ -92,3 +92,22 @@ def test_plans_and_comm_split_a_plan_alike(capsys):
     assert _json(capsys, "--model", "gpt3-1.3b", "--plan", bare)["step_s"] == pytest.approx(step, abs=5e-5)
     assert _json(capsys, "--model", "gpt3-1.3b", "--plan", "dp=2,tp=8,pp=1", "--global-batch", "64")["plan"] \
         == "dp=2,tp=8,pp=1,ep=1,microbatches=32"
+
+
+def test_plans_shows_progress_on_a_terminal_only(capsys, monkeypatch):
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    argv = ["plans", "--model", "gpt3-1.3b", "--gpus", "8", "--top", "1", *H100]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(argv) == 0
+    fits, refused = capsys.readouterr().out.splitlines()[0].split(": ")[1].split(" plans fit, ")
+    total = int(fits) + int(refused.split()[0])
+    assert "plans of gpt3-1.3b" in terminal.getvalue() and f"/{total} [" in terminal.getvalue()

@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+from tqdm import tqdm
 
 from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
                                      calibration_path, load_topology_from)
@@ -217,8 +220,18 @@ def run_jobs(args, topology) -> int:
     jobs = _jobs(args, topology)
     spec = _spec(args)
     perf = as_perf_model(build_stack(spec, topology), topology)
-    alone = {job: perf.shared({job: jobs[job]})[job] for job in jobs}  # on its own GPUs (the ecmp hash sees them)
-    shared = perf.shared(jobs)
+    # each job alone on its own GPUs (the ecmp hash sees them), then all together in steady state: on ns-3 each
+    # can take minutes, so a bar with an ETA on a terminal (the shared run costs about the alone ones together)
+    with tqdm(total=2 * len(jobs), desc="comm --job", unit="job-step", file=sys.stderr, disable=None,
+              dynamic_ncols=True, leave=False) as bar:
+        alone = {}
+        for job in jobs:
+            bar.set_postfix_str(f"alone: {job}", refresh=True)
+            alone[job] = perf.shared({job: jobs[job]})[job]
+            bar.update(1)
+        bar.set_postfix_str("all jobs together", refresh=True)
+        shared = perf.shared(jobs)
+        bar.update(len(jobs))
     rows = [{"job": job, "backend": args.backend, "alone_s": alone[job].step_seconds,
              "shared_s": shared[job].step_seconds, "steps_measured": shared[job].comm.details["steady_steps"],
              "converged": shared[job].comm.details["steady_converged"]} for job in jobs]

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import sys
 
+from tqdm import tqdm
+
 from artist.commands._args import integer
 from artist.commands._common import add_network_arguments, add_topology_arguments, load_topology_from
 from artist.errors import InputError
@@ -159,8 +161,11 @@ def run_plans(args) -> int:
     if args.gpus > topology.gpus:
         raise InputError("command line", f"--gpus {args.gpus}", f"the topology has {topology.gpus} GPUs (use --racks)")
     ranked, refused = [], []
-    for plan in candidate_plans(model, args.gpus, topology.gpus_per_machine, args.global_batch,
-                                args.micro_batch_size):
+    candidates = list(candidate_plans(model, args.gpus, topology.gpus_per_machine, args.global_batch,
+                                      args.micro_batch_size))
+    # each plan is a step graph timed by the backend (ns-3: seconds to minutes): a bar with an ETA, on a terminal
+    for plan in tqdm(candidates, desc=f"plans of {model.name}", unit="plan", file=sys.stderr, disable=None,
+                     dynamic_ncols=True, leave=False):
         try:
             ranked.append(_estimate(args, topology, model, plan, range(plan.gpus), shortcut=True))
         except (PlanDoesNotFit, InputError) as exc:
