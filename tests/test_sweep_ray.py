@@ -44,3 +44,27 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_a_ray_client_address_without_ray_client_installed_is_one_line(tmp_path, capsys):
+    """`ray://` needs the ray[client] extra (grpc), which `pip install ray` leaves out: a server that answers
+    there (here a bare socket) gets one line naming --address and what to install, exit 2, no run started."""
+    import importlib.util
+    import threading
+
+    from artist.cli import main
+
+    if importlib.util.find_spec("grpc") is not None:
+        pytest.skip("ray[client] is installed here: the case cannot arise")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    threading.Thread(target=lambda: server.accept(), daemon=True).start()
+    try:
+        code = main(["sweep", str(generated_spec(tmp_path)), "--executor", "ray", "--out", str(tmp_path / "out"),
+                     "--address", f"ray://127.0.0.1:{server.getsockname()[1]}", "--quiet"])
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--address" in err[0] and "ray[client]" in err[0], err
+    assert not (tmp_path / "out" / "runs").exists() or not any((tmp_path / "out" / "runs").iterdir())
