@@ -32,8 +32,11 @@ tests/test_sweep_ray.py (a head started with `ray start --head`).
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -95,6 +98,30 @@ def _cache_path(use_cache: bool, cache_dir: str | Path | None, executor: str) ->
     return str(default_cache_path().resolve()) if executor == "local" else None
 
 
+@contextmanager
+def sigint_held():
+    """SIGINT blocked in this thread while worker processes start, so they start with it blocked: Ctrl-C (sent
+    to the whole foreground process group) then reaches this process alone, which stops the workers (closing
+    joblib's generator kills them) and says in one line what is saved, instead of each worker printing the
+    traceback of an interrupted import. A Ctrl-C inside the window stays pending and is raised on leaving it."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    # Python's resource tracker unblocks SIGINT in this thread after starting its own process (3.11's
+    # multiprocessing.resource_tracker: SIG_UNBLOCK, not the mask it found): start both trackers first
+    from multiprocessing import resource_tracker
+
+    from joblib.externals.loky.backend import resource_tracker as loky_resource_tracker
+
+    resource_tracker.ensure_running()
+    loky_resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, address: str | None,
               cache_path: str | None, use_cache: bool, preloaded: dict | None = None):
     """Each run's RunOutcome, yielded as it finishes (so it is stored at once)."""
@@ -114,7 +141,9 @@ def _outcomes(todo: Sequence[Run], spec: SweepSpec, n_jobs: int, executor: str, 
         os.environ["ARTIST_NS3_WORKERS"] = before or "1"
         try:
             parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered", batch_size=1)
-            yield from parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+            with sigint_held():  # the workers start (and dispatch begins) inside Parallel's call
+                outcomes = parallel(delayed(execute)(run, spec.models, cache_path, use_cache) for run in todo)
+            yield from outcomes
         finally:
             if before is None:
                 os.environ.pop("ARTIST_NS3_WORKERS", None)
