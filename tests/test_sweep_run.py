@@ -155,6 +155,30 @@ def test_failed_run_is_reported_and_no_table_written(tmp_path):
     assert len(report.failed) == 2 and all("deliberately broken policy" in err for _, err in report.failed)
     assert {run.axes["policy"] for run, _ in report.failed} == {"test-broken"}
     assert report.results_csv is None and not (tmp_path / "out" / "results.csv").exists()  # ... no table with holes
+    # each failure's traceback is kept beside the runs, named by run id; the progress line gives its last line
+    kept = {p.stem: p.read_text() for p in (tmp_path / "out" / "failed").iterdir()}
+    assert set(kept) == {run.run_id for run, _ in report.failed}
+    assert all("Traceback" in text and "RuntimeError: deliberately broken policy" in text for text in kept.values())
+
+
+def test_a_run_that_fails_then_succeeds_leaves_no_failure_behind(tmp_path, monkeypatch):
+    import artist.sweep.worker as worker
+
+    spec_path = tiny_spec(tmp_path)
+    real = worker.simulate
+    calls = []
+
+    def flaky(*args, **kwargs):  # the first run asked fails once, as a killed ns-3 worker would make it
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("ns-3 worker crashed (exit code -9)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "simulate", flaky)
+    first = sweep(spec_path, tmp_path / "out", tmp_path / "cache")
+    assert len(first.failed) == 1 and len(list((tmp_path / "out" / "failed").iterdir())) == 1
+    again = sweep(spec_path, tmp_path / "out", tmp_path / "cache")
+    assert again.failed == [] and list((tmp_path / "out" / "failed").iterdir()) == []
 
 
 def test_dry_run_lists_runs_and_count_and_runs_nothing(tmp_path):

@@ -306,7 +306,10 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
                         on_stored(run, outcome)
                 else:
                     report.failed.append((run, outcome.error))
-                    bar.write(f"run failed: {run.describe()}\n{outcome.error}")
+                    # one line here; the whole traceback in OUT/failed/ (a sweep of many runs stays readable)
+                    kept = store.write_failure(run, outcome.error or "")
+                    last = (outcome.error or "").strip().splitlines()[-1:] or ["?"]
+                    bar.write(f"run failed: {run.describe()}: {last[0]} (traceback: {kept})")
                 rate = report.cache_hit_rate
                 bar.set_postfix_str(f"cache hits {'-' if rate is None else f'{100 * rate:.1f}%'}, "
                                     f"{report.cache_misses} simulated, {len(report.failed)} failed", refresh=False)

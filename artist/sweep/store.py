@@ -43,6 +43,7 @@ RUN_FILES = ("params.json", "summary.json", "jobs.csv", "jobs.parquet", "utilisa
 TMP_PREFIX = ".tmp-"
 RESULTS_NAME = "results"
 LOG_NAME = "sweep-log.jsonl"
+FAILED_DIR = "failed"  # OUT/failed/<run id>.txt: the traceback of a run that failed (until it succeeds)
 # Columns after the axes: what the axes stand for, in full.
 DETAIL_COLUMNS = ("gpus", "policy_name", "policy_params", "workload_spec", "calibration_file")
 
@@ -124,10 +125,22 @@ class ResultStore:
                 shutil.rmtree(final)
             os.rename(tmp, final)
             _fsync_dir(self.runs_dir)
+            (self.out / FAILED_DIR / f"{run.run_id}.txt").unlink(missing_ok=True)  # an earlier failure of it
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return final
+
+    def write_failure(self, run: Run, error: str) -> Path:
+        """A failed run's traceback, kept in OUT/failed/<run id>.txt (the sweep prints its last line); removed
+        when the run later succeeds."""
+        directory = self.out / FAILED_DIR
+        directory.mkdir(exist_ok=True)
+        path = directory / f"{run.run_id}.txt"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(f"{run.describe()}\n\n{error}")
+        tmp.replace(path)
+        return path
 
     def load_summary(self, run_id: str) -> dict:
         return json.loads((self.run_dir(run_id) / "summary.json").read_text())
