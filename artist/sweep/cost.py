@@ -1,4 +1,4 @@
-"""What a sweep's ns-3 answers will cost, predicted from its distinct collectives before any ns-3 run.
+"""What a sweep's ns-3 (and flow) answers will cost, predicted from its distinct collectives before any run.
 
 ns-3's time is spent per frame per link (a device enqueue, a transmission, a reception, a
 switch forwarding): measured here, CPU time is proportional to frames on wires. So each piece
@@ -7,8 +7,13 @@ switch forwarding): measured here, CPU time is proportional to frames on wires. 
   frame-hops = (frames + acks) x links on the message's path,
   CPU-s = frame-hops x SECONDS_PER_FRAME_HOP + transfers x PYTHON_SECONDS_PER_TRANSFER,
 and the wall time on N cores is the longest-first schedule of the pieces on N workers (what
-prefetch.py does). benchmarks/ns3_speed.py and the README's speed section compare it with
+prefetch.py does). benchmarks/ns3_speed.py and docs/pages/results/benchmarks.md compare it with
 measured runs.
+
+The flow backend's time is its Python loop over every transfer of a step (one rate computation per
+flow start or drain), so each distinct step question is costed as its transfers (from the schedules,
+as above) x FLOW_SECONDS_PER_TRANSFER. Runs with shared contention also time their components'
+steady states, which depend on who overlaps whom: not predicted (flow_cost says so).
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ PYTHON_SECONDS_PER_TRANSFER = 5e-6
 # timing, per message (measured: 0.47 s for the 32 256 messages of a 64-GPU ResNet-50 step, `artist comm
 # --backend ns3`, on the 2-core machine under load).
 FAST_PATH_SECONDS_PER_TRANSFER = 1.5e-5
+# The flow engine, one job's step alone (FlowModel.time), per transfer of its schedules: measured on the 2-core
+# machine under load, dally-3tier at 4 racks: ResNet-50 on 64 GPUs 35 us (32 256 transfers, 1.13 CPU-s),
+# BERT-large on 32 GPUs 33 us, ResNet-18 on 128 GPUs 23 us, VGG-11 on 16 GPUs 52 us.
+FLOW_SECONDS_PER_TRANSFER = 3.5e-5
 
 
 @dataclass(frozen=True)
@@ -130,3 +139,63 @@ def sweep_cost(questions) -> SweepCost:
         costs.append(transfers * FAST_PATH_SECONDS_PER_TRANSFER)
     return SweepCost(len(questions.steps), questions.lookups, len(costs), packets, frame_hops, sum(costs), costs,
                      len(questions.fast))
+
+
+@dataclass
+class FlowCost:
+    steps: int  # distinct step questions
+    lookups: int  # step questions asked in all
+    transfers: int  # of the distinct steps
+    costs: list  # per distinct step, CPU-s
+    shared_runs: int  # runs with shared contention (their steady states not predicted)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.costs)
+
+    def lines(self, workers: int, found_seconds: float) -> list[str]:
+        out = [f"flow questions (found with the analytical backend standing in, {found_seconds:.1f} s): "
+               f"{self.lookups} look-ups, {self.steps} distinct steps, {self.transfers:,} transfers",
+               f"flow cost predicted: {self.cpu_seconds:,.0f} CPU-s, wall {makespan(self.costs, workers):,.0f} s on "
+               f"{workers} cores (answers already in the cache are not subtracted)"]
+        if self.shared_runs:
+            out.append(f"flow cost of {self.shared_runs} run(s) with shared contention: more than that, not "
+                       f"predicted (their components' steady states depend on which jobs overlap)")
+        return out
+
+
+def flow_cost(questions, shared_runs: int = 0) -> FlowCost:
+    """The predicted cost of a sweep's flow step questions (module docstring)."""
+    memo: dict = {}
+    costs, transfers = [], 0
+    for (algorithm, channels, _), topology, pieces in questions.flow:
+        n = 0
+        for piece in pieces:
+            key = (topology.name, topology.racks, algorithm, channels, piece)
+            if key not in memo:
+                memo[key] = piece_cost(topology, piece, algorithm, channels).transfers
+            n += memo[key]
+        transfers += n
+        costs.append(n * FLOW_SECONDS_PER_TRANSFER)
+    return FlowCost(len(questions.flow), questions.lookups, transfers, costs, shared_runs)
+
+
+def dry_run_lines(spec, workers: int) -> list[str]:
+    """What `artist sweep --dry-run` predicts of the network's cost: per backend that simulates (ns-3, flow),
+    its questions and their CPU and wall time; the loops that ask their own questions said so."""
+    from artist.sweep.questions import collect_questions
+
+    lines = []
+    for backend, name in (("ns3", "ns-3"), ("flow", "flow")):
+        if any(run.comm.backend == backend and run.elastic is not None for run in spec.runs):
+            lines.append(f"{name} cost: not predicted for the elastic loop's runs (the loop asks its own questions)")
+        rigid = [run for run in spec.runs if run.comm.backend == backend and run.elastic is None]
+        if not rigid:
+            continue
+        questions = collect_questions(rigid, spec.models, backend=backend)
+        if backend == "ns3":
+            lines += sweep_cost(questions).lines(workers, questions.seconds)
+        else:
+            shared = sum(run.simulator.contention == "shared" for run in rigid)
+            lines += flow_cost(questions, shared).lines(workers, questions.seconds)
+    return lines

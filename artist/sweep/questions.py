@@ -52,7 +52,9 @@ class SweepQuestions:
     # steps the ns-3 backend's fast path will answer at message level (artist/network/fastpath: no link
     # shared): no ns-3 run; [(setting, transfers of the step)]
     fast: list = dataclasses.field(default_factory=list)
-    runs: int = 0  # ns-3 runs walked
+    # flow backend: every distinct step question, timed whole by the flow engine: [(setting, topology, pieces)]
+    flow: list = dataclasses.field(default_factory=list)
+    runs: int = 0  # runs walked
     seconds: float = 0.0  # what finding them took
 
     @property
@@ -64,11 +66,12 @@ class QuestionRecorder:
     """FabricModel that answers with `inner` (analytical) and records the questions a Cached ns-3 stack
     would get: step graphs relabelled onto canonical GPUs, keyed as the cache keys them."""
 
-    def __init__(self, inner, questions: SweepQuestions, setting: tuple, paths=None):
+    def __init__(self, inner, questions: SweepQuestions, setting: tuple, paths=None, backend: str = "ns3"):
         self.inner = inner
         self.questions = questions
         self.setting = setting
         self.paths = paths  # an Ns3Model of the run's settings: asked which path a step takes (None: ns-3)
+        self.backend = backend  # "ns3" or "flow": which backend's questions are recorded
         self._seen: set = set()
 
     @property
@@ -104,6 +107,9 @@ class QuestionRecorder:
                     continue
                 links = canonical_json(touched_link_parameters(Placement(self.topology, tuple(sorted(node.group)))))
                 found.append(Piece(node.kind, tuple(node.group), int(node.nbytes), links))
+        if self.backend == "flow":  # the flow engine times every step question whole, from its transfers
+            self.questions.flow.append((self.setting, self.topology, found))
+            return timings
         if self.paths is not None:  # the rule the ns-3 backend applies, on the graphs the cache would ask about
             choice = self.paths.path_choice(relabelled)
             if choice.path != "ns3":
@@ -141,10 +147,11 @@ def _path_model(run):
     return model if model.fast_path else None
 
 
-def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int], None] | None = None
-                      ) -> SweepQuestions:
-    """Walk every ns-3 run with the analytical backend standing in (uncalibrated, no cache) and record
-    its questions. Runs that differ only in their calibration ask the same questions: walked once."""
+def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int], None] | None = None,
+                      backend: str = "ns3") -> SweepQuestions:
+    """Walk every run of this backend (ns3 or flow) with the analytical backend standing in (uncalibrated,
+    no cache) and record its questions. Runs that differ only in their calibration ask the same questions:
+    walked once. Runs with shared contention ask their components' steady states besides: not recorded."""
     from artist.network.analytical import AnalyticalModel
     from artist.policies.registry import make_policy
     from artist.simulator import simulate
@@ -153,7 +160,7 @@ def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int],
     questions = SweepQuestions()
     walked = set()
     for run in runs:
-        if run.comm.backend != "ns3" or run.elastic is not None:  # the elastic and Crius loops ask their own
+        if run.comm.backend != backend or run.elastic is not None:  # the elastic and Crius loops ask their own
             continue
         axes = {k: v for k, v in run.axes.items() if k not in ("calibration", "backend")}
         signature = canonical_json({k: str(v) for k, v in axes.items()})
@@ -161,7 +168,8 @@ def collect_questions(runs: Iterable, models: Mapping, progress: Callable[[int],
             continue
         walked.add(signature)
         stand_in = AnalyticalModel(run.topology, run.comm.algorithm, run.comm.channels)
-        recorder = QuestionRecorder(stand_in, questions, ns3_setting(run), _path_model(run))
+        recorder = QuestionRecorder(stand_in, questions, ns3_setting(run),
+                                    _path_model(run) if backend == "ns3" else None, backend)
         policy = make_policy(run.policy.name, **run.policy.params)
         simulate(run.topology, run.jobs, models, policy, recorder, run.simulator)
         questions.runs += 1
