@@ -30,14 +30,16 @@ class LogPoints:
     points: list[Point] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # tests not used, with the reason
     kinks: dict = field(default_factory=dict)  # test line -> regimes.Kink list over the simulated sizes
+    excluded: dict = field(default_factory=dict)  # test line -> plausibility.ImpossibleRow list (--allow-impossible)
 
 
 def collect_points(model, topology: Topology, paths: Sequence[str | Path],
                    layout: Sequence[int] | None = None, min_bytes: int = 1,
                    max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO,
-                   allow_wrong: bool = False) -> list[LogPoints]:
+                   allow_wrong: bool = False, allow_impossible: bool = False) -> list[LogPoints]:
     """allow_wrong: use rows whose '#wrong' is > 0 (each reported as an issue of kind 'wrong')
-    instead of refusing the log (nccl_tests.check_test)."""
+    instead of refusing the log (nccl_tests.check_test). allow_impossible: leave physically impossible
+    rows out (recorded in LogPoints.excluded) instead of refusing the log (plausibility.py)."""
     out = []
     for path in paths:
         log = parse_nccl_tests(path, allow_wrong=allow_wrong)
@@ -47,7 +49,11 @@ def collect_points(model, topology: Topology, paths: Sequence[str | Path],
                 lp.skipped.append(f"line {test.first_line}: {test.collective or 'unnamed'} test "
                                   f"(no backend simulates it)")
                 continue
-            points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from, regimes)
+            excluded: list = []
+            points = simulate_test(model, topology, log, test, layout, min_bytes, max_bytes, fit_from, regimes,
+                                   allow_impossible, excluded)
+            if excluded:
+                lp.excluded[test.first_line] = excluded
             inside = [p for p in points if p.role != OUTSIDE]
             lp.kinks[test.first_line] = find_kinks([p.size_bytes for p in inside], [p.measured_s for p in inside],
                                                    [p.line for p in inside])
@@ -241,6 +247,9 @@ def _test_entry(lp: LogPoints, line: int, kind: str, shape: str, tier: str, rank
     starts = sorted({p.regime_from for p in mine if p.role != OUTSIDE})
     if starts and role == "fit":
         entry["regime_starts_bytes"] = starts
+    excluded = lp.excluded.get(line, [])
+    if excluded:  # --allow-impossible: rows the fit never saw, and why
+        entry["excluded_rows"] = [{"line": r.line, "size_bytes": r.size_bytes, "reason": r.reason} for r in excluded]
     kinks = lp.kinks.get(line, [])
     if kinks:
         entry["regime_changes"] = [{"size_bytes": k.size_bytes, "line": k.line, "reason": k.reason} for k in kinks]

@@ -32,6 +32,7 @@ from scipy.optimize import lsq_linear
 from artist.calibration.correction import (NCCL_TEST_KIND, SizeRegime, SizeRegimes, TierCorrection, base_seconds,
                                           latency_hops)
 from artist.calibration.nccl_tests import NcclLog, NcclTest
+from artist.calibration.plausibility import impossible_rows
 from artist.calibration.regimes import RegimePlan, plan_regimes
 from artist.errors import InputError
 from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
@@ -170,10 +171,13 @@ def test_kind(test: NcclTest) -> str | None:
 
 def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
                   claimed_layout: Sequence[int] | None = None, min_bytes: int = 1,
-                  max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO) -> list[Point]:
+                  max_bytes: int | None = None, fit_from: int | None = None, regimes: str = AUTO,
+                  allow_impossible: bool = False, excluded: list | None = None) -> list[Point]:
     """Pair every usable row of a test with the backend's time for the same collective.
     Rows below fit_from (None: no limit) are OUTSIDE the fit; the others are split into size
-    regimes (size_regimes, on the measured times) and alternate between fit and held-out in each."""
+    regimes (size_regimes, on the measured times) and alternate between fit and held-out in each.
+    A physically impossible row (plausibility.py) is refused, naming its line; allow_impossible: left
+    out instead, and appended to `excluded` (plausibility.ImpossibleRow)."""
     kind = test_kind(test)
     if kind is None:
         raise InputError(log.source, f"line {test.first_line}",
@@ -200,6 +204,16 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     missing = [r.line for r in rows if r.time_us is None or r.time_us <= 0]
     if missing:
         raise InputError(log.source, f"line {missing[0]}", "size row has no usable time (N/A or 0) to fit against")
+    impossible = impossible_rows(topology, test, rows)
+    if impossible and not allow_impossible:
+        raise InputError(log.source, f"line {impossible[0].line}", impossible[0].reason + "; if the row is known "
+                         "to be wrong, --allow-impossible keeps such rows out of the fit and records them in the "
+                         "profile")
+    if impossible:
+        gone = {r.line for r in impossible}
+        rows = [r for r in rows if r.line not in gone]
+        if excluded is not None:
+            excluded.extend(impossible)
     name = log.source.replace("\\", "/").rsplit("/", 1)[-1]
     start = 0 if fit_from is None else int(fit_from)
     inside = [r for r in rows if r.size_bytes >= start]
