@@ -1,8 +1,11 @@
 """Where the data shipped with ArtISt lives, so that defaults work from any working directory.
 
-An editable install (the README's) keeps the repository's topologies/, workloads/,
-calibration/ and sweeps/ beside the package; options that take one of these files
-accept either a path or the shipped file's name (`--topology dgx-h100`).
+The repository keeps topologies/, workloads/, calibration/ and sweeps/ beside the package. A wheel
+carries the same folders, in the same layout, under artist/_data/ (pyproject.toml maps them there as
+package data), so a sweep spec's `../topologies/x.yaml` still finds its file. ROOT is whichever of the
+two this installation has: artist/_data/ in a wheel, the repository in a checkout or an editable install.
+Options that take one of these files accept either a path or the shipped file's name (`--topology
+dgx-h100`, `artist sweep quick`).
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ from pathlib import Path
 
 from artist.errors import InputError
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+WHEEL_DATA_DIR = PACKAGE_DIR / "_data"  # only in an installed wheel: never in the repository
+ROOT = WHEEL_DATA_DIR if WHEEL_DATA_DIR.is_dir() else PACKAGE_DIR.parent
 TOPOLOGIES_DIR = ROOT / "topologies"
 MODELS_DIR = ROOT / "workloads" / "models"
 TRACES_DIR = ROOT / "workloads" / "traces"
 PROFILES_DIR = ROOT / "calibration" / "profiles"
+SWEEPS_DIR = ROOT / "sweeps"
 
 DEFAULT_TOPOLOGY = TOPOLOGIES_DIR / "dally-3tier.yaml"
 DEFAULT_TRACE = TRACES_DIR / "small.csv"
@@ -40,3 +46,8 @@ def resolve(text: str | Path, directory: Path, option: str, what: str, suffix: s
 
 def topology_path(text: str | Path) -> Path:
     return resolve(text, TOPOLOGIES_DIR, "--topology", "topology")
+
+
+def sweep_path(text: str | Path) -> Path:
+    """`artist sweep quick`: a spec file, or the shipped spec of that name (sweeps/quick.yaml)."""
+    return resolve(text, SWEEPS_DIR, "spec", "sweep spec")

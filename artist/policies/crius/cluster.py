@@ -18,14 +18,13 @@ GPUs are listed machine by machine, which is how truth.py lays stages out.
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from artist import shipped
 from artist.perf.accelerators import accelerator
 from artist.policies.crius.cells import Pool
 from artist.topology import load_topology
 
 GIB = 1 << 30
-TOPOLOGY_DIR = Path(__file__).resolve().parents[3] / "topologies"
+TOPOLOGY_DIR = shipped.TOPOLOGIES_DIR  # the pools' files below
 
 # (GPU type, topology file, memory per GPU in GiB): Crius Table 1 / sec. 8.1
 CLUSTERS = {
