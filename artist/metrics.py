@@ -143,15 +143,27 @@ def summary_table(result: SimulationResult) -> pd.DataFrame:
     return pd.DataFrame([summary(result)])
 
 
-def write_tables(result: SimulationResult, out_dir: str | Path,
-                 formats: tuple[str, ...] = ("csv", "parquet")) -> dict[str, Path]:
-    """Write jobs, summary and utilisation tables; returns the paths written."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def result_tables(result: SimulationResult) -> dict[str, pd.DataFrame]:
+    """The tables of a run by name: jobs, summary (one row), utilisation, and spine in shared contention mode."""
     jobs = job_table(result)
     tables = {"jobs": jobs, "summary": pd.DataFrame([summary(result, jobs)]), "utilisation": utilisation_table(result)}
     if getattr(result, "contention", "isolated") == "shared":
         tables["spine"] = spine_table(result)
+    return tables
+
+
+def write_tables(result: SimulationResult, out_dir: str | Path,
+                 formats: tuple[str, ...] = ("csv", "parquet")) -> dict[str, Path]:
+    """Write jobs, summary and utilisation tables; returns the paths written."""
+    return write_frames(result_tables(result), out_dir, formats)
+
+
+def write_frames(tables: dict[str, pd.DataFrame], out_dir: str | Path,
+                 formats: tuple[str, ...] = ("csv", "parquet")) -> dict[str, Path]:
+    """Write each table as NAME.csv / NAME.parquet in out_dir (created), each file atomically; returns the paths
+    written by file name."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, df in tables.items():
         for fmt in formats:

@@ -7,8 +7,10 @@ option, exit code 2, no usage dump and no traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
+from functools import lru_cache
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,3 +56,13 @@ def integer(minimum: int | None = None, maximum: int | None = None, *, allow: tu
 def number(minimum: float | None = None, maximum: float | None = None, *, allow: tuple[float, ...] = ()):
     """A finite float option in [minimum, maximum], or one of the special values in `allow`."""
     return _bounded(float, "a number", minimum, maximum, allow)
+
+
+@lru_cache(maxsize=None)
+def command_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of `artist <command>`, built as artist.cli builds it (from artist.commands.<command>): its
+    defaults are what a run gets for an option not given."""
+    root = Parser(prog="artist")
+    sub = root.add_subparsers(dest="command", parser_class=Parser)
+    importlib.import_module(f"artist.commands.{command.replace('-', '_')}").add_parser(sub)
+    return sub.choices[command]

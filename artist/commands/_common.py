@@ -32,13 +32,17 @@ def load_topology_from(args):
     from artist.topology import load_topology
 
     path = shipped.topology_path(args.topology)
-    topology = load_topology(path)
-    if args.racks is not None:
-        try:
-            topology = topology.with_racks(args.racks)
-        except ValueError as exc:
-            raise InputError("command line", "--racks", str(exc)) from None
-    return topology
+    return with_racks(load_topology(path), args.racks)
+
+
+def with_racks(topology, racks: int | None):
+    """The topology with --racks racks (None: as it is); a count it cannot take is one line naming --racks."""
+    if racks is None:
+        return topology
+    try:
+        return topology.with_racks(racks)
+    except ValueError as exc:
+        raise InputError("command line", "--racks", str(exc)) from None
 
 
 def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) -> None:

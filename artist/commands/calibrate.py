@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from artist import shipped
+from artist.calibration.profile import CalibrationProfile
 from artist.commands._args import integer
 from artist.commands._common import CACHE_DIR_HELP, writable_dir, writable_file
 from artist.commands.cache import cache_path_from_args
@@ -13,7 +15,7 @@ from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
 from artist.network.collectives import ALGORITHMS
 from artist.network.stack import BACKENDS, CommSpec
-from artist.topology import load_topology
+from artist.topology import Topology, load_topology
 
 
 def add_parser(sub) -> None:
@@ -71,6 +73,10 @@ def add_parser(sub) -> None:
     p.add_argument("--allow-wrong", action="store_true",
                    help="use rows whose '#wrong' is > 0 (nccl-tests found wrong results), with a warning per row; "
                         "without it such a log is refused")
+    p.add_argument("--allow-impossible", action="store_true",
+                   help="leave rows no hardware of the topology can have measured (bus bandwidth above 2 x a GPU's "
+                        "NVLink and NIC share, or a time falling 4x as the size grows) out of the fit, each recorded "
+                        "in the profile; without it such a log is refused, naming the row")
     # The cache keeps the backend's raw answers (it sits inside the calibration), so it changes no
     # answer; it saves re-running ns-3 when re-fitting, and an interrupted fit continues from it.
     p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
@@ -169,6 +175,8 @@ def _command_line(args) -> str:
         parts += ["--layout", args.layout]
     if args.allow_wrong:
         parts += ["--allow-wrong"]
+    if args.allow_impossible:
+        parts += ["--allow-impossible"]
     if args.holdout:
         parts += ["--holdout", *args.holdout]
     if args.force:
@@ -186,14 +194,22 @@ def run(args) -> int:
                 model.close()
 
 
-def _run(args, models: list) -> int:
-    import json
+@dataclass
+class Calibration:
+    """What `artist calibrate` computed: the profile fitted or checked, on what, and every log's points."""
 
-    from artist.calibration.build import check_points, error_rows, fit_profile, fitted_logs
+    profile: CalibrationProfile
+    topology: Topology
+    model: object  # the backend (inside the latency cache when there is one), uncalibrated
+    logs: list  # build.LogPoints of every log read: fitted and hold-out ones, or the ones checked
+    points: list  # fit.Point of every size simulated, corrected by the profile
+    fitted: list = field(default_factory=list)  # --check: the logs among `logs` the profile was fitted on
+
+
+def calibration_options(args) -> dict:
+    """How the logs are read and simulated (collect_points' options), every option checked before any simulation,
+    and each output path too."""
     from artist.calibration.fit import parse_layout
-    from artist.calibration.profile import load_profile
-    from artist.network.calibrated import Calibrated
-    from artist.calibration.report import plot_busbw, points_table, summary_table, write_report
 
     try:
         layout = parse_layout(args.layout) if args.layout else None
@@ -209,51 +225,103 @@ def _run(args, models: list) -> int:
     if args.backend == "none":
         raise InputError("command line", "--backend", "none makes communication free: there is no time to correct")
     _check_outputs(args)
+    return dict(layout=layout, min_bytes=args.min_bytes, max_bytes=args.max_bytes, fit_from=fit_from,
+                regimes=args.regimes, allow_wrong=args.allow_wrong, allow_impossible=args.allow_impossible)
+
+
+def check(args, models: list, options: dict, profile: CalibrationProfile | None = None) -> Calibration:
+    """The profile --check names (or `profile`, already loaded) on --logs; the backend it corrects is appended to
+    models (for the caller to close)."""
+    from artist.calibration.build import check_points, fitted_logs
+    from artist.calibration.profile import load_profile
+    from artist.network.calibrated import Calibrated
+
+    profile = load_profile(args.check) if profile is None else profile
+    topo_path = args.topology or profile.topology_path
+    if not topo_path:
+        raise InputError(args.check, "field 'topology.path'", "no topology path stored; pass --topology")
+    if not args.topology and not Path(topo_path).exists() and (shipped.ROOT / topo_path).is_file():
+        topo_path = shipped.ROOT / topo_path  # a shipped profile records its topology from the repository root
+    topology = load_topology(shipped.topology_path(topo_path))
+    profile.check_topology(topology)
+    b = profile.backend
     cache_path = cache_path_from_args(args)
-    options = dict(layout=layout, min_bytes=args.min_bytes, max_bytes=args.max_bytes, fit_from=fit_from,
-                   regimes=args.regimes, allow_wrong=args.allow_wrong)
+    model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1), cache=cache_path),
+                   topology)
+    models.append(model)
+    Calibrated(model, profile)  # refuses a backend the profile was not fitted for
+    logs = _simulate(model, cache_path, topology, args.logs, **options)
+    fitted = fitted_logs(profile, logs)
+    return Calibration(profile, topology, model, logs, check_points(profile, logs, fitted), fitted)
+
+
+def fit(args, models: list, options: dict) -> Calibration:
+    """A profile fitted on --logs and checked on --holdout (not saved), named --name, else after the --out file;
+    the backend it corrects is appended to models (for the caller to close)."""
+    from artist.calibration.build import fit_profile
+
+    if not args.topology:
+        raise SystemExit("artist calibrate: --topology is required when fitting")
+    topology = load_topology(shipped.topology_path(args.topology))
+    cache_path = cache_path_from_args(args)
+    model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
+    models.append(model)
+    logs = _simulate(model, cache_path, topology, args.logs, **options)
+    held = _simulate(model, cache_path, topology, args.holdout, **options) if args.holdout else []
+    name = args.name or Path(args.out).stem
+    profile, points = fit_profile(name, topology, model.identity(), logs,
+                                  notes=args.note, fit_from=options["fit_from"], regimes=args.regimes,
+                                  command=_command_line(args), holdout=held, force=args.force)
+    return Calibration(profile, topology, model, list(logs) + list(held), points)
+
+
+def say_log_notes(logs: list, out) -> None:
+    """What reading the logs found: NCCL regime changes, rows left out or skipped, lines not read (notes, to out)
+    and the parser's warnings (to stderr)."""
+    for lp in logs:
+        for line, kinks in lp.kinks.items():
+            for k in kinks:
+                print(f"note: {lp.log.source}: line {k.line}: NCCL regime change: {k.reason}", file=out)
+        for rows in lp.excluded.values():  # --allow-impossible
+            for r in rows:
+                print(f"warning: {lp.log.source}: line {r.line}: left out of the fit: {r.reason}", file=sys.stderr)
+        for issue in lp.log.issues:
+            print(f"warning: {lp.log.source}: line {issue.line}: {issue.message}", file=sys.stderr)
+        for reason in lp.skipped:
+            print(f"note: {lp.log.source}: {reason}", file=out)
+        if lp.log.ignored_lines:
+            lines = ", ".join(str(n) for n, _ in lp.log.ignored_lines)
+            print(f"note: {lp.log.source}: {len(lp.log.ignored_lines)} line(s) are not nccl-tests output and were "
+                  f"not read: {lines}", file=out)
+
+
+def _run(args, models: list) -> int:
+    import json
+
+    from artist.calibration.build import error_rows
+    from artist.calibration.report import plot_busbw, points_table, summary_table, write_report
+
+    options = calibration_options(args)
+    cache_path = cache_path_from_args(args)
     out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON list only
 
     if args.check:
-        profile = load_profile(args.check)
-        topo_path = args.topology or profile.topology_path
-        if not topo_path:
-            raise InputError(args.check, "field 'topology.path'", "no topology path stored; pass --topology")
-        if not args.topology and not Path(topo_path).exists() and (shipped.ROOT / topo_path).is_file():
-            topo_path = shipped.ROOT / topo_path  # a shipped profile records its topology from the repository root
-        topology = load_topology(shipped.topology_path(topo_path))
-        profile.check_topology(topology)
-        b = profile.backend
-        model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1), cache=cache_path),
-                       topology)
-        models.append(model)
-        Calibrated(model, profile)  # refuses a backend the profile was not fitted for
-        logs = _simulate(model, cache_path, topology, args.logs, **options)
-        fitted = fitted_logs(profile, logs)
-        for lp in fitted:
+        done = check(args, models, options)
+        profile, topology, logs, points, model = done.profile, done.topology, done.logs, done.points, done.model
+        for lp in done.fitted:
             print(f"note: {lp.log.source} is a log this profile was fitted on: its errors are in-sample (role fit), "
                   f"not held out", file=out)
-        points = check_points(profile, logs, fitted)
+        b = profile.backend
         print(f"profile {profile.name} (id {profile.id}) on topology {topology.name}, backend {b['backend']}",
               file=out)
     else:
         if not args.out:
             raise SystemExit("artist calibrate: give --out PROFILE.yaml to fit, or --check PROFILE to evaluate")
-        if not args.topology:
-            raise SystemExit("artist calibrate: --topology is required when fitting")
-        topology = load_topology(shipped.topology_path(args.topology))
-        model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
-        models.append(model)
-        logs = _simulate(model, cache_path, topology, args.logs, **options)
-        held = _simulate(model, cache_path, topology, args.holdout, **options) if args.holdout else []
-        name = args.name or Path(args.out).stem
-        profile, points = fit_profile(name, topology, model.identity(), logs,
-                                      notes=args.note, fit_from=fit_from, regimes=args.regimes,
-                                      command=_command_line(args), holdout=held, force=args.force)
+        done = fit(args, models, options)
+        profile, topology, logs, points, model = done.profile, done.topology, done.logs, done.points, done.model
         profile.save(args.out)
-        logs = list(logs) + list(held)
-        print(f"wrote {args.out}: profile {name} (id {profile.id}), topology {topology.name}, backend {args.backend}",
-              file=out)
+        print(f"wrote {args.out}: profile {profile.name} (id {profile.id}), topology {topology.name}, backend "
+              f"{args.backend}", file=out)
         for warning in profile.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for tier in ("machine", "rack", "network"):
@@ -272,18 +340,7 @@ def _run(args, models: list) -> int:
                           f"latency {c.latency_s * 1e6:+.2f} us  hop_latency {c.hop_latency_s * 1e6:.2f} us  "
                           f"({how})", file=out)
 
-    for lp in logs:
-        for line, kinks in lp.kinks.items():
-            for k in kinks:
-                print(f"note: {lp.log.source}: line {k.line}: NCCL regime change: {k.reason}", file=out)
-        for issue in lp.log.issues:
-            print(f"warning: {lp.log.source}: line {issue.line}: {issue.message}", file=sys.stderr)
-        for reason in lp.skipped:
-            print(f"note: {lp.log.source}: {reason}", file=out)
-        if lp.log.ignored_lines:
-            lines = ", ".join(str(n) for n, _ in lp.log.ignored_lines)
-            print(f"note: {lp.log.source}: {len(lp.log.ignored_lines)} line(s) are not nccl-tests output and were "
-                  f"not read: {lines}", file=out)
+    say_log_notes(logs, out)
     if not args.quiet:
         print(file=out)
         print(points_table(points), file=out)

@@ -154,17 +154,18 @@ def _provenance(comm, spec: CommSpec) -> dict:
             "from_cache": bool(comm.cache_hit) if spec.cache else None}
 
 
-def _provenance_lines(comm, spec: CommSpec) -> None:
-    from artist.network.provenance import answer_path
-
-    print(f"packets simulated    {comm.packets}")
+def _provenance_lines(answer: dict) -> None:
+    """The text of an answer's provenance fields (_provenance)."""
+    print(f"packets simulated    {answer['packets_simulated']}")
     # one vocabulary with --json and the results' answers_* columns (ns3_packet, ns3_message_level, ...)
-    print(f"answered by          {answer_path(comm)}")
-    print(f"wall seconds         {comm.wall_seconds:.3f}")
-    print(f"answered from cache  {'yes' if comm.cache_hit else 'no' if spec.cache else 'cache off'}")
+    print(f"answered by          {answer['answered_by']}")
+    print(f"wall seconds         {answer['wall_seconds']:.3f}")
+    cached = answer["from_cache"]
+    print(f"answered from cache  {'cache off' if cached is None else 'yes' if cached else 'no'}")
 
 
-def run_collective(args, topology) -> int:
+def collective_answer(args, topology) -> dict:
+    """--collective: the time of one collective alone, as --json prints it."""
     if args.nbytes is None:
         raise InputError("command line", "--bytes", "--collective needs --bytes (payload per rank)")
     nbytes = parse_bytes(args.nbytes)
@@ -174,18 +175,23 @@ def run_collective(args, topology) -> int:
     graph = StepGraph((Node(0, args.collective, group=group, nbytes=nbytes),))
     timing = comm.time({"collective": graph})["collective"]  # an Ns3SimulationError is one line (artist.cli)
     placement = Placement(topology, group)
+    return {"collective": args.collective, "bytes_per_rank": nbytes,
+            "shape": shape_to_text(placement.canonical_shape), "gpus": placement.size,
+            "tier": placement.tier, "backend": args.backend, "algorithm": args.algorithm,
+            "channels": args.channels, "calibrated": spec.calibration is not None,
+            "seconds": timing.node_seconds[0], **_provenance(timing.result, spec)}
+
+
+def run_collective(args, topology) -> int:
+    answer = collective_answer(args, topology)
     if args.json:
-        print(json.dumps({"collective": args.collective, "bytes_per_rank": nbytes,
-                          "shape": shape_to_text(placement.canonical_shape), "gpus": placement.size,
-                          "tier": placement.tier, "backend": args.backend, "algorithm": args.algorithm,
-                          "channels": args.channels, "calibrated": spec.calibration is not None,
-                          "seconds": timing.node_seconds[0], **_provenance(timing.result, spec)}, indent=2))
+        print(json.dumps(answer, indent=2))
         return 0
-    print(f"{args.collective} of {nbytes} B per rank on {shape_to_text(placement.canonical_shape)} "
-          f"({placement.size} GPUs, {placement.tier} tier), backend {args.backend}, {args.algorithm} "
-          f"x{args.channels}{'' if spec.calibration is None else ', calibrated'}")
-    print(f"seconds              {timing.node_seconds[0]:.9f}")
-    _provenance_lines(timing.result, spec)
+    print(f"{args.collective} of {answer['bytes_per_rank']} B per rank on {answer['shape']} "
+          f"({answer['gpus']} GPUs, {answer['tier']} tier), backend {args.backend}, {args.algorithm} "
+          f"x{args.channels}{', calibrated' if answer['calibrated'] else ''}")
+    print(f"seconds              {answer['seconds']:.9f}")
+    _provenance_lines(answer)
     return 0
 
 
@@ -211,8 +217,8 @@ def _jobs(args, topology) -> dict[str, tuple[ModelProfile, Placement]]:
     return jobs
 
 
-def run_jobs(args, topology) -> int:
-    """Every --job's step alone and with all the jobs on the fabric at once."""
+def jobs_answer(args, topology) -> list[dict]:
+    """--job: every job's step alone and with all the jobs on the fabric at once, as --json prints it."""
     if args.backend == "analytical":
         raise InputError("command line", "--backend analytical",
                          "--job compares step times alone and shared: the analytical backend times every job "
@@ -232,15 +238,20 @@ def run_jobs(args, topology) -> int:
         bar.set_postfix_str("all jobs together", refresh=True)
         shared = perf.shared(jobs)
         bar.update(len(jobs))
-    rows = [{"job": job, "backend": args.backend, "alone_s": alone[job].step_seconds,
+    return [{"job": job, "backend": args.backend, "alone_s": alone[job].step_seconds,
              "shared_s": shared[job].step_seconds, "steps_measured": shared[job].comm.details["steady_steps"],
              "converged": shared[job].comm.details["steady_converged"]} for job in jobs]
+
+
+def run_jobs(args, topology) -> int:
+    """Every --job's step alone and with all the jobs on the fabric at once."""
+    rows = jobs_answer(args, topology)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     above = "".join(f"; {level.name} {level.model}, oversubscription {level.oversubscription:g}"
                     for level in topology.levels[1:])  # levels above the spine, if any
-    print(f"{len(jobs)} job(s) on {topology.name} (spine {topology.spine_model}, oversubscription "
+    print(f"{len(rows)} job(s) on {topology.name} (spine {topology.spine_model}, oversubscription "
           f"{topology.oversubscription:g}{above}), backend {args.backend}, {args.algorithm} x{args.channels}")
     print("shared: steady state (every job repeats its step until stable; steps = steps measured, "
           "* = not settled within the cap)")
@@ -251,14 +262,21 @@ def run_jobs(args, topology) -> int:
     return 0
 
 
-def run(args) -> int:
-    topology = load_topology_from(args)
+def answer(args, topology) -> dict | list[dict]:
+    """What `artist comm ... --json` prints: --job's rows, --collective's or --plan's object, else --model's step."""
     if args.job is not None:
-        return run_jobs(args, topology)
+        return jobs_answer(args, topology)
     if args.collective is not None:
-        return run_collective(args, topology)
+        return collective_answer(args, topology)
     if args.plan is not None:
-        return run_plan(args, topology)
+        from artist.commands.plans import plan_estimate
+
+        return plan_estimate(args, topology).as_json()
+    return step_answer(args, topology)
+
+
+def step_answer(args, topology) -> dict:
+    """--model and --shape: a data-parallel step's raw and exposed all-reduce seconds, as --json prints them."""
     if args.microbatches is not None:
         raise InputError("command line", "--microbatches", "only with --plan")
     if args.shape is None:
@@ -269,19 +287,31 @@ def run(args) -> int:
     spec = _spec(args)
     comm = build_stack(spec, topology)
     step = as_perf_model(comm, topology).estimate(model, placement)  # an Ns3SimulationError is one line
+    return {"model": model.name, "shape": shape_to_text(placement.canonical_shape),
+            "gpus": placement.size, "tier": placement.tier, "backend": args.backend,
+            "algorithm": args.algorithm, "channels": args.channels,
+            "calibrated": spec.calibration is not None, "buckets": len(model.buckets),
+            "raw_seconds": step.comm_seconds, "exposed_seconds": step.exposed_comm_seconds,
+            **_provenance(step.comm, spec)}
+
+
+def run(args) -> int:
+    topology = load_topology_from(args)
+    if args.job is not None:
+        return run_jobs(args, topology)
+    if args.collective is not None:
+        return run_collective(args, topology)
+    if args.plan is not None:
+        return run_plan(args, topology)
+    answer_ = step_answer(args, topology)
     if args.json:
-        print(json.dumps({"model": model.name, "shape": shape_to_text(placement.canonical_shape),
-                          "gpus": placement.size, "tier": placement.tier, "backend": args.backend,
-                          "algorithm": args.algorithm, "channels": args.channels,
-                          "calibrated": spec.calibration is not None, "buckets": len(model.buckets),
-                          "raw_seconds": step.comm_seconds, "exposed_seconds": step.exposed_comm_seconds,
-                          **_provenance(step.comm, spec)}, indent=2))
+        print(json.dumps(answer_, indent=2))
         return 0
-    print(f"model {model.name} on {shape_to_text(placement.canonical_shape)} ({placement.size} GPUs, "
-          f"{placement.tier} tier), backend {args.backend}, {args.algorithm} x{args.channels}"
-          f"{'' if spec.calibration is None else ', calibrated'}")
-    print(f"buckets              {len(model.buckets)}")
-    print(f"raw seconds          {step.comm_seconds:.9f}")
-    print(f"exposed seconds      {step.exposed_comm_seconds:.9f}")
-    _provenance_lines(step.comm, spec)
+    print(f"model {answer_['model']} on {answer_['shape']} ({answer_['gpus']} GPUs, "
+          f"{answer_['tier']} tier), backend {args.backend}, {args.algorithm} x{args.channels}"
+          f"{', calibrated' if answer_['calibrated'] else ''}")
+    print(f"buckets              {answer_['buckets']}")
+    print(f"raw seconds          {answer_['raw_seconds']:.9f}")
+    print(f"exposed seconds      {answer_['exposed_seconds']:.9f}")
+    _provenance_lines(answer_)
     return 0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+import pandas as pd
 
 from artist.commands._args import integer, number
 from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
@@ -11,7 +14,8 @@ from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_WORKERS
 from artist.network.stack import CommSpec
-from artist.latency_table import STANDARD_SHAPES, build_latency_table, compare_tables, read_table_csv, table_to_csv
+from artist.latency_table import (STANDARD_SHAPES, TableRun, build_latency_table, compare_tables, read_table_csv,
+                                  table_to_csv)
 from artist.parallel.layouts import LAYOUT_NAMES
 from artist.parallel.plan import DEFAULT_GLOBAL_BATCH
 from artist.placement import parse_shape
@@ -53,7 +57,7 @@ def add_parser(sub) -> None:
                         "packed, tp-split (each TP group over two machines), pp-racks (stage p in rack p), "
                         "dp-racks (replica d in rack d)")
     p.add_argument("--markdown", action="store_true",
-                   help="with --plan: print the README's table (step s (x packed) (exposed TP / PP / DP / EP s))")
+                   help="with --plan: print a markdown table (step s (x packed) (exposed TP / PP / DP / EP s))")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -107,11 +111,12 @@ def _zoo_plans(args) -> list:
     return out
 
 
-def run_plans(args, topology) -> int:
-    """`artist latency-table --model M --plan P`: hybrid step per placement (artist/hybrid_latency_table.py)."""
+def plan_rows(args, topology) -> tuple[list[dict], Path | None]:
+    """`artist latency-table --model M --plan P`'s rows, a hybrid step per placement (artist/hybrid_latency_table.py),
+    and the --out file (checked writable before any work), or None."""
     from artist.commands._common import build_stack
     from artist.commands.comm import _spec
-    from artist.hybrid_latency_table import hybrid_rows, placements_for, rows_to_csv, rows_to_markdown
+    from artist.hybrid_latency_table import hybrid_rows, placements_for
 
     for option in ("check", "models", "standard"):
         if getattr(args, option):
@@ -129,6 +134,14 @@ def run_plans(args, topology) -> int:
     fabric = build_stack(_spec(args), topology)
     rows = [r for (model, plan), where in zip(pairs, placements) for r in hybrid_rows(fabric, topology, model, plan,
                                                                                       where)]
+    return rows, out
+
+
+def run_plans(args, topology) -> int:
+    """`artist latency-table --model M --plan P`: hybrid step per placement (artist/hybrid_latency_table.py)."""
+    from artist.hybrid_latency_table import rows_to_csv, rows_to_markdown
+
+    rows, out = plan_rows(args, topology)
     text = rows_to_markdown(rows) if args.markdown else rows_to_csv(rows)
     if out is not None:
         out.write_text(text)
@@ -138,10 +151,9 @@ def run_plans(args, topology) -> int:
     return 0
 
 
-def run(args) -> int:
-    topology = load_topology_from(args)
-    if args.plan:
-        return run_plans(args, topology)
+def compute_table(args, topology) -> tuple[TableRun, pd.DataFrame | None, Path | None]:
+    """The data-parallel latency table args asks for on topology, every input checked before any work; with the
+    --check golden table (read first, so that a bad one fails before the work) and the --out file, or None."""
     for option in ("layout", "markdown"):
         if getattr(args, option):
             raise InputError("command line", f"--{option}", "only with --plan")
@@ -173,6 +185,15 @@ def run(args) -> int:
         where = ("cache off: nothing kept" if cache_path is None
                  else f"rows computed so far are in the cache {cache_path}")
         raise Interrupted(f"no table written; {where}; run the same command again to continue") from None
+    return run_, golden, out
+
+
+def run(args) -> int:
+    topology = load_topology_from(args)
+    if args.plan:
+        return run_plans(args, topology)
+    run_, golden, out = compute_table(args, topology)
+    cache_path = cache_path_from_args(args)
 
     text = table_to_csv(run_.table)
     if args.out:

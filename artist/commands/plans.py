@@ -27,6 +27,7 @@ from artist.parallel.plan import DEFAULT_GLOBAL_BATCH, ParallelPlan, parse_plan,
 from artist.perf.hybrid import PlanEstimate, estimate_plan, replicas_laid_out_alike
 from artist.perf.hybrid_job import MAX_PLAN_NODES, candidate_plans, graph_nodes_bound
 from artist.perf.memory import PlanDoesNotFit
+from artist.topology import Topology
 from artist.workload.zoo import ZOO, zoo_model
 
 MAX_MICROBATCHES = 1 << 16  # a bound on graph size: far past any published pipeline (GPT-3: 1536 / dp)
@@ -114,8 +115,8 @@ def _plan_gpus(args, topology, plan: ParallelPlan) -> tuple[int, ...]:
     return gpus
 
 
-def run_plan(args, topology) -> int:
-    """`artist comm --model M --plan ...`."""
+def plan_estimate(args, topology) -> PlanEstimate:
+    """`artist comm --model M --plan ...`'s estimate of one plan's step."""
     model = zoo_or_error(args.model)
     try:
         if args.microbatches is not None:
@@ -136,11 +137,18 @@ def run_plan(args, topology) -> int:
         raise
     except (PlanDoesNotFit, ValueError, KeyError) as exc:
         raise InputError("command line", f"--plan {args.plan}", str(exc.args[0] if exc.args else exc)) from None
+    return est
+
+
+def run_plan(args, topology) -> int:
+    """`artist comm --model M --plan ...`."""
+    est = plan_estimate(args, topology)
+    plan = est.plan
     if args.json:
         json.dump(est.as_json(), sys.stdout, sort_keys=True)
         print()
         return 0
-    print(f"model {model.name}, plan {plan.text()}, micro-batch {est.micro_batch_size}, {plan.gpus} GPUs "
+    print(f"model {est.model}, plan {plan.text()}, micro-batch {est.micro_batch_size}, {plan.gpus} GPUs "
           f"({est.gpu.name}), backend {args.backend}, {args.algorithm} x{args.channels}")
     print(f"step seconds         {est.step_seconds:.6f}")
     print(f"compute seconds      {est.compute_seconds:.6f}   (busiest stage, one GPU)")
@@ -155,8 +163,11 @@ def run_plan(args, topology) -> int:
     return 0
 
 
-def run_plans(args) -> int:
-    topology = load_topology_from(args)
+def rank_plans(args, topology: Topology | None = None) -> tuple[Topology, object, list[PlanEstimate],
+                                                                 list[tuple[ParallelPlan, str]]]:
+    """`artist plans`: (topology, zoo model, the plans that fit by step time, (plan, reason) of those refused).
+    topology: already loaded (the Python API), else as args names it."""
+    topology = load_topology_from(args) if topology is None else topology
     model = zoo_or_error(args.model)
     if args.gpus > topology.gpus:
         raise InputError("command line", f"--gpus {args.gpus}", f"the topology has {topology.gpus} GPUs (use --racks)")
@@ -175,6 +186,11 @@ def run_plans(args) -> int:
                          f"{args.global_batch} sequences split into no plan of {args.gpus} GPUs at micro-batch "
                          f"{args.micro_batch_size}")
     ranked.sort(key=lambda e: (e.step_seconds, e.plan.text()))
+    return topology, model, ranked, refused
+
+
+def run_plans(args) -> int:
+    topology, model, ranked, refused = rank_plans(args)
     print(f"model {model.name} on {args.gpus} GPUs of {topology.name}, global batch {args.global_batch}, "
           f"micro-batch {args.micro_batch_size}, backend {args.backend}: {len(ranked)} plans fit, "
           f"{len(refused)} refused")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -17,9 +20,11 @@ from artist.limits import MAX_ARRIVAL_S, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
 from artist.perf.model import CONTENTION_MODELS
 from artist.metrics import summary, write_tables
 from artist.network.stack import CommSpec, cached_layer
+from artist.policies.base import Policy
 from artist.policies.registry import make_policy_checked, policy_names
-from artist.simulator import SimulatorConfig, simulate
-from artist.workload import load_models
+from artist.simulator import SimulationResult, SimulatorConfig, simulate
+from artist.topology import Topology
+from artist.workload import Job, ModelProfile, load_models
 from artist.workload.spec import job_too_large, jobs_from_spec
 
 
@@ -29,7 +34,7 @@ def add_parser(sub) -> None:
     add_topology_arguments(p)
     p.add_argument("--workload", default=str(shipped.DEFAULT_TRACE),
                    help="trace CSV (canonical or Helios), a published trace as FORMAT:path=FILE,... (philly, pai, "
-                        "helios, acme, pollux, gavel, tiresias, crius; README) or a generator: batch:n=500 | "
+                        "helios, acme, pollux, gavel, tiresias, crius; the docs) or a generator: batch:n=500 | "
                         "poisson:n=400,interarrival=120 (default: workloads/traces/small.csv)")
     p.add_argument("--models", default=None, help="directory of model profiles (default: workloads/models)")
     p.add_argument("--policy", default="fifo",
@@ -39,7 +44,7 @@ def add_parser(sub) -> None:
     p.add_argument("--policy-param", action="append", default=[], metavar="KEY=VALUE",
                    help="policy parameter (repeatable); values are parsed as YAML scalars")
     p.add_argument("--plugin", default=None, metavar="FILE.py",
-                   help="a Python file whose @register calls add policies (a policy in one file; README)")
+                   help="a Python file whose @register calls add policies (a policy in one file; docs)")
     add_network_arguments(p)
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0)
     p.add_argument("--restore-seconds", type=number(0.0, MAX_RESTORE_S), default=SimulatorConfig.restore_seconds,
@@ -79,6 +84,16 @@ def parse_params(items: list[str]) -> dict:
     return params
 
 
+def load_jobs(workload: str, models: Mapping[str, ModelProfile], seed: int, cluster_gpus: int | None) -> list[Job]:
+    """The jobs of --workload (jobs_from_spec) for a cluster of cluster_gpus GPUs; what a published trace's load
+    kept, dropped and assumed said on stderr."""
+    notes: list[str] = []
+    jobs = jobs_from_spec(workload, models, seed, cluster_gpus, notes)
+    for line in notes:
+        print(f"note: {line.strip()}", file=sys.stderr)
+    return jobs
+
+
 def _cache_line(comm, spec: CommSpec) -> str:
     cached = cached_layer(comm)
     if cached is None:
@@ -98,16 +113,55 @@ def run(args) -> int:
     dialect = simulate_jobs.dialect_of(args.policy, args.topology)
     if dialect is not None:
         return simulate_jobs.run(args, parse_params(args.policy_param), dialect)
+    run_ = simulate_rigid(args)
+    topology, spec = run_.topology, run_.spec
+    row = summary(run_.result)
+    print(f"topology {topology.name} ({topology.racks} racks, {topology.gpus} GPUs), {len(run_.jobs)} jobs, "
+          f"policy {run_.policy.name}, backend {args.backend}"
+          f"{'' if spec.calibration is None else ', calibrated'}; simulated in {run_.wall_seconds:.2f} s wall")
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(pd.DataFrame([row]).T.rename(columns={0: "value"}).to_string())
+    print(_cache_line(run_.comm, spec))
+    if args.out is not None:
+        out = Path(args.out)  # (checked writable before the run)
+        written = write_tables(run_.result, out)
+        print(f"tables written to {out}: {', '.join(sorted(p.name for p in written.values()))}")
+    return 0
+
+
+@dataclass
+class RigidRun:
+    """One run of the rigid loop (artist/simulator.py) and what it ran on."""
+
+    result: SimulationResult
+    topology: Topology
+    jobs: list[Job]
+    policy: Policy
+    spec: CommSpec  # the network stack's spec (cache and calibration resolved)
+    comm: object  # the stack built from it
+    wall_seconds: float
+
+
+def simulate_rigid(args, params: dict | None = None, *, topology: Topology | None = None,
+                   jobs: Sequence[Job] | None = None, models: Mapping[str, ModelProfile] | None = None) -> RigidRun:
+    """`artist simulate`'s run of a rigid policy, every input checked before the loop starts. args: the command's
+    options; params: the policy's parameters (default: parsed from --policy-param); topology, jobs, models: already
+    loaded (the Python API, artist.simulate), else loaded as args names them."""
     if args.policy not in policy_names():
         raise InputError("command line", "--policy", f"unknown policy {args.policy!r}; `artist list policies` "
                                                      f"lists every one")
-    policy = make_policy_checked(args.policy, parse_params(args.policy_param), "command line", "--policy-param")
-    topology = load_topology_from(args)
-    models = load_models(args.models)
-    notes: list[str] = []
-    jobs = jobs_from_spec(args.workload, models, args.seed, topology.gpus, notes)
-    for line in notes:  # what a published trace's load kept, dropped and assumed
-        print(f"note: {line.strip()}", file=sys.stderr)
+    params = parse_params(args.policy_param) if params is None else params
+    policy = make_policy_checked(args.policy, params, "command line", "--policy-param")
+    topology = load_topology_from(args) if topology is None else topology
+    models = load_models(args.models) if models is None else models
+    if jobs is None:
+        jobs = load_jobs(args.workload, models, args.seed, topology.gpus)
+    else:  # jobs built by hand may name a model the trace readers would have refused
+        unknown = sorted({j.model for j in jobs if not j.plan} - set(models))
+        if unknown:
+            raise InputError(args.workload, None, f"unknown model(s) {', '.join(unknown)}; known: "
+                                                  f"{', '.join(sorted(models))}")
+    jobs = list(jobs)
     if not jobs:
         raise InputError(args.workload, None, "no jobs")
     biggest = job_too_large(jobs, topology.gpus)
@@ -115,7 +169,8 @@ def run(args) -> int:
         raise InputError(args.workload, f"job {biggest.job_id}", f"asks for {biggest.gpus} GPUs, but {topology.name} "
                                                                  f"with {topology.racks} rack(s) has {topology.gpus}")
     topology.check_reference_gpu({models[j.model].reference_gpu for j in jobs if not j.plan})
-    out = writable_dir(args.out) if args.out is not None else None
+    if args.out is not None:
+        writable_dir(args.out)
     spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
                     cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
@@ -142,15 +197,4 @@ def run(args) -> int:
         raise Interrupted(f"no tables written{saved}: run the same command again (cached answers are reused)") from None
     finally:
         bar.close()
-    wall = time.perf_counter() - started
-    row = summary(result)
-    print(f"topology {topology.name} ({topology.racks} racks, {topology.gpus} GPUs), {len(jobs)} jobs, "
-          f"policy {policy.name}, backend {args.backend}"
-          f"{'' if spec.calibration is None else ', calibrated'}; simulated in {wall:.2f} s wall")
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(pd.DataFrame([row]).T.rename(columns={0: "value"}).to_string())
-    print(_cache_line(comm, spec))
-    if out is not None:
-        written = write_tables(result, out)
-        print(f"tables written to {out}: {', '.join(sorted(p.name for p in written.values()))}")
-    return 0
+    return RigidRun(result, topology, jobs, policy, spec, comm, time.perf_counter() - started)

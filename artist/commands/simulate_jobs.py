@@ -20,7 +20,9 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 import yaml
@@ -129,8 +131,52 @@ def _crius_spec(args, params: dict) -> dict:
     return spec
 
 
+# the rigid loop's options (dest -> option), which the elastic and Crius loops do not read
+RIGID_ONLY = {"calibration": "--calibration", "contention": "--contention", "contention_model": "--contention-model",
+              "round_interval": "--round-interval", "restore_seconds": "--restore-seconds", "models": "--models"}
+
+
+def rigid_options_given(args) -> list[str]:
+    """The rigid loop's options args sets to other than their defaults (the dests of RIGID_ONLY)."""
+    from artist.commands._args import command_parser
+
+    parser = command_parser("simulate")
+    return [dest for dest in RIGID_ONLY if getattr(args, dest, None) != parser.get_default(dest)]
+
+
+def refuse_rigid_options(args, dialect: str) -> None:
+    """A run under an elastic or Crius policy would pass these over in silence, and look calibrated (or shared,
+    ...) when it is not: one line naming them instead."""
+    given = rigid_options_given(args)
+    if given:
+        raise InputError("command line", "--policy", f"{args.policy} runs the {dialect} loop, which does not take "
+                                                     f"{', '.join(RIGID_ONLY[d] for d in given)} (options of the "
+                                                     f"rigid loop)")
+
+
 def run(args, params: dict, dialect: str) -> int:
     """One run of the dialect's spec; its results row printed, its tables in --out."""
+    refuse_rigid_options(args, dialect)
+    with dialect_run(args, params, dialect) as (row, run_dir):
+        where = "Crius' jobs" if dialect == "crius" else "elastic jobs"
+        print(f"policy {args.policy} ({where}, decided in rounds in the event loop), {int(row['jobs'])} jobs, "
+              f"backend {args.backend}")
+        with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 200):
+            print(row.to_frame("value").to_string())
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            for table in sorted(run_dir.iterdir()):
+                shutil.copy2(table, out / table.name)
+            print(f"tables written to {out}: {', '.join(sorted(p.name for p in run_dir.iterdir()))}")
+    return 0
+
+
+@contextmanager
+def dialect_run(args, params: dict, dialect: str) -> Iterator[tuple[pd.Series, Path]]:
+    """One run of the dialect's spec (args: `artist simulate`'s options), in a temporary directory: yields its
+    results row (from `jobs` on: the run's identity columns are the command line's) and the run's directory of
+    tables (jobs, utilisation, ...), both valid inside the with block only."""
     from artist.sweep.run import run_sweep
     from artist.sweep.spec import load_sweep_spec
 
@@ -148,17 +194,4 @@ def run(args, params: dict, dialect: str) -> int:
             run_, error = report.failed[0]
             raise InputError("command line", "--policy", f"{args.policy}: {error.strip().splitlines()[-1]}")
         row = pd.read_csv(report.results_csv).iloc[0]
-        row = row[list(row.index).index("jobs"):]  # the run's identity columns are the command line's
-        where = "Crius' jobs" if dialect == "crius" else "elastic jobs"
-        print(f"policy {args.policy} ({where}, decided in rounds in the event loop), {int(row['jobs'])} jobs, "
-              f"backend {args.backend}")
-        with pd.option_context("display.width", 200, "display.max_columns", 50, "display.max_rows", 200):
-            print(row.to_frame("value").to_string())
-        if args.out:
-            out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            run_dir = next((Path(tmp) / "out" / "runs").iterdir())
-            for table in sorted(run_dir.iterdir()):
-                shutil.copy2(table, out / table.name)
-            print(f"tables written to {out}: {', '.join(sorted(p.name for p in run_dir.iterdir()))}")
-    return 0
+        yield row[list(row.index).index("jobs"):], next((Path(tmp) / "out" / "runs").iterdir())

@@ -6,15 +6,18 @@ import argparse
 import sys
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Mapping
 
+from artist import shipped
 from artist.commands._args import integer
 from artist.commands._common import CACHE_DIR_HELP, calibration_path, writable_dir
 from artist.errors import Interrupted
 from artist.limits import MAX_WORKERS
 from artist.network.stack import BACKENDS
 from artist.policies.plugins import without_plugin_code
-from artist.sweep.run import EXECUTORS, default_out_dir, default_workers, describe_runs, run_sweep
-from artist.sweep.spec import load_sweep_spec
+from artist.sweep.run import (EXECUTORS, SweepReport, default_out_dir, default_workers, describe_runs,
+                              run_sweep)
+from artist.sweep.spec import SweepSpec, load_sweep_spec
 from artist.sweep.store import ResultStore
 
 
@@ -27,7 +30,7 @@ def add_parser(sub) -> None:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="sweep spec (YAML); see sweeps/quick.yaml")
+    p.add_argument("spec", help="sweep spec (YAML), or the name of a shipped one (quick: sweeps/quick.yaml)")
     p.add_argument("-j", "--jobs", type=integer(1, MAX_WORKERS, allow=(-1,)), default=-1,
                    help="runs at once (default -1: all cores; on a cluster: every run submitted, the cluster's "
                         "workers take them as they free up)")
@@ -65,39 +68,50 @@ def _network_backend(text: str) -> str:
     return text
 
 
-def run(args) -> int:
+def load_spec(args, data: Mapping | None = None) -> SweepSpec:
+    """The sweep spec args names (--backend, --calibration and --reduced applied), every check done before any run;
+    its notes said on stderr. data: the spec itself, already parsed (the Python API's dict spec); args.spec then
+    only stands for it (load_sweep_spec)."""
     calibration = args.calibration
     if calibration is not None and calibration.lower() != "none":
         calibration = calibration_path(calibration)
-    # Every check happens here, before any run. A dry run only looks: it runs no plugin file's code (a
-    # downloaded spec's plugin would run as soon as the spec is read).
+    # A dry run only looks: it runs no plugin file's code (a downloaded spec's plugin would run as soon as the
+    # spec is read).
     with without_plugin_code() if args.dry_run else nullcontext():
-        spec = load_sweep_spec(args.spec, backend_override=args.backend, calibration_override=calibration,
-                               reduced=args.reduced)
+        spec = load_sweep_spec(shipped.sweep_path(args.spec) if data is None else args.spec,
+                               backend_override=args.backend, calibration_override=calibration,
+                               reduced=args.reduced, data=data)
     for note in spec.notes:
         print(f"note: {note}", file=sys.stderr)
-    out = Path(args.out) if args.out else default_out_dir(spec)
-    if args.dry_run:
-        print("\n".join(describe_runs(spec, out)))
-        if any(run.comm.backend == "ns3" and run.elastic is not None for run in spec.runs):
-            print("ns-3 cost: not predicted for the elastic loop's runs (the loop asks its own questions)")
-        if any(run.comm.backend == "ns3" and run.elastic is None for run in spec.runs):
-            from artist.sweep.cost import sweep_cost
-            from artist.sweep.questions import collect_questions
+    return spec
 
-            questions = collect_questions(spec.runs, spec.models)
-            workers = args.jobs if args.jobs > 0 else default_workers()
-            print("\n".join(sweep_cost(questions).lines(workers, questions.seconds)))
-        return 0
+
+def execute(args, spec: SweepSpec, out: Path) -> SweepReport:
+    """The runs of spec not done yet in out (made writable first), where and how args says; Ctrl-C is one line
+    saying what is saved."""
     writable_dir(out)
     try:
-        report = run_sweep(spec, out, n_jobs=args.jobs, executor=args.executor, address=args.address,
-                           use_cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
-                           plots=not args.no_plots, prefetch=args.prefetch)
+        return run_sweep(spec, out, n_jobs=args.jobs, executor=args.executor, address=args.address,
+                         use_cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
+                         plots=not args.no_plots, prefetch=args.prefetch)
     except KeyboardInterrupt:
         done = sum(ResultStore(out).is_done(run) for run in spec.runs)
         raise Interrupted(f"{done} of {len(spec.runs)} runs are saved under {out / 'runs'}; run the same command "
                           f"again to resume (finished runs are skipped)") from None
+
+
+def run(args) -> int:
+    spec = load_spec(args)  # every check happens here, before any run
+    out = Path(args.out) if args.out else default_out_dir(spec)
+    if args.dry_run:
+        print("\n".join(describe_runs(spec, out)))
+        from artist.sweep.cost import dry_run_lines
+
+        lines = dry_run_lines(spec, args.jobs if args.jobs > 0 else default_workers())
+        if lines:
+            print("\n".join(lines))
+        return 0
+    report = execute(args, spec, out)
     if report.prefetch is not None:
         p = report.prefetch
         print(f"prefetch: {p.pieces} distinct ns-3 collectives, {p.found} already cached, {p.simulated} simulated "

@@ -37,7 +37,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from artist import shipped
 from artist.errors import InputError
@@ -146,17 +146,20 @@ def _reduced_version(f: Fields, name: str, allowed: set[str]) -> Fields:
 
 
 def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
-                    calibration_override: str | None = None, reduced: bool = False) -> SweepSpec:
+                    calibration_override: str | None = None, reduced: bool = False,
+                    data: Mapping[str, Any] | None = None) -> SweepSpec:
     """Read, check and expand a sweep spec. Raises InputError before any work on anything wrong.
 
     backend_override replaces the comm backend axis (`artist sweep --backend`); a calibration
     profile of the spec fitted for another backend is then swapped for the profile beside it
     fitted for the new one (same topology links, algorithm and channels), with a note.
     calibration_override replaces the calibration axis: a profile path, or "none". reduced: the spec's
-    `reduced:` version (named NAME-reduced)."""
+    `reduced:` version (named NAME-reduced). data: the spec's mapping, already parsed (the Python API's
+    dict spec), read instead of the file; `path` then only stands for it: messages name it, its directory
+    resolves relative paths and its stem is the default name."""
     path = Path(path)
     source = str(path)
-    f = Fields(load_yaml_mapping(path), source)
+    f = Fields(load_yaml_mapping(path) if data is None else data, source)
     base = path.resolve().parent
     _check_name(f, path)
     loop = f.string("loop", "rigid")
