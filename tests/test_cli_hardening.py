@@ -428,6 +428,14 @@ def test_list_models_names_every_model_a_job_can_name(capsys):
     assert {"resnet50", "gpt3-13b", "llama2-70b", "moe-27b"} <= names
 
 
+def test_list_sweeps_names_every_shipped_spec_with_its_headline(capsys):
+    assert main(["list", "sweeps"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert [r.split()[0] for r in rows] == sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
+    quick = next(r for r in rows if r.startswith("quick "))
+    assert quick.split(None, 1)[1] == "The shipped default sweep"  # its header's first sentence
+
+
 def test_plot_of_a_damaged_results_table_is_one_line(capsys, tmp_path):
     (tmp_path / "results.parquet").write_text("not parquet")
     line = one_line_error(capsys, ["plot", str(tmp_path)])
@@ -867,3 +875,15 @@ def test_sweep_workers_start_with_ctrl_c_blocked_so_only_the_sweep_answers_it(tm
     sigint = 1 << (signal.SIGINT - 1)
     assert not masks.pop(proc.pid) & sigint  # the sweep itself (it reads the spec's plugin) answers Ctrl-C
     assert masks and all(m & sigint for m in masks.values()), masks  # every worker that ran a run does not
+
+
+@pytest.mark.parametrize("policy, extra, named", [
+    ("pollux", ["--calibration", "h100-analytical"], "--calibration"),
+    ("sia", ["--contention", "shared", "--restore-seconds", "5"], "--contention, --restore-seconds"),
+    ("crius", ["--round-interval", "60"], "--round-interval"),
+])
+def test_rigid_loop_options_under_a_round_based_policy_are_refused_not_ignored(capsys, policy, extra, named):
+    # the elastic and Crius loops read none of these: a run that silently looked calibrated (or shared) was wrong
+    line = one_line_error(capsys, ["simulate", "--policy", policy, "--workload", "batch:n=2", *extra])
+    assert f"--policy: {policy} runs the " in line
+    assert f"which does not take {named} (options of the rigid loop)" in line

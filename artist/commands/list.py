@@ -1,14 +1,19 @@
-"""`artist list models|policies|topologies|backends|profiles`: what this installation ships and knows."""
+"""`artist list models|policies|topologies|backends|profiles|sweeps`: what this installation ships and knows."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 from artist import shipped
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("list", help="list shipped models, policies, topologies, backends or calibration profiles",
-                       description="Names usable in --model, --policy, --topology, --backend and --calibration.")
-    p.add_argument("what", choices=("models", "policies", "topologies", "backends", "profiles"))
+    p = sub.add_parser("list", help="list shipped models, policies, topologies, backends, calibration profiles or "
+                                    "sweeps",
+                       description="Names usable in --model, --policy, --topology, --backend, --calibration and "
+                                   "`artist sweep NAME`.")
+    p.add_argument("what", choices=("models", "policies", "topologies", "backends", "profiles", "sweeps"))
     p.set_defaults(func=run)
 
 
@@ -30,6 +35,9 @@ def _rows(what: str) -> list[str]:
             rows.append(f"{name:<22} {t.racks} racks x {t.machines_per_rack} machines x {t.gpus_per_machine} GPUs "
                         f"({t.gpus} GPUs; {', '.join(dict.fromkeys(t.rack_gpu_types))})")
         return rows
+    if what == "sweeps":
+        return [f"{name:<28} {_headline(shipped.SWEEPS_DIR / f'{name}.yaml')}"
+                for name in shipped.names(shipped.SWEEPS_DIR)]
     if what == "backends":
         from artist.network.stack import BACKENDS
 
@@ -43,6 +51,19 @@ def _rows(what: str) -> list[str]:
         rows.append(f"{name:<26} backend {b.get('backend')}/{b.get('algorithm', 'ring')}/{b.get('channels', 1)}ch "
                     f"on topology {p.topology_name}")
     return rows
+
+
+def _headline(spec: Path) -> str:
+    """A shipped spec's first header sentence (its comment lines up to the first sentence end or colon)."""
+    words = []
+    for line in spec.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        words.append(line.lstrip("# ").strip())
+    text = " ".join(words)
+    end = re.search(r"\.\s+(?=[A-Z])|:\s", text)  # "Fig. 16" and "et al." go on
+    text = text[:end.start()] if end else text
+    return text if len(text) <= 100 else text[:99].rsplit(" ", 1)[0] + " ..."
 
 
 def _model_rows() -> list[str]:
