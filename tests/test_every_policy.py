@@ -1,6 +1,6 @@
 """Every policy of the suite (`artist list policies`) runs a generated workload and a trace to the end, in a
 sweep spec and in `artist simulate`, on every shipped cluster: a regression guard of the listing's claims
-(docs/decisions/0001-one-loop.md)."""
+(docs/pages/decisions/0001-one-loop.md)."""
 
 from pathlib import Path
 

@@ -1,5 +1,6 @@
-"""A policy in one file (artist/policies/plugins.py), as the README's walkthrough writes it: swept
-against the suite, reported, and checked for its own defining property."""
+"""A policy in one file (artist/policies/plugins.py), as the tutorial docs/pages/tutorials/add-a-policy.md
+writes it: its files and commands run as written (swept against the suite, reported), then the results are
+checked for the policy's own defining property."""
 
 from __future__ import annotations
 
@@ -10,29 +11,31 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_readme import example
+from docs_pages import TUTORIALS, example, run_tutorial
 
 from artist.errors import InputError
 from artist.policies.plugins import load_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
+TUTORIAL = TUTORIALS / "add-a-policy.md"
+PLUGIN = 'python title="my_policies/smallest_first.py"'
 
 
 def _cli(*argv, cwd):
     return subprocess.run([sys.executable, "-m", "artist.cli", *argv], capture_output=True, text=True, cwd=cwd)
 
 
+def plugin_source() -> str:
+    """The tutorial's policy file."""
+    return example(PLUGIN, TUTORIAL)
+
+
 @pytest.fixture(scope="module")
 def walkthrough(tmp_path_factory) -> Path:
-    """The README's two blocks in a repository-like layout (the spec's ../topologies resolves)."""
+    """The tutorial run as written, in a repository-like layout (its spec's ../topologies resolves)."""
     root = tmp_path_factory.mktemp("walkthrough")
-    (root / "topologies").symlink_to(ROOT / "topologies")
-    (root / "my_policies").mkdir()
-    (root / "my_policies/smallest_first.py").write_text(example("python policy-plugin"))
-    (root / "my_policies/compare.yaml").write_text(example("yaml policy-sweep"))
-    done = _cli("sweep", "my_policies/compare.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache", cwd=root)
-    assert done.returncode == 0, done.stderr
-    return root
+    run_tutorial(TUTORIAL, root)
+    return root / "work"
 
 
 def test_the_walkthrough_sweeps_and_reports(walkthrough):
@@ -88,14 +91,14 @@ def test_a_broken_plugin_is_one_line(tmp_path, text, where):
 
 
 def test_the_plugin_runs_beside_the_elastic_policies(tmp_path):
-    """The README's one-file policy in one sweep beside Pollux, Sia, Gavel and Crius: an elastic spec runs it
+    """The tutorial's one-file policy in one sweep beside Pollux, Sia, Gavel and Crius: an elastic spec runs it
     every round as it runs the suite's rigid policies (artist/policies/rigid_in_elastic.py)."""
     root = tmp_path / "repo"
     for folder in ("topologies", "workloads"):
         (root / folder).parent.mkdir(parents=True, exist_ok=True)
         (root / folder).symlink_to(ROOT / folder)
     (root / "my_policies").mkdir()
-    (root / "my_policies/smallest_first.py").write_text(example("python policy-plugin"))
+    (root / "my_policies/smallest_first.py").write_text(plugin_source())
     (root / "my_policies/elastic.yaml").write_text("""\
 name: smallest-first-vs-elastic
 loop: elastic
@@ -124,7 +127,7 @@ def test_a_dry_run_runs_no_plugin_code(tmp_path):
     run lists the runs with the plugin's policy name as written; the real sweep imports it."""
     marker = tmp_path / "ran"
     (tmp_path / "p.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('x')\n"
-                                   + example("python policy-plugin"))
+                                   + plugin_source())
     (tmp_path / "s.yaml").write_text(f"name: dry\ntopology: {ROOT}/topologies/dally-3tier.yaml\nracks: [1]\n"
                                      "policies: [{name: smallest-first, plugin: p.py}]\n"
                                      "workloads: [batch:n=3]\ncomm: analytical\n")

@@ -1,12 +1,13 @@
-"""README.md is checked against the code it documents, so that it cannot drift:
+"""The documentation is checked against the code it documents, so that it cannot drift:
 
-- every example of the formats reference loads with the real loader, and the values the README
-  documents (units, defaults of fields the example leaves out) are what the loader returns;
+- every example of the formats reference (docs/pages/reference/formats.md) loads with the real loader, and
+  the values the page documents (units, defaults of fields the example leaves out) are what the loader
+  returns;
 - the field tables of the topology, model-profile and sweep-spec formats list exactly the fields the
   loaders accept (read from the loaders' own `Fields.unknown_keys` calls while they load the examples);
-- the two set-up commands are the README's first block, and CI runs them;
-- every column the code writes to its tables is documented with its unit;
-- the limits table gives artist.limits' values.
+- the two set-up commands are README.md's first block, and CI runs them;
+- every column the code writes to its tables is documented with its unit (reference/outputs.md);
+- the limits table gives artist.limits' values (reference/errors-and-limits.md).
 """
 
 from __future__ import annotations
@@ -19,22 +20,36 @@ from pathlib import Path
 import pytest
 import yaml
 
+import docs_pages
 from artist import limits, yamlio
 from artist.workload import load_models
+from docs_pages import PAGES, README_PATH, table_rows
+from docs_pages import subsections as _subsections
 
 REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
+README = README_PATH.read_text(encoding="utf-8")
+FORMATS = PAGES / "reference" / "formats.md"
+OUTPUTS = PAGES / "reference" / "outputs.md"
+LIMITS = PAGES / "reference" / "errors-and-limits.md"
 
-EXAMPLE_KINDS = ("yaml topology", "yaml model-profile", "csv trace", "csv helios-trace", "yaml sweep-spec")
-FORMAT_SECTIONS = {
-    "topology": "### Topology YAML",
-    "model-profile": "### Model profile YAML",
-    "trace": "### Trace CSV (canonical)",
-    "helios-trace": "### Helios trace CSV",
-    "sweep-spec": "### Sweep spec YAML",
+# The examples, by their fenced block's info string: the language and the file each example is.
+EXAMPLES = {
+    "topology": 'yaml title="topology.yaml"',
+    "model-profile": 'yaml title="alexnet.yaml"',
+    "trace": 'csv title="trace.csv"',
+    "helios-trace": 'csv title="cluster_log.csv"',
+    "sweep-spec": 'yaml title="sweeps/example.yaml"',
 }
-UNITS_SECTION = "## Output tables and units"
-LIMITS_SECTION = "## Errors, exit codes and limits"
+EXAMPLE_KINDS = tuple(EXAMPLES.values())
+FORMAT_SECTIONS = {
+    "topology": "## Topology YAML",
+    "model-profile": "## Model profile YAML",
+    "trace": "## Trace CSV (canonical)",
+    "helios-trace": "## Helios trace CSV",
+    "sweep-spec": "## Sweep spec YAML",
+}
+UNITS_SECTION = "# Output tables and units"
+LIMITS_SECTION = "# Errors, exit codes and limits"
 
 SETUP_COMMANDS = [
     "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' -c .ci/constraints.txt"
@@ -42,95 +57,41 @@ SETUP_COMMANDS = [
     ".venv/bin/python -m pytest -q",
 ]
 
-# --------------------------------------------------------------------------- reading the README
+# --------------------------------------------------------------------------- reading the pages
 
 
-def fenced_blocks() -> list[tuple[str, str]]:
-    """(info string, body) of every fenced block, in order."""
-    blocks, info, body = [], None, []
-    for line in README.splitlines():
-        if line.startswith("```"):
-            if info is None:
-                info, body = line[3:].strip(), []
-            else:
-                blocks.append((info, "\n".join(body) + "\n"))
-                info = None
-        elif info is not None:
-            body.append(line)
-    assert info is None, "README.md has an unclosed fenced block"
-    return blocks
+def fenced_blocks(path: Path = README_PATH) -> list[tuple[str, str]]:
+    """(info string, body) of every fenced block of a page (README.md by default), in order."""
+    return docs_pages.fenced_blocks(path)
 
 
-def examples(kind: str) -> list[str]:
-    return [body for info, body in fenced_blocks() if info == kind]
+def examples(kind: str, path: Path = FORMATS) -> list[str]:
+    return docs_pages.examples(EXAMPLES.get(kind, kind), path)
 
 
-def example(kind: str) -> str:
-    found = examples(kind)
-    assert found, f"README.md has no ```{kind} example"
-    return found[0]
+def example(kind: str, path: Path = FORMATS) -> str:
+    """A format's example (by its name in EXAMPLES, or a fenced block's whole info string)."""
+    return docs_pages.example(EXAMPLES.get(kind, kind), path)
 
 
-def section(heading: str) -> list[str]:
-    """The lines under a heading (an exact line), up to the next heading of the same or a higher
-    level; fenced blocks are kept but never taken for headings."""
-    lines = README.splitlines()
-    assert heading in lines, f"README.md has no heading {heading!r}"
-    level = len(heading) - len(heading.lstrip("#"))
-    out, in_fence = [], False
-    for line in lines[lines.index(heading) + 1:]:
-        if line.startswith("```"):
-            in_fence = not in_fence
-        elif not in_fence:
-            m = re.match(r"(#+) ", line)
-            if m and len(m.group(1)) <= level:
-                break
-        out.append(line)
-    return out
+def section(heading: str, path: Path = FORMATS) -> list[str]:
+    """The lines under a heading of a page (the formats reference by default)."""
+    return docs_pages.section(heading, path)
 
 
-def subsections(heading: str) -> dict[str, list[str]]:
-    """The next-level subsections of a section, by heading line."""
-    level = len(heading) - len(heading.lstrip("#")) + 1
-    out: dict[str, list[str]] = {}
-    current, in_fence = None, False
-    for line in section(heading):
-        if line.startswith("```"):
-            in_fence = not in_fence
-        if not in_fence and line.startswith("#" * level + " "):
-            current = line
-            out[current] = []
-        elif current is not None:
-            out[current].append(line)
-    return out
-
-
-def table_rows(lines: list[str]) -> list[tuple[list[str], list[str]]]:
-    """(names in the first cell's code spans, cells) of every table row outside fenced blocks whose
-    first cell names something in backticks (header and separator rows have none)."""
-    rows, in_fence = [], False
-    for line in lines:
-        if line.startswith("```"):
-            in_fence = not in_fence
-            continue
-        if in_fence or not line.startswith("|"):
-            continue
-        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-        names = re.findall(r"`([^`]+)`", cells[0])
-        if names:
-            rows.append((names, cells))
-    return rows
+def subsections(heading: str, path: Path = OUTPUTS) -> dict[str, list[str]]:
+    return _subsections(heading, path)
 
 
 def documented_fields(kind: str) -> dict[str, list[str]]:
-    """Field name -> its table row, from the format's section of the README."""
+    """Field name -> its table row, from the format's section of the formats reference."""
     rows = table_rows(section(FORMAT_SECTIONS[kind]))
-    assert rows, f"the README's {kind} section has no field table"
+    assert rows, f"the formats reference's {kind} section has no field table"
     return {name: cells for names, cells in rows for name in names}
 
 
 def documented_default(kind: str, field: str):
-    """The README's default of a field (the table's third column), parsed as YAML: the first
+    """The documented default of a field (the table's third column), parsed as YAML: the first
     word of the cell, code-span backticks removed."""
     cell = documented_fields(kind)[field][2].replace("`", "")
     return yaml.safe_load(cell.split()[0])
@@ -152,7 +113,7 @@ def sweep_spec_in_repo_layout(tmp_path: Path) -> Path:
     for name in ("topologies", "workloads", "calibration"):
         (tmp_path / name).symlink_to(REPO / name, target_is_directory=True)
     (tmp_path / "sweeps").mkdir()
-    return write_example(tmp_path / "sweeps", "yaml sweep-spec", "example.yaml")
+    return write_example(tmp_path / "sweeps", "sweep-spec", "example.yaml")
 
 
 @pytest.fixture(autouse=True)
@@ -163,16 +124,16 @@ def _private_cache(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- (a) examples load
 
 
-def test_readme_has_an_example_of_every_format():
-    infos = [info for info, _ in fenced_blocks()]
+def test_the_formats_reference_has_an_example_of_every_format():
+    infos = [info for info, _ in fenced_blocks(FORMATS)]
     for kind in EXAMPLE_KINDS:
-        assert kind in infos, f"README.md has no ```{kind} example"
+        assert kind in infos, f"{FORMATS.name} has no ```{kind} example"
 
 
 def test_topology_example_loads_with_documented_units_and_defaults(tmp_path):
     from artist.topology import Topology
 
-    path = write_example(tmp_path, "yaml topology", "topology.yaml")
+    path = write_example(tmp_path, "topology", "topology.yaml")
     data = yaml.safe_load(path.read_text())
     topo = Topology.from_yaml(path)
     assert topo.gpus == data["racks"] * data["machines_per_rack"] * data["gpus_per_machine"]
@@ -191,7 +152,7 @@ def test_topology_example_loads_with_documented_units_and_defaults(tmp_path):
 def test_model_profile_example_loads_with_documented_defaults(tmp_path):
     from artist.workload import ModelProfile
 
-    path = write_example(tmp_path, "yaml model-profile", "model.yaml")
+    path = write_example(tmp_path, "model-profile", "model.yaml")
     data = yaml.safe_load(path.read_text())
     profile = ModelProfile.from_yaml(path)
     assert profile.total_bytes == data["params_total"] * data["gradient_dtype_bytes"]
@@ -210,7 +171,7 @@ def test_model_profile_example_loads_with_documented_defaults(tmp_path):
 def test_trace_example_loads(tmp_path):
     from artist.workload import read_jobs_csv
 
-    path = write_example(tmp_path, "csv trace", "trace.csv")
+    path = write_example(tmp_path, "trace", "trace.csv")
     rows = list(csv.DictReader(path.read_text().splitlines()))
     jobs = read_jobs_csv(path, load_models())
     assert len(jobs) == len(rows)
@@ -232,7 +193,7 @@ def test_helios_trace_example_loads(tmp_path):
     from artist.workload import read_helios_csv
     from artist.workload.spec import jobs_from_spec
 
-    path = write_example(tmp_path, "csv helios-trace", "cluster_log.csv")
+    path = write_example(tmp_path, "helios-trace", "cluster_log.csv")
     rows = list(csv.DictReader(path.read_text().splitlines()))
     models = load_models()
     jobs = read_helios_csv(path, sorted(models), seed=0, models=models)
@@ -291,7 +252,7 @@ def unknown_keys_calls(monkeypatch):
 
 
 def _generic(prefix: str) -> str:
-    """A field prefix as the README writes it: list indices as [], user-chosen keys as <...>."""
+    """A field prefix as the formats reference writes it: list indices as [], user-chosen keys as <...>."""
     parts = re.sub(r"\[\d+\]", "[]", prefix).split(".")
     if len(parts) > 2 and parts[0] == "tiers":
         parts[1] = "<tier>"
@@ -304,12 +265,12 @@ def _load_example(kind: str, tmp_path: Path):
     if kind == "topology":
         from artist.topology import Topology
 
-        Topology.from_yaml(write_example(tmp_path, "yaml topology", "topology.yaml"))
+        Topology.from_yaml(write_example(tmp_path, "topology", "topology.yaml"))
         import artist.topology as module
     elif kind == "model-profile":
         from artist.workload import ModelProfile
 
-        ModelProfile.from_yaml(write_example(tmp_path, "yaml model-profile", "model.yaml"))
+        ModelProfile.from_yaml(write_example(tmp_path, "model-profile", "model.yaml"))
         import artist.workload.model as module
     else:
         from artist.sweep.spec import load_sweep_spec
@@ -330,14 +291,14 @@ def test_format_tables_match_the_fields_the_loaders_allow(kind, tmp_path, unknow
     source = module_file.read_text().splitlines()
     sites = [i + 1 for i, line in enumerate(source) if ".unknown_keys(" in line]
     hit = {max(s for s in sites if s <= line) for _, line, _, _ in calls}
-    assert hit == set(sites), (f"the README's {kind} example does not reach the unknown_keys checks on lines "
-                               f"{sorted(set(sites) - hit)} of {module_file.name}: extend the example")
+    assert hit == set(sites), (f"the formats reference's {kind} example does not reach the unknown_keys checks on "
+                               f"lines {sorted(set(sites) - hit)} of {module_file.name}: extend the example")
     allowed = {_generic(prefix) + key for _, _, prefix, keys in calls for key in keys}
     documented = set(documented_fields(kind))
     missing = sorted(allowed - documented)
-    assert not missing, f"fields the {kind} loader accepts but README.md does not list: {missing}"
+    assert not missing, f"fields the {kind} loader accepts but {FORMATS.name} does not list: {missing}"
     extra = sorted(d for d in documented - allowed if not any(a.startswith(d + ".") for a in allowed))
-    assert not extra, f"fields README.md lists for {kind} that the loader refuses: {extra}"
+    assert not extra, f"fields {FORMATS.name} lists for {kind} that the loader refuses: {extra}"
 
 
 def test_trace_tables_match_the_readers_columns():
@@ -346,7 +307,7 @@ def test_trace_tables_match_the_readers_columns():
     assert set(documented_fields("trace")) == set(CANONICAL_COLUMNS + OPTIONAL_COLUMNS)
     assert set(documented_fields("helios-trace")) == set(HELIOS_COLUMNS)
     for kind in ("trace", "helios-trace"):
-        header = example(f"csv {kind}").splitlines()[0].split(",")
+        header = example(kind).splitlines()[0].split(",")
         assert set(header) <= set(documented_fields(kind))
 
 
@@ -372,6 +333,8 @@ def test_setup_commands_are_the_first_block_and_what_ci_runs():
 def test_readme_is_self_contained():
     assert "../shared" not in README
     assert "DESIGN.md" not in README
+    for path in sorted(PAGES.rglob("*.md")):
+        assert "../shared" not in path.read_text(encoding="utf-8"), path
 
 
 # --------------------------------------------------------------------------- (d) units
@@ -397,16 +360,16 @@ def units_table(file_name: str) -> dict[str, list[str]]:
 
 
 def _tiny_simulation(tmp_path):
-    """The README's trace example through FIFO on the README's topology example (analytical)."""
+    """The formats reference's trace example through FIFO on its topology example (analytical)."""
     from artist.network.analytical import AnalyticalModel
     from artist.policies.registry import make_policy
     from artist.simulator import simulate
     from artist.topology import Topology
     from artist.workload import read_jobs_csv
 
-    topology = Topology.from_yaml(write_example(tmp_path, "yaml topology", "topology.yaml"))
+    topology = Topology.from_yaml(write_example(tmp_path, "topology", "topology.yaml"))
     models = load_models()
-    jobs = read_jobs_csv(write_example(tmp_path, "csv trace", "trace.csv"), models)
+    jobs = read_jobs_csv(write_example(tmp_path, "trace", "trace.csv"), models)
     return simulate(topology, jobs, models, make_policy("fifo"), AnalyticalModel(topology))
 
 
@@ -422,9 +385,9 @@ def test_units_tables_cover_every_column_the_code_writes(tmp_path):
     for name in ("jobs", "summary", "utilisation"):
         columns = pd.read_csv(written[f"{name}.csv"]).columns
         undocumented = sorted(set(columns) - set(units_table(f"{name}.csv")))
-        assert not undocumented, f"{name}.csv columns missing from README.md's units tables: {undocumented}"
+        assert not undocumented, f"{name}.csv columns missing from {OUTPUTS.name}'s units tables: {undocumented}"
 
-    # A sweep's results.csv: one run of the README's example spec, through the real store.
+    # A sweep's results.csv: one run of the example spec, through the real store.
     spec = load_sweep_spec(sweep_spec_in_repo_layout(tmp_path / "sweep"))
     spec.runs = spec.runs[:1]
     report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=False)
@@ -453,8 +416,8 @@ def test_every_documented_column_names_its_unit():
 
 
 def test_limits_table_matches_artist_limits():
-    rows = {names[0]: cells for names, cells in table_rows(section(LIMITS_SECTION))}
+    rows = {names[0]: cells for names, cells in table_rows(section(LIMITS_SECTION, LIMITS))}
     constants = {name: value for name, value in vars(limits).items() if name.isupper()}
     assert set(rows) == set(constants)
     for name, value in constants.items():
-        assert float(rows[name][1].split()[0]) == value, f"README.md gives {name} as {rows[name][1]!r}, not {value}"
+        assert float(rows[name][1].split()[0]) == value, f"{LIMITS.name} gives {name} as {rows[name][1]!r}, not {value}"

@@ -1,7 +1,8 @@
 """The trace readers on hand-written fixtures in each published schema (tests/data/traces/README.md).
 
 Expected GPU counts, run times, GPU-hours, categories and iterations are worked out by hand from the
-fixture rows and the documented rules (README "Supported trace formats"), not read back from the code.
+fixture rows and the documented rules (docs/pages/reference/formats.md, "Supported trace formats"), not read
+back from the code.
 """
 
 from __future__ import annotations

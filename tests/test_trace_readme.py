@@ -1,5 +1,6 @@
-"""README.md's "Supported trace formats" section against the readers: the columns each format uses and
-drops, the model tables of the workload files, the category table, the options."""
+"""The formats reference's "Supported trace formats" section (docs/pages/reference/formats.md) against the
+readers: the columns each format uses and drops, the model tables of the workload files, the category table,
+the options."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from artist.workload.traces.options import OPTION_KEYS
 
 from test_readme import section, table_rows
 
-HEADING = "### Supported trace formats"
+HEADING = "## Supported trace formats"
 
 
 def rows_with(cells_count: int):

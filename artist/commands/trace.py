@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("trace", help="statistics of a trace file, or convert it to ArtISt's canonical CSV",
                        description="Read Philly, Alibaba PAI 2020, Helios, Acme, Pollux/Sia, Gavel, Tiresias and "
-                                   "Crius traces (README: supported trace formats).")
+                                   "Crius traces (docs: reference/formats, supported trace formats).")
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p))
     formats = ", ".join(FORMATS)
 
@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
     s.set_defaults(func=run_stats)
 
     c = actions.add_parser("convert", help="the trace's jobs as ArtISt's canonical CSV",
-                           description="Models are mapped from the trace's names (README table) or assigned by "
-                                       "GPU-time category; iterations come from the trace or its run times.")
+                           description="Models are mapped from the trace's names (docs: reference/formats) or assigned "
+                                       "by GPU-time category; iterations come from the trace or its run times.")
     c.add_argument("file", metavar="FILE", help="the trace file (PAI: the directory of its tables)")
     c.add_argument("--to", required=True, metavar="OUT.csv", help="where to write the canonical CSV")
     c.add_argument("--format", default=None, choices=tuple(FORMATS), metavar="NAME", help=FORMAT_HELP + formats)

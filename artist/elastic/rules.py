@@ -5,7 +5,7 @@
 
 ArtISt's defaults (`artist`) are its own models. The presets reproduce the rules by which the papers'
 simulators account the same runs, so that ArtISt can be checked against those simulators on their own
-workloads (docs/parity.md), and each of ArtISt's models can then be switched on one at a time:
+workloads (docs/pages/results/parity.md), and each of ArtISt's models can then be switched on one at a time:
 
 - step_time: `network` (compute from the measured tables, synchronisation from ArtISt's network model of
   the placement: steptime.py) or `measured` (the whole step from the measured tables, interpolated as the

@@ -1,12 +1,13 @@
 """Every policy of the suite with the kinds of jobs it schedules, for `artist list policies`.
 
-One event loop (artist/simulator.py) runs them all; what still differs is the kind of jobs (README "Design
-notes"): rigid jobs (artist/policies/registry.py: `artist simulate`, rigid sweep specs), elastic jobs (the
-allocators of artist/policies/pollux/registry.py, deciding every 60 s round: specs with `loop: elastic`,
-artist/elastic/exact.py) and Crius' jobs (artist/policies/crius/registry.py, 300 s rounds: `loop: crius`,
-artist/crius/). `artist simulate --policy P` runs any of them (artist/commands/simulate_jobs.py). Each
-kind keeps its own registry; this module only reads them. A name in several places is a different
-implementation in each (gandiva, tiresias, gavel, crius), and the listing says so.
+One event loop (artist/simulator.py) runs them all; what still differs is the kind of jobs
+(docs/pages/explanation/design.md): rigid jobs (artist/policies/registry.py: `artist simulate`, rigid sweep
+specs), elastic jobs (the allocators of artist/policies/pollux/registry.py, deciding every 60 s round: specs
+with `loop: elastic`, artist/elastic/exact.py) and Crius' jobs (artist/policies/crius/registry.py, 300 s
+rounds: `loop: crius`, artist/crius/). `artist simulate --policy P` runs any of them
+(artist/commands/simulate_jobs.py). Each kind keeps its own registry; this module only reads them. A name in
+several places is a different implementation in each (gandiva, tiresias, gavel, crius), and the listing says
+so.
 """
 
 from __future__ import annotations

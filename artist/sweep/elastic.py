@@ -8,7 +8,7 @@ with `loop: elastic`.
     elastic: {applications: ../workloads/pollux, round_seconds: 60, contention: isolated}   # optional; defaults
     policies:                                       # axis; names of artist/policies/pollux/registry.py
                                                     # (sia, pollux, gavel, optimus-oracle, tiresias, crius,
-                                                    # the rigid ones), or a plugin file's policy (README)
+                                                    # the rigid ones), or a plugin file's policy (docs)
       - pollux
       - {name: smallest-first, plugin: ../my_policies/smallest_first.py}
       - {name: optimus-oracle, params: {tuned_jobs: true}, label: Optimus+Oracle+TunedJobs}
@@ -231,7 +231,7 @@ def _policies(f: Fields, base: Path, config: ElasticRunConfig, topology, apps: M
         name = pf.string("name")
         plugin = ""
         imported = True
-        if pf.has("plugin"):  # a user's policy in one file (README): run every round as the rigid policies are
+        if pf.has("plugin"):  # a user's policy in one file (docs): run every round as the rigid policies are
             plugin = str(rigid._resolve(base, pf.string("plugin")))
             if not Path(plugin).is_file():
                 raise pf.error("plugin", f"no such policy plugin file: {plugin}")
