@@ -117,7 +117,7 @@ def test_every_number_in_the_tables_comes_from_the_results(swept):
                     policy, racks = re.fullmatch(r"([\w-]+) @ racks=(\d+)", row[0]).groups()
                     sub = results[(results.backend == header.split("=")[1]) & (results.policy == policy)
                                   & (results.racks == int(racks))]
-                    assert len(sub) == 2 and float(cell) == pytest.approx(sub[metric].mean(), rel=5e-4)
+                    assert len(sub) == 2 and float(cell) == pytest.approx(sub[metric].mean() * HOUR, rel=5e-4)
                 elif header.startswith("paper"):  # the spec's figures, copied
                     assert float(cell) == {"tiresias": 1.25, "fifo": 2.5}[row[0]]
                 elif heading.startswith("### Headline"):  # policy per row, racks per column, primary network
@@ -205,7 +205,32 @@ def test_a_sweep_without_report_section_gets_its_means(tmp_path):
         for network, cell in zip(headers[1:], row[1:]):
             backend = network.split("=")[1]
             sub = results[(results.backend == backend) & (results.policy == policy)]
-            assert float(cell) == pytest.approx(sub.jct_mean_s.mean(), rel=5e-4)
+            assert float(cell) == pytest.approx(sub.jct_mean_s.mean() * HOUR, rel=5e-4)  # in hours
+
+
+def test_a_report_stamps_each_sweep_and_says_what_the_network_changed(tmp_path):
+    import hashlib
+
+    swept = _run(tmp_path, SPEC.split("report:")[0].replace("seeds: [0, 1]", "seeds: [0]"), "rep")
+    results = pd.read_csv(swept / "results.csv")
+    markdown = (_report(swept) / "report.md").read_text()
+    # the stamp: the spec's bytes, the code, the machine, when and at what cost, from what the sweep recorded
+    stamp = next(line for line in markdown.splitlines() if "Stamp: " in line)
+    sha = hashlib.sha256((swept.parent / "rep.yaml").read_bytes()).hexdigest()[:12]
+    assert f"sha256 `{sha}`" in stamp and "code `" in stamp and "cores" in stamp and "CPU " in stamp
+    code = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if code.returncode == 0:
+        assert f"code `{code.stdout.strip()}" in stamp
+    # the JCT with network over the same run without: the results' own ratio, per policy and rack count
+    _, headers, rows = next(t for t in _tables(markdown) if "without network" in t[0])
+    assert headers[1:] == ["backend=analytical"]
+    for row in rows:
+        policy, racks = re.fullmatch(r"([\w-]+) @ racks=(\d+)", row[0]).groups()
+        mine = results[(results.policy == policy) & (results.racks == int(racks))].set_index(["backend", "seed"])
+        ratio = (mine.loc["analytical"].jct_mean_s / mine.loc["none"].jct_mean_s).mean()
+        assert float(row[1]) == pytest.approx(ratio, rel=5e-3)
+    _, _, shares = next(t for t in _tables(markdown) if "exposed communication" in t[0])
+    assert all(row[2] == "0" for row in shares)  # backend none: no communication at all
 
 
 def test_not_a_results_directory(tmp_path):

@@ -1,9 +1,13 @@
-"""Where a report's calibrated numbers come from: per calibration profile of the results, the logs it was
-fitted on, the topology it was fitted with, the topologies the runs applied it to, and what it leaves
-uncalibrated, read from the shipped profile of that name (calibration/profiles/) and checked against the id
-the runs recorded (params.json)."""
+"""Where a report's numbers come from. Per sweep, its stamp: the spec's sha256, the code and the machine that
+ran it (OUT/sweep-log.jsonl, artist/sweep/stamp.py) and what its runs cost (run.json). Per calibration profile
+of the results, the logs it was fitted on, the topology it was fitted with, the topologies the runs applied it
+to, and what it leaves uncalibrated, read from the shipped profile of that name (calibration/profiles/) and
+checked against the id the runs recorded (params.json)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -42,3 +46,44 @@ def calibration_lines(table: pd.DataFrame, run_ids: dict[str, set[str]]) -> list
                      + (" (the topology it was fitted on)" if same else " (NOT the topology it was fitted on)")
                      + f"; left uncalibrated: {left}.")
     return lines
+
+
+def _log_entries(directory: Path) -> list[dict]:
+    """The sweep log's entries (OUT/sweep-log.jsonl), torn lines left out."""
+    path = directory / "sweep-log.jsonl"
+    out = []
+    for line in (path.read_text(errors="replace").splitlines() if path.is_file() else []):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def stamp_line(directory: Path, run_ids) -> str:
+    """One sentence: the spec's sha256, the code and the machine of the sweep's last invocation that ran runs,
+    when its runs finished, the wall time of the invocations that ran them and the runs' CPU seconds."""
+    ran = [e for e in _log_entries(directory) if e.get("executed")]
+    last = ran[-1] if ran else {}
+    infos = []
+    for run_id in run_ids:
+        try:
+            infos.append(json.loads((directory / "runs" / str(run_id) / "run.json").read_text()))
+        except (OSError, ValueError):
+            continue
+    finished = sorted(str(i["finished_at"]) for i in infos if i.get("finished_at"))
+    cpu = [i["cpu_seconds"] for i in infos if isinstance(i.get("cpu_seconds"), (int, float))]
+    sha = last.get("spec_sha256")
+    where = last.get("machine") or {}
+    parts = [f"spec `{last.get('spec', '?')}` sha256 `{sha[:12]}`" if sha else "spec sha256 not recorded",
+             f"code `{last['code']}`" if last.get("code") else "code not recorded",
+             (f"machine {where.get('host', '?')} ({where.get('cpus', '?')} cores, {where.get('platform', '?')}, "
+              f"Python {where.get('python', '?')})") if where else "machine not recorded",
+             f"runs finished {finished[0]} to {finished[-1]}" if finished else "finish times not recorded",
+             (f"wall {sum(float(e.get('wall_seconds', 0.0)) for e in ran):,.0f} s over {len(ran)} invocation(s)"
+              if ran else "wall time not recorded"),
+             (f"CPU {sum(cpu):,.0f} s in the runs' own processes (ns-3 worker processes not included)"
+              if len(cpu) == len(infos) and cpu else "CPU time not recorded")]
+    return "Stamp: " + "; ".join(parts) + "."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ import pandas as pd
 from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, judged_values, network_configs,
                                     primary_config, verdicts)
 from artist.report.figures import claim_figure
-from artist.report.provenance import calibration_lines
+from artist.report.provenance import calibration_lines, stamp_line
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,17 @@ class Image:
 def number(value: float | None) -> str:
     """Four significant digits; tests read the tables back with the same precision."""
     return "-" if value is None or pd.isna(value) else f"{value:.4g}"
+
+
+def fixed(value: float | None, digits: int = 4) -> str:
+    """`digits` significant digits in fixed notation (no exponent), the same for every cell of a table."""
+    if value is None or pd.isna(value):
+        return "-"
+    value = float(f"{value:.{digits}g}")  # rounded first: 0.99996 is 1.000, not 0.9999 or 1.0000
+    if value == 0:
+        return "0"
+    decimals = min(9, max(0, digits - 1 - int(math.floor(math.log10(abs(value))))))
+    return f"{value:.{decimals}f}"
 
 
 def paper_figure(value: tuple[float, ...] | None) -> str:
@@ -74,6 +86,7 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
                     Text(f"Results: {', '.join(str(s.directory) for s in sweeps)} ({len(table)} runs). "
                          f"The paper's figures: {spec.source}. Primary network: {primary.label}"
                          + ("." if matched else f" (the spec's primary {spec.primary} is not among these results)."))]
+    blocks += [Text(f"{s.name}: " + stamp_line(s.directory, s.table["run_id"])) for s in sweeps]
     blocks.append(Heading(3, "Claims, per network configuration"))
     blocks.append(Table(("claim",) + tuple(c.label for c in configs),
                         tuple((f"{c.text} [{c.id}]",) + tuple(v.status for v in judged if v.claim is c)
@@ -115,23 +128,51 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
     return blocks
 
 
+HOUR = 3600.0
+# what the network changed, per run (artist/sweep/plots.py network_columns: the same figures as the plot)
+NETWORK_METRICS = (("comm_share_pct", "exposed communication / GPU time held (%)"),
+                   ("across_racks_pct", "finished jobs ever placed across racks (%)"),
+                   ("jct_vs_no_network", "mean JCT / the same run without network"))
+
+
 def _means_tables(table: pd.DataFrame, title: str, configs=None) -> list:
-    """Every policy's mean JCT and makespan per network configuration (all policies, not only a claim's)."""
+    """Every policy's mean JCT and makespan per network configuration (all policies, not only a claim's), in
+    hours, four significant digits."""
     blocks: list = []
     for metric in GENERIC_METRICS:
         if metric not in table.columns:
             continue
         means = generic_means(table, metric, configs).T  # a row per policy (@ racks, workload), a column per network
-        blocks.append(Heading(3, f"{title}: `{metric}`"))
+        blocks.append(Heading(3, f"{title}: `{metric}` (hours)"))
         blocks.append(Table(("policy",) + tuple(means.columns),
-                            tuple((label,) + tuple(number(v) for v in row) for label, row in means.iterrows())))
+                            tuple((label,) + tuple(fixed(v / HOUR) for v in row) for label, row in means.iterrows())))
     return blocks
+
+
+def _network_tables(sweep: Sweep) -> list:
+    """Does the network matter here: per policy and network configuration, the means over seeds of what the
+    network changed (NETWORK_METRICS); the ratio to no network only where the sweep ran the `none` backend."""
+    from artist.sweep.plots import network_columns
+    from artist.sweep.store import ResultStore
+
+    table = network_columns(sweep.table, ResultStore(sweep.directory))
+    blocks: list = []
+    for metric, what in NETWORK_METRICS:
+        if not table[metric].notna().any():
+            continue
+        means = generic_means(table, metric).T
+        means = means.loc[:, means.notna().any()]  # (the none backend's own column of the ratio)
+        blocks.append(Heading(4, what))
+        blocks.append(Table(("policy",) + tuple(means.columns),
+                            tuple((label,) + tuple(fixed(v, 3) for v in row) for label, row in means.iterrows())))
+    return ([Heading(3, "Does the network matter here?")] + blocks) if blocks else []
 
 
 def _generic_section(sweep: Sweep) -> list:
     return ([Heading(2, f"Sweep {sweep.name} (no report spec: no claims)"),
-             Text(f"Results: {sweep.directory} ({len(sweep.table)} runs).")]
-            + _means_tables(sweep.table, "Means over seeds"))
+             Text(f"Results: {sweep.directory} ({len(sweep.table)} runs)."),
+             Text(stamp_line(sweep.directory, sweep.table["run_id"]))]
+            + _means_tables(sweep.table, "Means over seeds") + _network_tables(sweep))
 
 
 def build_report(sweeps: list[Sweep], out: Path) -> list:

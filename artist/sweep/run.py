@@ -325,7 +325,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, n_jobs: int = -1, executo
 
                 report.plots = plot_sweep(store.out)
         report.wall_seconds = time.perf_counter() - started
-        store.append_log({"name": spec.name, "spec": spec.source, "runs": report.total,
+        from artist.sweep.stamp import sweep_stamp
+
+        store.append_log({"name": spec.name, "spec": spec.source, **sweep_stamp(spec.source), "runs": report.total,
                           "already_done": report.already_done, "executed": len(report.executed),
                           "failed": len(report.failed), "executor": executor, "n_jobs": n_jobs,
                           "cache_hits": report.cache_hits, "cache_misses": report.cache_misses,

@@ -77,7 +77,17 @@ def _check_may_start_processes() -> None:
 
 def execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None = None,
             use_cache: bool = True, preloaded: Mapping | None = None) -> RunOutcome:
-    """preloaded: ns-3 collectives answered by a cluster prefetch (prefetch.py), given to the run's model."""
+    """One run, whichever loop it takes; its outcome records the CPU seconds of this process
+    (`cpu_seconds` in run.json: the run's own process; ns-3 worker processes it asked are not in it).
+    preloaded: ns-3 collectives answered by a cluster prefetch (prefetch.py), given to the run's model."""
+    cpu = time.process_time()
+    outcome = _execute(run, models, cache_path, use_cache, preloaded)
+    outcome.info = {**outcome.info, "cpu_seconds": round(time.process_time() - cpu, 3)}
+    return outcome
+
+
+def _execute(run: Run, models: Mapping[str, ModelProfile], cache_path: str | None,
+             use_cache: bool, preloaded: Mapping | None) -> RunOutcome:
     # In a worker process (loky, or a Dask worker under its nanny): exit if the process that
     # started it dies, as a kill -9 of the sweep would otherwise leave it simulating. Does
     # nothing in the user's own process (-j 1 runs here) nor in a Ray worker (artist/lifeline.py).
