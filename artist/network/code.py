@@ -39,11 +39,30 @@ def _path_of(module: str) -> Path | None:
     return None
 
 
+def _run_time_nodes(tree: ast.AST):
+    """ast.walk, less the bodies of `if TYPE_CHECKING:` (imports only type checkers and documentation tools
+    follow: artist/__init__.py names the whole public API there, which no answer runs)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                todo.extend(child.orelse)
+            else:
+                todo.append(child)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _imports(path: Path, module: str) -> set[str]:
     """The `artist` modules a source file imports (absolute or relative, at any depth of the file)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+    for node in _run_time_nodes(ast.parse(path.read_bytes(), str(path))):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
