@@ -887,3 +887,16 @@ def test_rigid_loop_options_under_a_round_based_policy_are_refused_not_ignored(c
     line = one_line_error(capsys, ["simulate", "--policy", policy, "--workload", "batch:n=2", *extra])
     assert f"--policy: {policy} runs the " in line
     assert f"which does not take {named} (options of the rigid loop)" in line
+
+
+def test_simulate_takes_a_shipped_trace_by_name(capsys, tmp_path):
+    # `--workload small` is workloads/traces/small.csv (as a sweep spec's `workloads: [small]`); an unknown bare
+    # name lists the shipped traces
+    by_name, by_path = tmp_path / "name", tmp_path / "path"
+    assert main(["simulate", "--workload", "small", "--quiet", "--out", str(by_name)]) == 0
+    assert main(["simulate", "--workload", str(REPO / "workloads" / "traces" / "small.csv"), "--quiet",
+                 "--out", str(by_path)]) == 0
+    assert (by_name / "jobs.csv").read_bytes() == (by_path / "jobs.csv").read_bytes()
+    capsys.readouterr()
+    line = one_line_error(capsys, ["simulate", "--workload", "no-such-trace"])
+    assert "no such trace file, not a shipped trace (helios_sample, small)" in line

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Union
 
-from artist import shipped
 from artist.api._options import command_args
 
 if TYPE_CHECKING:
@@ -90,14 +89,12 @@ def load_workload(spec_or_path: str | Path = "small", *, topology: Topology | No
 
 
 def workload_text(spec_or_path: str | Path) -> str:
-    """The --workload text of a workload argument: a shipped trace's name becomes its file (only a bare name that
-    is neither a file here nor a generator or published-trace text)."""
+    """The --workload text of a workload argument: a shipped trace's name becomes its file (workload.spec's
+    shipped_trace; a generator or published-trace text stays as it is)."""
+    from artist.workload.spec import shipped_trace
+
     text = str(spec_or_path)
-    if ":" not in text and "/" not in text and not Path(text).exists():
-        trace = shipped.TRACES_DIR / (text if text.endswith(".csv") else f"{text}.csv")
-        if trace.is_file():
-            return str(trace)
-    return text
+    return text if ":" in text else str(shipped_trace(text))
 
 
 def models_of(models: Models) -> dict[str, ModelProfile]:
