@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from datetime import datetime
 from pathlib import Path
 
@@ -86,3 +87,14 @@ def test_helios_sample_loads_with_the_project_reader(models):
     jobs = read_helios_csv(TRACES / "helios_sample.csv", sorted(models), seed=0, models=models)
     assert len(jobs) == 9  # the CPU job is skipped
     assert jobs[0].arrival == 0.0
+
+
+def test_trace_stats_takes_a_shipped_trace_by_name(capsys):
+    from artist.cli import main
+
+    assert main(["trace", "stats", "small", "--json"]) == 0
+    by_name = capsys.readouterr().out
+    assert main(["trace", "stats", str(Path(__file__).resolve().parent.parent / "workloads/traces/small.csv"),
+                 "--json"]) == 0
+    assert by_name == capsys.readouterr().out
+    assert json.loads(by_name)["jobs"] == 16  # the shipped small trace's 16 rows

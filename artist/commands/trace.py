@@ -51,9 +51,10 @@ def add_parser(sub) -> None:
 
 
 def run_stats(args) -> int:
+    from artist.workload.spec import shipped_trace
     from artist.workload.traces.stats import stats_lines, trace_stats
 
-    stats = trace_stats(args.file, args.format, args.skip_bad_rows)
+    stats = trace_stats(str(shipped_trace(args.file)), args.format, args.skip_bad_rows)  # (`small`: the shipped one)
     if args.json:
         json.dump(stats, sys.stdout, sort_keys=True)
         sys.stdout.write("\n")
