@@ -82,8 +82,12 @@ def stamp_line(directory: Path, run_ids) -> str:
              (f"machine {where.get('host', '?')} ({where.get('cpus', '?')} cores, {where.get('platform', '?')}, "
               f"Python {where.get('python', '?')})") if where else "machine not recorded",
              f"runs finished {finished[0]} to {finished[-1]}" if finished else "finish times not recorded",
-             (f"wall {sum(float(e.get('wall_seconds', 0.0)) for e in ran):,.0f} s over {len(ran)} invocation(s)"
-              if ran else "wall time not recorded"),
-             (f"CPU {sum(cpu):,.0f} s in the runs' own processes (ns-3 worker processes not included)"
+             (f"wall {_seconds(sum(float(e.get('wall_seconds', 0.0)) for e in ran))} s over {len(ran)} "
+              f"invocation(s)" if ran else "wall time not recorded"),
+             (f"CPU {_seconds(sum(cpu))} s in the runs' own processes (ns-3 worker processes not included)"
               if len(cpu) == len(infos) and cpu else "CPU time not recorded")]
     return "Stamp: " + "; ".join(parts) + "."
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
