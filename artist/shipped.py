@@ -31,15 +31,23 @@ def names(directory: Path, suffix: str = ".yaml") -> list[str]:
     return sorted(p.stem for p in directory.glob(f"*{suffix}")) if directory.is_dir() else []
 
 
-def resolve(text: str | Path, directory: Path, option: str, what: str, suffix: str = ".yaml") -> Path:
-    """A path as given if it exists, else the shipped file of that name; an InputError naming the
-    option otherwise."""
+def find(text: str | Path, directory: Path, suffix: str = ".yaml", base: Path | None = None) -> Path:
+    """The file `text` names: the path as given (relative to `base`, a spec's directory, if given) when it
+    exists, else for a bare name (no directory part) the shipped file of that name in `directory`, with or
+    without its suffix; else the path as given, for the caller's one-line 'no such file'."""
     path = Path(text).expanduser()
-    if path.exists():
-        return path
-    shipped = directory / f"{path.name}" if path.suffix == suffix else directory / f"{path.name}{suffix}"
-    if path.parent == Path(".") and shipped.is_file():
-        return shipped
+    given = path if base is None or path.is_absolute() else base / path
+    if given.exists() or path.parent != Path("."):
+        return given
+    shipped = directory / (path.name if path.suffix == suffix else f"{path.name}{suffix}")
+    return shipped if shipped.is_file() else given
+
+
+def resolve(text: str | Path, directory: Path, option: str, what: str, suffix: str = ".yaml") -> Path:
+    """find's file; an InputError naming the option where there is none."""
+    found = find(text, directory, suffix)
+    if found.exists():
+        return found
     known = ", ".join(names(directory, suffix)) or "none"
     raise InputError("command line", option, f"no such file {str(text)!r}, and not a shipped {what} (shipped: {known})")
 

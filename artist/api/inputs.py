@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Union
 
+from artist import shipped
 from artist.api._options import command_args
 
 if TYPE_CHECKING:
@@ -89,12 +90,10 @@ def load_workload(spec_or_path: str | Path = "small", *, topology: Topology | No
 
 
 def workload_text(spec_or_path: str | Path) -> str:
-    """The --workload text of a workload argument: a shipped trace's name becomes its file (workload.spec's
-    shipped_trace; a generator or published-trace text stays as it is)."""
-    from artist.workload.spec import shipped_trace
-
+    """The --workload text of a workload argument: a shipped trace's name becomes its file (shipped.find; a
+    generator or published-trace text stays as it is)."""
     text = str(spec_or_path)
-    return text if ":" in text else str(shipped_trace(text))
+    return text if ":" in text else str(shipped.find(text, shipped.TRACES_DIR, ".csv"))
 
 
 def models_of(models: Models) -> dict[str, ModelProfile]:

@@ -148,24 +148,16 @@ def simulate(topology: str | Path | Topology = "dally-3tier", workload: str | Pa
     return Result(tables["jobs"], summary(run.result, tables["jobs"]), tables, "rigid", run.result)
 
 
-# the rigid loop's options as API keywords (-> the option's dest: simulate_jobs.RIGID_ONLY)
+# the rigid loop's options (dest -> API keyword; simulate_jobs.RIGID_ONLY names them as options)
 RIGID_KEYWORDS = {"calibration": "calibration", "contention": "contention", "contention_model": "contention_model",
-                  "round_interval_s": "round_interval", "restore_seconds": "restore_seconds", "models": "models"}
+                  "round_interval": "round_interval_s", "restore_seconds": "restore_seconds", "models": "models"}
 
 
 def _check_rigid_options_unused(args, dialect: str, models: Models) -> None:
-    """The rigid loop's options under an elastic or Crius policy: the CLI's one-line refusal
-    (simulate_jobs.refuse_rigid_options), in the API's keywords."""
+    """The CLI's one-line refusal (simulate_jobs.refuse_rigid_options), in the API's keywords."""
     from artist.commands import simulate_jobs
-    from artist.errors import InputError
 
-    dests = simulate_jobs.rigid_options_given(args)
-    given = [k for k, dest in RIGID_KEYWORDS.items() if dest in dests]
-    if models is not None and "models" not in given:
-        given.append("models")
-    if given:
-        raise InputError("command line", "--policy", f"{args.policy} runs the {dialect} loop, which does not take "
-                                                     f"{', '.join(given)} (options of the rigid loop)")
+    simulate_jobs.refuse_rigid_options(args, dialect, RIGID_KEYWORDS, ("models",) if models is not None else ())
 
 
 def _simulate_in_dialect(args, params: dict, dialect: str, topology: Topology | None,

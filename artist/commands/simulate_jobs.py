@@ -22,7 +22,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence
 
 import pandas as pd
 import yaml
@@ -144,14 +144,15 @@ def rigid_options_given(args) -> list[str]:
     return [dest for dest in RIGID_ONLY if getattr(args, dest, None) != parser.get_default(dest)]
 
 
-def refuse_rigid_options(args, dialect: str) -> None:
+def refuse_rigid_options(args, dialect: str, names: Mapping[str, str] = RIGID_ONLY, also: Sequence[str] = ()) -> None:
     """A run under an elastic or Crius policy would pass these over in silence, and look calibrated (or shared,
-    ...) when it is not: one line naming them instead."""
-    given = rigid_options_given(args)
+    ...) when it is not: one line naming them instead (names: how to call each dest, the options here, the API's
+    keywords there; also: more of them given another way)."""
+    given = [names[d] for d in rigid_options_given(args)]
+    given += [name for name in also if name not in given]
     if given:
         raise InputError("command line", "--policy", f"{args.policy} runs the {dialect} loop, which does not take "
-                                                     f"{', '.join(RIGID_ONLY[d] for d in given)} (options of the "
-                                                     f"rigid loop)")
+                                                     f"{', '.join(given)} (options of the rigid loop)")
 
 
 def run(args, params: dict, dialect: str) -> int:

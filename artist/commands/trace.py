@@ -51,10 +51,11 @@ def add_parser(sub) -> None:
 
 
 def run_stats(args) -> int:
-    from artist.workload.spec import shipped_trace
+    from artist import shipped
     from artist.workload.traces.stats import stats_lines, trace_stats
 
-    stats = trace_stats(str(shipped_trace(args.file)), args.format, args.skip_bad_rows)  # (`small`: the shipped one)
+    trace = shipped.find(args.file, shipped.TRACES_DIR, ".csv")  # `small`: the shipped one
+    stats = trace_stats(str(trace), args.format, args.skip_bad_rows)
     if args.json:
         json.dump(stats, sys.stdout, sort_keys=True)
         sys.stdout.write("\n")

@@ -48,24 +48,12 @@ def calibration_lines(table: pd.DataFrame, run_ids: dict[str, set[str]]) -> list
     return lines
 
 
-def _log_entries(directory: Path) -> list[dict]:
-    """The sweep log's entries (OUT/sweep-log.jsonl), torn lines left out."""
-    path = directory / "sweep-log.jsonl"
-    out = []
-    for line in (path.read_text(errors="replace").splitlines() if path.is_file() else []):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            out.append(entry)
-    return out
-
-
 def stamp_line(directory: Path, run_ids) -> str:
     """One sentence: the spec's sha256, the code and the machine of the sweep's last invocation that ran runs,
     when its runs finished, the wall time of the invocations that ran them and the runs' CPU seconds."""
-    ran = [e for e in _log_entries(directory) if e.get("executed")]
+    from artist.sweep.store import ResultStore
+
+    ran = [e for e in ResultStore(directory).log_entries() if e.get("executed")]
     last = ran[-1] if ran else {}
     infos = []
     for run_id in run_ids:

@@ -105,17 +105,6 @@ def _resolve(base: Path, text: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _data_file(base: Path, text: str, directory: Path, suffix: str = ".yaml") -> Path:
-    """A path relative to the spec if that file exists, else for a bare name (no directory part) the
-    shipped file of that name (`topology: dally-3tier`, as on the command line); else the path as
-    given, for the caller's one-line 'no such file'."""
-    p = _resolve(base, text)
-    if p.is_file() or Path(text).parent != Path("."):
-        return p
-    name = text if text.endswith(suffix) else text + suffix
-    return directory / name if (directory / name).is_file() else p
-
-
 def _no_such(what: str, path: Path, text: str, directory: Path, suffix: str = ".yaml") -> str:
     """The one-line message of a missing input file; for a bare name, the shipped names too."""
     if Path(text).parent != Path("."):
@@ -274,7 +263,7 @@ def _topologies(f: Fields, base: Path) -> list[TopologyChoice]:
         key = f"topology[{i}]" if isinstance(f.raw("topology"), list) else "topology"
         if not isinstance(text, str) or not text:
             raise InputError(f.source, f"field '{key}'", f"expected a topology file path, got {text!r}")
-        p = _data_file(base, text, shipped.TOPOLOGIES_DIR)
+        p = shipped.find(text, shipped.TOPOLOGIES_DIR, base=base)
         if not p.is_file():
             raise InputError(f.source, f"field '{key}'", _no_such("topology file", p, text, shipped.TOPOLOGIES_DIR))
         out.append(TopologyChoice(text, Topology.from_yaml(p), sha256_file(p)))
@@ -348,7 +337,7 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
         if kind in TRACE_KINDS:
             out.append(_trace_workload(wf, text, base))
             continue
-        p = _data_file(base, text, shipped.TRACES_DIR, ".csv")
+        p = shipped.find(text, shipped.TRACES_DIR, ".csv", base)
         if not p.is_file():
             raise wf.error("spec", f"no such trace file {p}, and not a generator "
                                    f"({', '.join(g + ':...' for g in GENERATORS)})")
@@ -464,7 +453,7 @@ def _calibrations(f: Fields, base: Path, topologies, backends, algorithms, chann
             continue
         if not isinstance(text, str) or not text:
             raise InputError(f.source, f"field '{key}'", f"expected a calibration profile path or null, got {text!r}")
-        p = _data_file(base, text, shipped.PROFILES_DIR)
+        p = shipped.find(text, shipped.PROFILES_DIR, base=base)
         if not p.is_file():
             raise InputError(f.source, f"field '{key}'", _no_such("calibration profile", p, text,
                                                                   shipped.PROFILES_DIR))

@@ -148,20 +148,22 @@ class ResultStore:
     def load_jobs(self, run_id: str) -> pd.DataFrame:
         return pd.read_parquet(self.run_dir(run_id) / "jobs.parquet")
 
-    def sweeps_logged(self) -> set[str]:
-        """The names of the sweeps whose invocations the log records (logs before names were kept: none)."""
+    def log_entries(self) -> list[dict]:
+        """The log's entries, one per sweep invocation, oldest first."""
         path = self.out / LOG_NAME
-        if not path.is_file():
-            return set()
-        names = set()
-        for line in path.read_text(errors="replace").splitlines():
+        entries = []
+        for line in (path.read_text(errors="replace").splitlines() if path.is_file() else []):
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
-                continue  # a torn last line of a killed process: the other lines still say whose it is
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                names.add(entry["name"])
-        return names
+                continue  # a torn last line of a killed process: the other lines still say how it went
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+    def sweeps_logged(self) -> set[str]:
+        """The names of the sweeps whose invocations the log records (logs before names were kept: none)."""
+        return {e["name"] for e in self.log_entries() if isinstance(e.get("name"), str)}
 
     def append_log(self, entry: dict) -> None:
         """One JSON line per sweep invocation (how it went; never part of the results table)."""

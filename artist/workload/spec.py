@@ -25,7 +25,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from pathlib import Path
 from typing import Mapping
 
 from artist import shipped
@@ -50,7 +49,7 @@ def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
         return _generate(kind, params_text, spec, models, seed, cluster_gpus)
     if kind in TRACE_KINDS:
         return trace_jobs_from_spec(spec, models, seed, notes)
-    path = shipped_trace(spec)
+    path = shipped.find(spec, shipped.TRACES_DIR, ".csv")  # `small`: the shipped trace
     if not path.exists():
         raise InputError(spec, None, f"no such trace file, not a shipped trace "
                                      f"({', '.join(shipped.names(shipped.TRACES_DIR, '.csv'))}) and not a generator "
@@ -62,16 +61,6 @@ def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
     if set(HELIOS_COLUMNS).issubset(h.strip() for h in header):
         return read_helios_csv(path, sorted(models), seed, models)
     return read_jobs_csv(path, models)
-
-
-def shipped_trace(text: str) -> Path:
-    """The trace file `text` names: the path as given if it exists, else for a bare name the shipped trace of
-    that name (workloads/traces: `small`, `small.csv`), else the path as given (for the caller's error)."""
-    path = Path(text)
-    if path.exists() or path.parent != Path("."):
-        return path
-    shipped_file = shipped.TRACES_DIR / (text if text.endswith(".csv") else f"{text}.csv")
-    return shipped_file if shipped_file.is_file() else path
 
 
 def job_too_large(jobs, gpus: int) -> Job | None:
