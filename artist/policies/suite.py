@@ -5,9 +5,14 @@ One event loop (artist/simulator.py) runs them all; what still differs is the ki
 specs), elastic jobs (the allocators of artist/policies/pollux/registry.py, deciding every 60 s round: specs
 with `loop: elastic`, artist/elastic/exact.py) and Crius' jobs (artist/policies/crius/registry.py, 300 s
 rounds: `loop: crius`, artist/crius/). `artist simulate --policy P` runs any of them
-(artist/commands/simulate_jobs.py). Each kind keeps its own registry; this module only reads them. A name in
-several places is a different implementation in each (gandiva, tiresias, gavel, crius), and the listing says
-so.
+(artist/commands/simulate_jobs.py) and a sweep spec reads the kind off its policies (sweep/spec.py
+kind_of_jobs). Each kind keeps its own table of constructors, because what a policy is built from differs
+with what a job is; this module is the one name space over them. A name in several kinds is one algorithm
+with an adapter per kind: the rigid policies schedule elastic jobs through policies/rigid_in_elastic.py,
+Crius' scheduler and baselines (policies/crius/scheduler.py, baselines.py) schedule data-parallel elastic
+jobs through policies/crius/elastic.py, and Gavel's LP and round leases (policies/gavel/) serve both its
+elastic jobs and Crius' (policies/crius/gavel.py). The Pollux artifact's Tiresias and Crius' reading of
+Gandiva are other algorithms and have names of their own (tiresias-pollux, gandiva-crius).
 """
 
 from __future__ import annotations

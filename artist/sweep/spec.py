@@ -134,6 +134,43 @@ def _reduced_version(f: Fields, name: str, allowed: set[str]) -> Fields:
     return Fields({**data, **rf.data, "name": f"{name}-reduced"}, f"{f.source} (reduced version)")
 
 
+def _policy_names(f: Fields) -> list[str]:
+    """The policy names a spec lists (its reduced version's too), as written; entries the loaders will
+    refuse are skipped here and refused there."""
+    names = []
+    for source in (f.data, f.data.get("reduced") if isinstance(f.data.get("reduced"), dict) else {}):
+        entries = source.get("policies", [])
+        for entry in entries if isinstance(entries, list) else [entries]:
+            name = entry.get("name") if isinstance(entry, dict) else entry
+            if isinstance(name, str) and not (isinstance(entry, dict) and "plugin" in entry):
+                names.append(name)
+    return names
+
+
+def kind_of_jobs(f: Fields) -> tuple[str, str]:
+    """(loop, why): the kind of jobs a spec's runs schedule, which picks its loader. `loop:` says it
+    outright (why is then ""); otherwise the fields and policies tell: a Crius-only field (cluster, jobs,
+    arrivals_per_hour, depth, philly_log) means Crius' jobs, an `elastic:` section or a policy that
+    schedules no rigid jobs (pollux, sia, gavel, crius, ...) elastic jobs, anything else rigid jobs. One event loop runs
+    all three (artist/simulator.py); the kinds differ in what a job is (docs: explanation/design.md)."""
+    if f.has("loop"):
+        return f.string("loop"), ""
+    from artist.sweep.crius import CRIUS_TOP_LEVEL
+
+    crius_only = sorted(k for k in f.data if k in CRIUS_TOP_LEVEL - TOP_LEVEL_FIELDS)
+    if crius_only:
+        return "crius", f"field {crius_only[0]!r} is Crius' (Crius' jobs)"
+    if f.has("elastic"):
+        return "elastic", "its `elastic:` section makes the jobs elastic"
+    from artist.policies.suite import ELASTIC, EXACT, all_policies
+
+    kinds = {p.name: p.loops for p in all_policies()}
+    for name in _policy_names(f):
+        if name in kinds and EXACT not in kinds[name] and ELASTIC in kinds[name]:
+            return "elastic", f"policy {name!r} schedules no rigid jobs"
+    return "rigid", ""
+
+
 def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
                     calibration_override: str | None = None, reduced: bool = False,
                     data: Mapping[str, Any] | None = None) -> SweepSpec:
@@ -151,9 +188,22 @@ def load_sweep_spec(path: str | Path, *, backend_override: str | None = None,
     f = Fields(load_yaml_mapping(path) if data is None else data, source)
     base = path.resolve().parent
     _check_name(f, path)
-    loop = f.string("loop", "rigid")
+    loop, why = kind_of_jobs(f)
     if loop not in LOOPS:
         raise f.error("loop", f"unknown loop {loop!r}; known: {', '.join(LOOPS)}")
+    try:
+        return _load_kind(f, path, loop, base, backend_override, calibration_override, reduced)
+    except InputError as exc:
+        if why and exc.problem.startswith("unknown field"):  # say which kind of jobs the spec was read as
+            allowed = exc.problem.removeprefix("unknown field").strip(" ()")
+            problem = f"not a field of a sweep of {loop} jobs ({why}); {allowed}"
+            raise InputError(exc.source, exc.where, problem) from None
+        raise
+
+
+def _load_kind(f: Fields, path: Path, loop: str, base: Path, backend_override, calibration_override,
+               reduced: bool) -> SweepSpec:
+    source = f.source
     if loop == "elastic":
         from artist.sweep.elastic import ELASTIC_TOP_LEVEL, load_elastic_spec
 
