@@ -392,3 +392,60 @@ def test_bad_stand_in_is_one_line_naming_the_field(tmp_path, stand_ins, field):
     with pytest.raises(InputError) as err:
         load_sweep_spec(path)
     assert f"field '{field}'" in str(err.value) and str(path) in str(err.value)
+
+
+FIGURES = """  figures:
+    - id: fifo-jct
+      text: "FIFO's mean JCT"
+      metric: jct_mean_s
+      policy: fifo
+      paper: 2.0
+      paper_source: "nowhere, Table 0"
+      scale: {hour!r}
+      unit: h
+    - id: gone
+      text: "A column the results lack"
+      metric: no_such_column
+      policy: gandiva
+      paper: [1, 3]
+      paper_source: "nowhere, Table 0"
+""".format(hour=HOUR)
+
+
+def test_a_papers_other_figures_stand_beside_the_results_means(swept, tmp_path):
+    """`report.figures`: the mean over seeds of the metric for the policy in the primary configuration
+    (backend analytical), x scale, beside the paper's number or range; a missing column reads '-'."""
+    import json
+    import shutil
+
+    from artist.report.spec import parse_report
+    from artist.yamlio import Fields
+    import yaml
+
+    copy = tmp_path / "rep"
+    shutil.copytree(swept, copy, ignore=shutil.ignore_patterns("report"))
+    section = parse_report(Fields(yaml.safe_load(SPEC + FIGURES)["report"], "spec"))
+    (copy / "report-spec.json").write_text(json.dumps(section.to_json()))
+    markdown = (_report(copy) / "report.md").read_text()
+    (heading, headers, rows), = [t for t in _tables(markdown) if "other figures" in t[0]]
+    assert headers[:5] == ["figure", "policy", "metric", "paper", "ArtISt"]
+    results = pd.read_csv(swept / "results.csv")
+    fifo = results[(results["policy"] == "fifo") & (results["backend"] == "analytical")]["jct_mean_s"]
+    assert len(fifo) == 4  # 2 rack counts x 2 seeds: every unpinned axis averaged
+    assert rows[0][3] == "2" and rows[0][4] == f"{fifo.mean() * HOUR:.4g}"
+    assert rows[1][3] == "1 - 3" and rows[1][4] == "-"
+
+
+@pytest.mark.parametrize("change, field", [
+    ('      paper_source: "nowhere, Table 0"\n      scale', "report.figures[0].paper_source"),
+    ("      policy: fifo\n", "report.figures[0]"),
+    ("      paper: [1, 3]", "report.figures[1].paper"),
+])
+def test_a_bad_figure_is_one_line_naming_the_field(tmp_path, change, field):
+    bad = {"      policy: fifo\n": "      policy: fiffo\n", "      paper: [1, 3]": "      paper: [3, 1]",
+           '      paper_source: "nowhere, Table 0"\n      scale': "      scale"}
+    path = tmp_path / "bad.yaml"
+    path.write_text((SPEC + FIGURES).replace(change, bad[change]))
+    with pytest.raises(InputError) as err:
+        load_sweep_spec(path)
+    assert f"field '{field}" in str(err.value) and str(path) in str(err.value)

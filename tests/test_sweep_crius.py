@@ -1,5 +1,6 @@
-"""`loop: crius` sweeps: Crius and its baselines through run_sweep give the numbers of Crius' own runner
-(artist/crius/sweep.py), byte-identical for a seed; reduced versions and bad fields as other loops."""
+"""`loop: crius` sweeps: Crius and its baselines through run_sweep give the numbers of one Crius run
+(artist/crius/simulation.py simulate) on the same drawn jobs, byte-identical for a seed; reduced versions and
+bad fields as other loops; the report sets the paper's other figures beside the results."""
 
 import filecmp
 from pathlib import Path
@@ -29,9 +30,22 @@ def _spec(tmp_path, text=SPEC):
     return path
 
 
-def test_crius_sweep_matches_crius_runner_and_is_byte_identical(tmp_path):
-    from artist.crius import sweep as crius_runner
+def _direct(policies, seed=1, jobs=5, rate=30.0, depth=2):
+    """Each policy's summary of one Crius run on the testbed, built by hand from the simulation's parts."""
+    from artist.crius.simulation import crius_fabrics, simulate
+    from artist.crius.truth import GroundTruth
+    from artist.crius.workload import crius_jobs
+    from artist.policies.crius.catalogue import Catalogue
+    from artist.policies.crius.cluster import crius_cluster
 
+    pools = crius_cluster("crius-testbed")
+    catalogue = Catalogue(pools, crius_fabrics(pools))
+    truth = GroundTruth(catalogue.fabrics)
+    drawn = crius_jobs(pools, catalogue, jobs, seed, rate, truth)
+    return {p: simulate(pools, drawn, p, depth, catalogue, truth).summary() for p in policies}
+
+
+def test_crius_sweep_matches_a_crius_run_and_is_byte_identical(tmp_path):
     spec = load_sweep_spec(_spec(tmp_path))
     outs = []
     for name in ("a", "b"):
@@ -40,8 +54,7 @@ def test_crius_sweep_matches_crius_runner_and_is_byte_identical(tmp_path):
         outs.append(tmp_path / name)
     assert filecmp.cmp(outs[0] / "results.csv", outs[1] / "results.csv", shallow=False)
     table = pd.read_parquet(outs[0] / "results.parquet").set_index("policy")
-    direct = crius_runner.run({"cluster": "crius-testbed", "jobs": 5, "arrivals_per_hour": 30.0, "seeds": [1],
-                               "policies": ["crius", "fcfs"], "depth": 2, "philly_log": None})["table"]
+    direct = _direct(["crius", "fcfs"])
     for policy in ("crius", "fcfs"):
         row, ref = table.loc[policy], direct[policy]
         assert row["jct_mean_s"] == pytest.approx(ref["avg_jct_h"] * 3600, rel=1e-12)
@@ -84,16 +97,14 @@ def test_bad_crius_specs_name_the_field(tmp_path, old, new, field):
 
 
 def test_shipped_paper_specs_load_through_artist_sweep():
-    """sweeps/crius.yaml (loop: crius) and sweeps/sia.yaml (a cluster file) expand as their headers say, and
-    Crius' own runner still reads the Crius spec."""
+    """sweeps/crius.yaml (loop: crius) and sweeps/sia.yaml (a cluster file) expand as their headers say."""
     from pathlib import Path
-
-    from artist.crius.sweep import read_spec
 
     sweeps = Path(__file__).resolve().parents[1] / "sweeps"
     crius = load_sweep_spec(sweeps / "crius.yaml")
     assert len(crius.runs) == 5 * 2 and {r.axes["seed"] for r in crius.runs} == {1, 2}
-    assert read_spec(str(sweeps / "crius.yaml"))["policies"] == [r.axes["policy"] for r in crius.runs][::2]
+    assert [r.axes["policy"] for r in crius.runs][::2] == ["crius", "gavel", "fcfs", "gandiva-crius", "elasticflow-ls"]
+    assert crius.runs[0].elastic.jobs == 1000 and crius.report.figures  # the paper's other figures, for the report
     sia = load_sweep_spec(sweeps / "sia.yaml")
     assert [r.axes["policy"] for r in sia.runs][::2] == ["Sia", "Pollux", "Gavel+TunedJobs"]
     assert {r.elastic.gpus for r in sia.runs} == {64}

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from artist.errors import InputError
-from artist.report.spec import Claim, ReportSpec
+from artist.report.spec import Claim, Figure, ReportSpec
 from artist.sweep.store import read_results
 
 # The columns that say which network answered a run: the ablation's dimensions.
@@ -236,6 +236,16 @@ def verdicts(table: pd.DataFrame, spec: ReportSpec, configs: list[NetworkConfig]
             status, detail = judge(claim, means, ats)
             out.append(Verdict(claim, config, status, detail, means, ats))
     return out
+
+
+def figure_mean(table: pd.DataFrame, figure: Figure, where: dict[str, Any], config: NetworkConfig) -> float | None:
+    """The mean over seeds (and other unpinned axes) of a paper figure's metric for its policy in one network
+    configuration, x scale; None where the results have none (a missing column, policy or only NaN)."""
+    rows = _filtered(config.rows(table), config.judged_as(where), config.judged_as(figure.where))
+    if figure.metric not in rows.columns:
+        return None
+    values = rows.loc[rows["policy"] == figure.policy, figure.metric].dropna()
+    return None if values.empty else float(values.mean()) * figure.scale
 
 
 def generic_means(table: pd.DataFrame, metric: str, configs: list[NetworkConfig] | None = None) -> pd.DataFrame:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, generic_means, judged_values, network_configs,
-                                    primary_config, verdicts)
+from artist.report.evaluate import (GENERIC_METRICS, Sweep, Verdict, figure_mean, generic_means, judged_values,
+                                    network_configs, primary_config, verdicts)
 from artist.report.figures import claim_figure
 from artist.report.provenance import calibration_lines, stamp_line
 
@@ -105,6 +105,13 @@ def _paper_section(sweeps: list[Sweep], out: Path) -> list:
         blocks.append(Table(("policy", f"paper{unit}") + tuple(f"ArtISt{unit}{_at_label(claim, a)}" for a in ats),
                             tuple((p, paper_figure(claim.paper.get(p)))
                                   + tuple(number(v.means.get((p, a))) for a in ats) for p in claim.policies)))
+    if spec.figures:
+        blocks.append(Heading(3, "The paper's other figures"))
+        blocks.append(Text(f"Means over seeds, network {primary.label}; shown beside the paper's, not judged."))
+        blocks.append(Table(("figure", "policy", "metric", "paper", "ArtISt", "paper's source"),
+                            tuple((fig.text, fig.policy, f"`{fig.metric}`" + (f" [{fig.unit}]" if fig.unit else ""),
+                                   paper_figure(fig.paper), number(figure_mean(table, fig, spec.where, primary)),
+                                   fig.paper_source) for fig in spec.figures)))
     blocks += _means_tables(table, "All policies (means over seeds)", configs)
     blocks.append(Heading(3, "Network ablation"))
     run_ids: dict[str, set[str]] = {}

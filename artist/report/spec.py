@@ -23,9 +23,18 @@
           over: racks
           policies: [gandiva]
       where: {workload: poisson-100}    # optional filter on results columns for every claim
+      figures:                          # optional: the paper's other figures, shown beside ArtISt's (no verdict)
+        - id: restarts
+          text: "Restarts per job"
+          metric: restarts_per_job
+          policy: dally
+          paper: 2.29                   # or a range [low, high]
+          paper_source: "Fig. 16 text"
 
 A claim holds in a network configuration when its order (or trend) holds on the means over seeds at
-every judged value. Policies are matched on results.csv's `policy` column (the spec's policy labels).
+every judged value. A figure is a single number of the paper (an accuracy, a count) set beside the mean
+over seeds of its metric for its policy in the primary network configuration; it is shown, not judged.
+Policies are matched on results.csv's `policy` column (the spec's policy labels).
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ from typing import Any
 from artist.errors import InputError
 from artist.yamlio import Fields, load_yaml_mapping
 
-REPORT_FIELDS = {"paper", "source", "primary", "claims", "where"}
+REPORT_FIELDS = {"paper", "source", "primary", "claims", "where", "figures"}
+FIGURE_FIELDS = {"id", "text", "metric", "policy", "paper", "paper_source", "scale", "unit", "where"}
 # an ablation sweep of a paper (another backend, topology or contention mode) shares its main spec's claims
 SAME_AS = "same_as"
 # ... and may run smaller workloads in place of the ones the claims filter on (`where: {workload: ...}`):
@@ -72,6 +82,19 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Figure:
+    id: str
+    text: str
+    metric: str
+    policy: str
+    paper: tuple[float, ...]  # one figure, or a (low, high) range
+    paper_source: str
+    scale: float = 1.0
+    unit: str = ""
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ReportSpec:
     paper: str
     source: str
@@ -79,6 +102,7 @@ class ReportSpec:
     primary: dict[str, Any] = field(default_factory=dict)
     where: dict[str, Any] = field(default_factory=dict)
     stand_ins: dict[str, str] = field(default_factory=dict)  # this sweep's workload label -> the claims' label
+    figures: tuple[Figure, ...] = ()
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -89,8 +113,9 @@ class ReportSpec:
         try:
             claims = tuple(Claim(**{**c, "policies": tuple(c["policies"]),
                                     "paper": {p: tuple(v) for p, v in c["paper"].items()}}) for c in data["claims"])
+            figures = tuple(Figure(**{**f, "paper": tuple(f["paper"])}) for f in data.get("figures", ()))
             return cls(data["paper"], data["source"], claims, dict(data.get("primary", {})),
-                       dict(data.get("where", {})), dict(data.get(STAND_INS, {})))
+                       dict(data.get("where", {})), dict(data.get(STAND_INS, {})), figures)
         except (KeyError, TypeError) as exc:
             raise InputError(source, None, f"not a report spec written by artist sweep ({exc})") from None
 
@@ -140,21 +165,37 @@ def _claim(f: Fields, ids: set[str]) -> Claim:
         if not isinstance(raw, dict):
             raise f.error("paper", f"expected a mapping policy -> the paper's figure, got {raw!r}")
         pf = Fields(raw, f.source, f"{f.prefix}paper.")
-        for p, value in raw.items():
-            if isinstance(value, list):  # a range
-                if len(value) != 2:
-                    raise pf.error(str(p), f"a range is [low, high], got {value!r}")
-                lo, hi = (Fields({"v": v}, f.source, f"{pf.prefix}{p}[{i}]").number("v") for i, v in enumerate(value))
-                if not lo <= hi:
-                    raise pf.error(str(p), f"a range needs low <= high, got {value!r}")
-                paper[str(p)] = (lo, hi)
-            else:
-                paper[str(p)] = (pf.number(p),)
+        for p in raw:
+            paper[str(p)] = _paper_value(pf, p)
         if not f.has("paper_source"):
             raise f.error("paper_source", "the paper's figures need their source (figure or table)")
     normalise_to = f.string("normalise_to") if f.has("normalise_to") else None
     return Claim(cid, text, metric, policies, trend, over, per, f.number("scale", 1.0, positive=True),
                  f.string("unit", ""), paper, f.string("paper_source", ""), _filter(f, "where"), normalise_to)
+
+
+def _paper_value(f: Fields, key) -> tuple[float, ...]:
+    """A paper's figure under `key`: a number, or a range [low, high]."""
+    value = f.raw(key)
+    if not isinstance(value, list):
+        return (f.number(key),)
+    if len(value) != 2:
+        raise f.error(str(key), f"a range is [low, high], got {value!r}")
+    lo, hi = (Fields({"v": v}, f.source, f"{f.prefix}{key}[{i}]").number("v") for i, v in enumerate(value))
+    if not lo <= hi:
+        raise f.error(str(key), f"a range needs low <= high, got {value!r}")
+    return lo, hi
+
+
+def _figure(f: Fields, ids: set[str]) -> Figure:
+    f.unknown_keys(FIGURE_FIELDS)
+    fid = f.string("id")
+    if fid in ids:
+        raise f.error("id", f"id {fid!r} used twice")
+    ids.add(fid)
+    return Figure(fid, f.string("text"), f.string("metric"), f.string("policy"), _paper_value(f, "paper"),
+                  f.string("paper_source"), f.number("scale", 1.0, positive=True), f.string("unit", ""),
+                  _filter(f, "where"))
 
 
 def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
@@ -180,7 +221,12 @@ def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
         raise f.error("claims", "expected a non-empty list of claims")
     ids: set[str] = set()
     claims = tuple(_claim(Fields(c, f.source, f"{f.prefix}claims[{i}]."), ids) for i, c in enumerate(raw))
-    return ReportSpec(f.string("paper"), f.string("source"), claims, _filter(f, "primary"), _filter(f, "where"))
+    figures_raw = f.raw("figures", [])
+    if not isinstance(figures_raw, list):
+        raise f.error("figures", f"expected a list of the paper's figures, got {figures_raw!r}")
+    figures = tuple(_figure(Fields(x, f.source, f"{f.prefix}figures[{i}]."), ids) for i, x in enumerate(figures_raw))
+    return ReportSpec(f.string("paper"), f.string("source"), claims, _filter(f, "primary"), _filter(f, "where"),
+                      figures=figures)
 
 
 def _stand_ins(f: Fields, shared: ReportSpec) -> dict[str, str]:
@@ -209,9 +255,11 @@ def check_against_workloads(spec: ReportSpec, labels: list[str], source: str) ->
 
 
 def check_against_policies(spec: ReportSpec, labels: list[str], source: str) -> None:
-    """Every policy a claim names must be one the sweep runs (a typo would make a claim 'n/a' silently)."""
-    for i, claim in enumerate(spec.claims):
-        for p in claim.policies + tuple(claim.paper) + ((claim.normalise_to,) if claim.normalise_to else ()):
-            if p not in labels:
-                raise InputError(source, f"field 'report.claims[{i}]'",
-                                 f"policy {p!r} is not among the sweep's policies ({', '.join(labels)})")
+    """Every policy a claim or figure names must be one the sweep runs (a typo would make it 'n/a' silently)."""
+    named = [(f"claims[{i}]", p) for i, claim in enumerate(spec.claims)
+             for p in claim.policies + tuple(claim.paper) + ((claim.normalise_to,) if claim.normalise_to else ())]
+    named += [(f"figures[{i}]", figure.policy) for i, figure in enumerate(spec.figures)]
+    for where, p in named:
+        if p not in labels:
+            raise InputError(source, f"field 'report.{where}'",
+                             f"policy {p!r} is not among the sweep's policies ({', '.join(labels)})")
