@@ -79,28 +79,45 @@ def mean_utilisation(result: SimulationResult) -> float:
     return busy / (result.topology.gpus * result.makespan)
 
 
+def percentile(values, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+def jobs_summary(jobs: pd.DataFrame, makespan: float, gpu_utilisation: float) -> dict:
+    """The columns every run's results row has, from its jobs table, with one definition for rigid, elastic
+    and Crius' jobs: counts, JCT and queueing statistics (a job's jct_s is NaN until it finishes, its
+    queueing_delay_s until it first starts: queueing counts every job that started), the exposed
+    communication per iteration averaged over finished jobs (comm_latency_mean_s; NaN where the loop does not
+    split it), the makespan and the GPU utilisation (GPU-seconds held over GPUs x makespan, as the loop
+    measures it), and restarts: every time a job resumes on GPUs after it was stopped or moved."""
+    done = jobs.dropna(subset=["jct_s"])
+    jct, queue = done["jct_s"].to_numpy(), jobs["queueing_delay_s"].dropna().to_numpy()
+    comm = done["comm_seconds_per_iteration"] if "comm_seconds_per_iteration" in done else pd.Series(dtype=float)
+    restarts = jobs["restarts"] if "restarts" in jobs else jobs["preemptions"] + jobs["migrations"]
+    return {
+        "jobs": int(len(jobs)),
+        "finished": int(len(done)),
+        "makespan_s": float(makespan),
+        "jct_mean_s": float(jct.mean()) if len(jct) else float("nan"),
+        "jct_median_s": percentile(jct, 50),
+        "jct_p95_s": percentile(jct, 95),
+        "jct_p99_s": percentile(jct, 99),
+        "queueing_mean_s": float(queue.mean()) if len(queue) else float("nan"),
+        "queueing_p95_s": percentile(queue, 95),
+        "queueing_p99_s": percentile(queue, 99),
+        "comm_latency_mean_s": float(comm.mean()) if len(done) else float("nan"),
+        "gpu_utilisation_fraction": float(gpu_utilisation),
+        "restarts_total": int(restarts.sum()),
+        "restarts_per_job": float(restarts.mean()) if len(jobs) else float("nan"),
+    }
+
+
 def summary(result: SimulationResult, jobs: pd.DataFrame | None = None) -> dict:
     jobs = job_table(result) if jobs is None else jobs
     done = jobs.dropna(subset=["jct_s"])
-    jct, queue = done["jct_s"].to_numpy(), done["queueing_delay_s"].to_numpy()
-
-    def pct(values, q):
-        return float(np.percentile(values, q)) if len(values) else float("nan")
-
     out = {
         "policy": result.policy,
-        "jobs": int(len(jobs)),
-        "finished": int(len(done)),
-        "makespan_s": float(result.makespan),
-        "jct_mean_s": float(jct.mean()) if len(jct) else float("nan"),
-        "jct_median_s": pct(jct, 50),
-        "jct_p95_s": pct(jct, 95),
-        "jct_p99_s": pct(jct, 99),
-        "queueing_mean_s": float(queue.mean()) if len(queue) else float("nan"),
-        "queueing_p95_s": pct(queue, 95),
-        "queueing_p99_s": pct(queue, 99),
-        "comm_latency_mean_s": float(done["comm_seconds_per_iteration"].mean()) if len(done) else float("nan"),
-        "gpu_utilisation_fraction": mean_utilisation(result),
+        **jobs_summary(jobs, result.makespan, mean_utilisation(result)),
         "preemptions": int(jobs["preemptions"].sum()),
         "migrations": int(jobs["migrations"].sum()),
     }

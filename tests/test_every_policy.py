@@ -52,6 +52,13 @@ def test_a_sweep_runs_the_policy_on_a_generated_workload_and_a_trace_to_the_end(
     assert main(["sweep", "every.yaml", "-j", "1", "--quiet", "--no-plots", "--no-cache"]) == 0
     results = pd.read_csv(tmp_path / "results/every/results.csv")
     assert len(results) == 1 and results.jobs.iloc[0] > 0 and (results.finished == results.jobs).all()
+    # one metrics module: every kind of job's row has every loop's columns (artist/metrics.py jobs_summary),
+    # measured, not left empty, and which path answered its network questions
+    common = ["jct_mean_s", "jct_p95_s", "queueing_mean_s", "queueing_p99_s", "comm_latency_mean_s",
+              "gpu_utilisation_fraction", "restarts_total", "restarts_per_job", "answers_analytical"]
+    row = results.iloc[0]
+    assert all(pd.notna(row[c]) for c in common), row[[c for c in common if c in row]]
+    assert 0 < row["gpu_utilisation_fraction"] <= 1 and row["comm_latency_mean_s"] >= 0
 
 
 def test_the_suite_is_every_papers_policy_and_baseline():

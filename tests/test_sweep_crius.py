@@ -66,14 +66,14 @@ def test_crius_sweep_matches_a_crius_run_and_is_byte_identical(tmp_path):
     assert pd.isna(table.loc["fcfs", "estimation_accuracy_avg"])
 
 
-def test_a_crius_sweep_draws_its_plots_without_a_communication_column(tmp_path):
-    """Crius' loop records no per-iteration communication: the sweep still ends with its plots (it used to
-    fail after every run had finished, on the missing comm_latency_mean_s column)."""
+def test_a_crius_sweep_draws_every_loops_plots(tmp_path):
+    """Crius' runs measure the exposed communication per iteration as the other loops do, so its sweep draws
+    the same plots (it once failed after every run had finished, on a missing comm_latency_mean_s)."""
     spec = load_sweep_spec(_spec(tmp_path), reduced=True)
     report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=True)
     assert not report.failed
     drawn = {p.stem for p in report.plots}
-    assert {"makespan", "jct", "queueing_delay", "jct_cdf"} <= drawn and "comm_latency" not in drawn
+    assert {"makespan", "jct", "queueing_delay", "jct_cdf", "comm_latency"} <= drawn
 
 
 def test_reduced_crius_spec(tmp_path):
@@ -157,3 +157,37 @@ def test_a_crius_spec_that_every_run_would_fail_on_is_refused_when_loaded(tmp_pa
     with pytest.raises(InputError) as err:
         load_sweep_spec(_spec(tmp_path, text))
     assert where in str(err.value)
+
+
+def test_crius_rows_have_every_loops_columns_measured_by_hand():
+    """A Crius run's row has the columns of every loop (artist/metrics.py jobs_summary), from what the run did:
+    FCFS never restarts a job, so its GPU-seconds are each job's N_G x (finish - first start) (the first plan
+    search is held time); with communication free (`none`) no iteration waits for the network, and the
+    analytical ground truth's questions are counted under its path."""
+    import numpy as np
+
+    from artist.crius.simulation import crius_fabrics, simulate
+    from artist.crius.truth import GroundTruth
+    from artist.crius.workload import crius_jobs
+    from artist.network.stack import CommSpec
+    from artist.policies.crius.catalogue import Catalogue
+    from artist.policies.crius.cluster import crius_cluster
+    from artist.sweep.crius import tables_of
+
+    pools = crius_cluster("crius-testbed")
+    rows = {}
+    for backend in ("analytical", "none"):
+        catalogue = Catalogue(pools, crius_fabrics(pools, CommSpec(backend)))
+        truth = GroundTruth(catalogue.fabrics)
+        drawn = crius_jobs(pools, catalogue, 6, 1, 30.0, truth)
+        result = simulate(pools, drawn, "fcfs", 2, catalogue, truth)
+        jobs, rows[backend], _ = tables_of(result)  # the last: the `none` run's jobs
+    row = rows["analytical"]
+    assert (jobs["restarts"] == 0).all() and row["restarts_total"] == 0
+    held = (jobs["gpus_requested"] * (jobs["finish_s"] - jobs["start_s"])).sum()
+    assert rows["none"]["gpu_utilisation_fraction"] == pytest.approx(held / (64 * rows["none"]["makespan_s"]),
+                                                                      rel=1e-12)
+    assert rows["none"]["comm_latency_mean_s"] == 0.0 and row["comm_latency_mean_s"] > 0
+    assert row["answers_analytical"] > 0 and rows["none"]["answers_none"] > 0 and row["answers_flow"] == 0
+    queue = jobs["queueing_delay_s"].to_numpy()
+    assert rows["none"]["queueing_p95_s"] == pytest.approx(float(np.percentile(queue, 95)), rel=1e-12)

@@ -46,6 +46,8 @@ class Records:
     tuning: list[tuple[float, float]] = field(default_factory=list)
     profile_gpu_seconds: float = 0.0
     tuning_seconds: float = 0.0
+    gpu_seconds: float = 0.0  # GPU-seconds held by running jobs (restart waits included), for the utilisation
+    comm_seconds: dict = field(default_factory=dict)  # job -> seconds of its iterations spent on exposed communication
 
 
 @dataclass(eq=False)
@@ -59,6 +61,7 @@ class CriusJobState(LoopRecord):
     job_id: str = field(init=False)
     arrival: float = field(init=False)
     finish_at: float | None = None  # when it completes within the current round (None: not this round)
+    compute_s: float = 0.0  # its step with communication free on the current placement (truth.compute_seconds)
 
     def __post_init__(self):
         self.job_id, self.arrival = self.run.spec.job_id, self.ready_at
@@ -170,6 +173,7 @@ class CriusWorkload:
             records.tuning_seconds += run.tuning_s
         job.restart_left = wait
         job.step_s = self.truth.seconds(run, gpus)
+        state.compute_s = self.truth.compute_seconds(run, gpus)
         if self.tuned:
             cell = self.catalogue.crius_view(job.spec.model, job.spec.global_batch, job.spec.n_g, *target)
             cell_run = RunPlan(self.catalogue.cell_model(job.spec.model, job.spec.global_batch, target[0], target[1],
@@ -216,6 +220,7 @@ class CriusWorkload:
             wait = min(j.restart_left, end - t)
             j.restart_left -= wait
             t += wait
+            run_s = 0.0
             if t < end:
                 need = (j.spec.iterations - j.done) * j.step_s
                 if need <= end - t:
@@ -226,5 +231,9 @@ class CriusWorkload:
                     j.done += (end - t) / j.step_s
                 run_s = min(need, end - t)
                 total += (j.spec.global_batch / j.step_s / self.reference_rate(j.spec)) * run_s / self.round
+            records = self.records
+            records.gpu_seconds += j.alloc[1] * (wait + run_s)
+            exposed = run_s / j.step_s * (j.step_s - state.compute_s)  # iterations run x each one's exposed part
+            records.comm_seconds[j.spec.job_id] = records.comm_seconds.get(j.spec.job_id, 0.0) + exposed
         self.records.throughput.append((now, total))
         return finishing

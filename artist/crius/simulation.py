@@ -51,6 +51,10 @@ class Result:
     tuning: list[tuple[float, float]] = field(default_factory=list)
     profile_gpu_seconds: float = 0.0
     tuning_seconds: float = 0.0
+    gpus: int = 0  # the cluster's GPUs
+    gpu_seconds: float = 0.0  # GPU-seconds held by running jobs (restart waits included)
+    comm_seconds: dict = field(default_factory=dict)  # job -> its iterations' exposed communication, seconds
+    answers: object = None  # AnswerCounts of the ground truth's network questions (network/provenance.py)
 
     def summary(self) -> dict:
         done = [j for j in self.jobs if j.finish is not None]
@@ -108,4 +112,5 @@ def simulate(pools, jobs, policy: str, depth: int = SEARCH_DEPTH, catalogue: Cat
     records = workload.records
     return Result(chosen.name, workload.runs, max(j.finish for j in workload.runs), records.throughput,
                   adapter.decision_seconds, records.accuracy, records.tuning, records.profile_gpu_seconds,
-                  records.tuning_seconds)
+                  records.tuning_seconds, sum(capacity.values()), records.gpu_seconds, records.comm_seconds,
+                  truth.answers)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from artist.network.provenance import AnswerCounts
+from artist.network.stack import CommSpec, fabric_for
 from artist.parallel.graph import Node, StepGraph
 from artist.parallel.hybrid import one_f_one_b_walk
 from artist.policies.crius.cells import BACKWARD_FACTOR, CellModel, StagePlan
@@ -112,14 +114,42 @@ def true_step_seconds(model: CellModel, plan: Sequence[StagePlan], gpus: Sequenc
 class GroundTruth:
     """true_step_seconds of the plan a job runs, with the network model of its pool (GPU type -> fabric),
     memoised by the placement's machine shape (GPUs per machine in order, and which machines share the
-    first one's rack), which is all the analytical fabric's answer depends on inside one pool."""
+    first one's rack), which is all the analytical fabric's answer depends on inside one pool. `answers`
+    counts which path answered each distinct question (network/provenance.py: a run's results row says it)."""
 
     def __init__(self, fabrics: Mapping):
         self.fabrics = dict(fabrics)
         self._memo: dict = {}
+        self._compute_memo: dict = {}
+        self._free: dict = {}  # GPU type -> the `none` fabric of its pool (communication free)
+        self.answers = AnswerCounts()
 
     def seconds(self, run, gpus) -> float:
         """run: a catalogue RunPlan (its CellModel, kept alive by the catalogue, and its plan)."""
+        key = self._key(run, gpus)
+        found = self._memo.get(key)
+        if found is None:
+            fabric = self.fabrics[run.model.pool.gpu_type]
+            timing = fabric.time({"job": plan_step_graph(run.model, run.plan, gpus)})["job"]
+            self.answers.record(timing.result)
+            found = self._memo[key] = timing.step_seconds
+        return found
+
+    def compute_seconds(self, run, gpus) -> float:
+        """The same step with communication free: its compute on the critical path. The step less this is
+        the communication the job waits for (exposed), as the rigid loop's comm_seconds_per_iteration."""
+        key = self._key(run, gpus)
+        found = self._compute_memo.get(key)
+        if found is None:
+            gpu_type = run.model.pool.gpu_type
+            free = self._free.get(gpu_type)
+            if free is None:
+                free = self._free[gpu_type] = fabric_for(CommSpec("none"), run.model.pool.topology)
+            found = self._compute_memo[key] = true_step_seconds(run.model, run.plan, gpus, free)
+        return found
+
+    @staticmethod
+    def _key(run, gpus) -> tuple:
         topo = run.model.pool.topology
         shape = []
         for g in gpus:
@@ -129,10 +159,5 @@ class GroundTruth:
             else:
                 shape.append([m, 1])
         racks = tuple(topo.rack_of_machine(m) for m, _ in shape)
-        key = (id(run.model), run.plan, tuple(n for _, n in shape), tuple(r == racks[0] for r in racks))
-        found = self._memo.get(key)
-        if found is None:
-            fabric = self.fabrics[run.model.pool.gpu_type]
-            found = self._memo[key] = true_step_seconds(run.model, run.plan, gpus, fabric)
-        return found
+        return id(run.model), run.plan, tuple(n for _, n in shape), tuple(r == racks[0] for r in racks)
 

@@ -34,6 +34,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from artist.metrics import jobs_summary, percentile
 from artist.elastic.spec import candidate_batches, clamp_local_batch, split_batch
 
 HOUR = 3600.0
@@ -163,29 +164,18 @@ def cluster_timeseries(result, series: pd.DataFrame, total_gpus: int, round_seco
 
 
 def summary(result, jobs: pd.DataFrame, cluster: pd.DataFrame, total_gpus: int, round_seconds: float) -> dict:
-    jct, queue, rho = jobs["jct_s"].to_numpy(), jobs["queueing_delay_s"].dropna().to_numpy(), jobs["ftf_rho"]
-
-    def pct(values, q):
-        return float(np.percentile(values, q)) if len(values) else math.nan
-
+    rho = jobs["ftf_rho"]
     # GPU-seconds held per round, the last round cut at the makespan
     span = np.clip(result.makespan - cluster["time_s"].to_numpy(), 0.0, round_seconds)
     held = cluster["allocated_gpus"].to_numpy() * span
     weighted = cluster["efficiency_gpu_weighted"].to_numpy()
     has = ~np.isnan(weighted) & (held > 0)
+    utilisation = float(held.sum() / (total_gpus * result.makespan)) if result.makespan else 0.0
+    common = jobs_summary(jobs, result.makespan, utilisation)  # every loop's columns (artist/metrics.py)
     return {
-        "jobs": int(len(jobs)), "finished": int(len(jobs)), "rounds": int(result.rounds),
-        "makespan_s": float(result.makespan),
-        "jct_mean_s": float(jct.mean()), "jct_median_s": pct(jct, 50), "jct_p95_s": pct(jct, 95),
-        "jct_p99_s": pct(jct, 99),
-        "queueing_mean_s": float(queue.mean()) if len(queue) else math.nan, "queueing_p95_s": pct(queue, 95),
-        "queueing_p99_s": pct(queue, 99),
-        # the rigid tables' column: mean over jobs of the exposed communication per iteration
-        "comm_latency_mean_s": float(jobs["comm_seconds_per_iteration"].mean()) if len(jobs) else math.nan,
-        "gpu_utilisation_fraction": float(held.sum() / (total_gpus * result.makespan)) if result.makespan else 0.0,
-        "restarts_total": int(jobs["restarts"].sum()), "restarts_per_job": float(jobs["restarts"].mean()),
+        "jobs": common.pop("jobs"), "finished": common.pop("finished"), "rounds": int(result.rounds), **common,
         "efficiency_gpu_weighted_mean": float(np.average(weighted[has], weights=held[has])) if has.any() else math.nan,
-        "ftf_rho_mean": float(rho.mean()), "ftf_rho_p99": pct(rho, 99), "ftf_rho_max": float(rho.max()),
+        "ftf_rho_mean": float(rho.mean()), "ftf_rho_p99": percentile(rho, 99), "ftf_rho_max": float(rho.max()),
         "ftf_unfair_fraction": float((rho > 1).mean()),
         # shared contention only: the rigid loop's summary columns (artist/metrics.py)
         **({"contention_slowdown_mean": float(jobs["contention_slowdown"].mean()),

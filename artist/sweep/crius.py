@@ -11,8 +11,9 @@
     depth: 3                        # Crius' search depth
     comm: [none, analytical]        # optional axis (default analytical): the network of the whole Crius world
 
-One run per (policy, seed): the usual results row (jobs, finished, makespan_s, jct_mean_s, jct_median_s,
-jct_p95_s, jct_p99_s, queueing_mean_s, restarts_per_job) plus Crius' own columns (throughput_mean,
+One run per (policy, seed): every loop's results columns (artist/metrics.py jobs_summary: JCT and
+queueing statistics, exposed communication per iteration, GPU utilisation, restarts; which path answered
+the ground truth's network questions) plus Crius' own columns (throughput_mean,
 throughput_peak, estimation_accuracy_avg/min, ..._packed_avg/min, packed_starts_fraction,
 tuning_accuracy_avg, profile_gpu_h, tuning_h), per-run jobs and throughput tables. The scheduler's
 seconds per decision are wall-clock: run.json only, not the results table (byte-identical for a seed).
@@ -35,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-import numpy as np
 import pandas as pd
 
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S
+from artist.metrics import jobs_summary
 from artist.network.stack import CommSpec
 from artist.simulator import SimulatorConfig
 from artist.sweep.axes import NO_CALIBRATION, PolicyChoice, TopologyChoice, WorkloadChoice
@@ -194,27 +195,21 @@ def tables_of(result) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
                      "finish_s": math.nan if j.finish is None else j.finish,
                      "jct_s": math.nan if j.finish is None else j.finish - s.arrival,
                      "queueing_delay_s": math.nan if j.start is None else j.start - s.arrival,
+                     "comm_seconds_per_iteration": (result.comm_seconds.get(s.job_id, 0.0) / s.iterations
+                                                    if j.finish is not None else math.nan),
                      "restarts": j.restarts})
     jobs = pd.DataFrame(rows)
-    jct = jobs["jct_s"].dropna().to_numpy()
-    queue = jobs["queueing_delay_s"].dropna().to_numpy()
-
-    def pct(values, q):
-        return float(np.percentile(values, q)) if len(values) else math.nan
-
     s = result.summary()
-    row = {"jobs": int(len(jobs)), "finished": int(len(jct)), "makespan_s": float(result.makespan),
-           "jct_mean_s": float(jct.mean()) if len(jct) else math.nan, "jct_median_s": pct(jct, 50),
-           "jct_p95_s": pct(jct, 95), "jct_p99_s": pct(jct, 99),
-           "queueing_mean_s": float(queue.mean()) if len(queue) else math.nan,
-           "restarts_per_job": float(s["restarts_per_job"]),
+    utilisation = result.gpu_seconds / (result.gpus * result.makespan) if result.makespan > 0 else 0.0
+    row = {**jobs_summary(jobs, result.makespan, utilisation),  # every loop's columns (artist/metrics.py)
            "throughput_mean": float(s["avg_throughput"]), "throughput_peak": float(s["peak_throughput"]),
            "estimation_accuracy_avg": s["estimation_accuracy_avg"],
            "estimation_accuracy_min": s["estimation_accuracy_min"],
            "estimation_accuracy_packed_avg": s["estimation_accuracy_packed_avg"],
            "estimation_accuracy_packed_min": s["estimation_accuracy_packed_min"],
            "packed_starts_fraction": s["packed_starts"], "tuning_accuracy_avg": s["tuning_accuracy_avg"],
-           "profile_gpu_h": s["profile_gpu_h"], "tuning_h": s["tuning_h"]}
+           "profile_gpu_h": s["profile_gpu_h"], "tuning_h": s["tuning_h"],
+           **(result.answers.columns() if result.answers is not None else {})}
     throughput = pd.DataFrame(result.throughput, columns=["time_s", "throughput"])
     return jobs, row, throughput
 
