@@ -16,7 +16,9 @@ path), under:
                       goodput slowdowns;
   2. + network:       step times from measured compute + ArtISt's network model (--backend) of the placement;
   3. + free start:    the first start costs no restart delay;
-  4. ArtISt default:  ArtISt's own rules throughout (no pin, no slowdown).
+  4. ArtISt default:  ArtISt's own rules throughout (no pin, no slowdown), and its own configuration of a
+                      policy the artifact ran otherwise (Gavel: steps 1-3 run it as the Sia artifact does,
+                      Policy.artifact_spec).
 
 Each step switches one of ArtISt's models on, so the table says what each changes. Printed per policy,
 workload and step: average and p99 JCT (numpy's percentile), makespan, GPU-hours (held; for the Sia
@@ -45,10 +47,14 @@ REPO = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Policy:
     key: str          # --policies name
-    spec: str         # the sweep spec's policy entry
+    spec: str         # the sweep spec's policy entry (ArtISt's configuration of the policy)
     label: str        # its label in the results
     reference: str    # the artifact's per-job file ({workload} filled in)
     round_s: float = 60.0  # its round (the Sia artifact bills GPU-hours by whole rounds)
+    artifact_spec: str = ""  # the policy configured as the artifact runs it, for every step but ArtISt's default
+
+    def entry(self, own: bool) -> str:
+        return self.spec if own or not self.artifact_spec else self.artifact_spec
 
 
 @dataclass(frozen=True)
@@ -87,8 +93,12 @@ ARTIFACTS = {
         (("philly-1", "workloads/sia/workloads/philly/workload-1.csv"),
          ("helios-1", "workloads/sia/workloads/saturn/workload-1.csv")),
         {"sia": Policy("sia", "{name: sia, params: {p: -0.5, lam: 1.1}, label: Sia}", "Sia", "{workload}.sia.csv"),
+         # the artifact's Gavel: the raw sum of iterations per second (each divided by the job's slowdown), its
+         # own lease accounting and worker assignment, an interior-point solver (cvxpy + ECOS there)
          "gavel": Policy("gavel", "{name: gavel, params: {tuned_jobs: true}, label: Gavel+TunedJobs}",
-                         "Gavel+TunedJobs", "{workload}.gavel-tunedjobs.csv", round_s=360.0)},
+                         "Gavel+TunedJobs", "{workload}.gavel-tunedjobs.csv", round_s=360.0,
+                         artifact_spec="{name: gavel, params: {tuned_jobs: true, normalise: false, throughput: "
+                                       "iterations, leases: sia-artifact, solver: interior}, label: Gavel+TunedJobs}")},
         "workloads/sia/parity",
         (("artifact", "sia-artifact"),
          ("+ network", "{preset: sia-artifact, step_time: network}"),
@@ -109,8 +119,9 @@ def reference(path: Path, first: int | None, whole_rounds: bool) -> dict[str, di
                         "completion_time_s": float(r["completion_time_s"])} for r in rows}
 
 
-def spec_text(artifact: Artifact, policies, rules: str, backend: str, jobs: int | None, pop: int, gen: int) -> str:
-    entries = "\n".join(f"  - {p.spec.replace('POP', str(pop)).replace('GEN', str(gen))}" for p in policies)
+def spec_text(artifact: Artifact, policies, rules: str, backend: str, jobs: int | None, pop: int, gen: int,
+              own: bool = True) -> str:
+    entries = "\n".join(f"  - {p.entry(own).replace('POP', str(pop)).replace('GEN', str(gen))}" for p in policies)
     first = f", first: {jobs}" if jobs else ""
     workloads = "\n".join(f"  - {{spec: {REPO / path}, label: {label}{first}}}" for label, path in artifact.workloads)
     return (f"name: parity\nloop: elastic\ntopology: {REPO / artifact.topology}\n"
@@ -119,11 +130,11 @@ def spec_text(artifact: Artifact, policies, rules: str, backend: str, jobs: int 
 
 
 def run_step(artifact: Artifact, policies, rules: str, backend: str, jobs, pop, gen, workers: int, scratch: Path,
-             name: str):
+             name: str, own: bool = True):
     """{(policy label, workload label): {job: row of its jobs.csv, with whole-round GPU-seconds}} of one
     `artist sweep` of the policies under these rules."""
     spec = scratch / f"{name}.yaml"
-    spec.write_text(spec_text(artifact, policies, rules, backend, jobs, pop, gen))
+    spec.write_text(spec_text(artifact, policies, rules, backend, jobs, pop, gen, own))
     out = scratch / f"{name}-out"
     done = subprocess.run([sys.executable, "-m", "artist.cli", "sweep", str(spec), "--out", str(out), "-j",
                            str(workers), "--quiet"], cwd=scratch, capture_output=True, text=True)
@@ -199,7 +210,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for k, (label, rules) in enumerate(steps):
             found = run_step(artifact, policies, rules, args.backend if k else "analytical", args.jobs, args.pop,
-                             args.gen, args.workers, Path(tmp), f"step{k}")
+                             args.gen, args.workers, Path(tmp), f"step{k}", own=k == len(steps) - 1)
             for key in keys:
                 table[key].append((f"ArtISt: {label}", row(found[key], refs[key], artifact.whole_rounds)))
     billing = "by whole rounds, as the artifact reports them" if artifact.whole_rounds else "held"

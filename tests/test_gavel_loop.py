@@ -150,3 +150,35 @@ def test_a_bad_profiled_value_is_refused_and_gavel_never_imports_the_network():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not [n for n in names if n.startswith(("artist.network", "artist.elastic.steptime"))], path.name
+
+
+def test_profiles_in_iterations_and_under_a_goodput_slowdown_by_hand(timer):
+    """The Sia artifact's Gavel reads iterations per second, each divided by its application's slowdown: the
+    same step, 1 / step and 1 / (step x 1.8) for cifar10 (rules.SIA_SLOWDOWNS)."""
+    jobs = [ElasticJobSpec("j", 0.0, "cifar10", gpus=1, batch=128)]
+    samples = IsolatedProfiler(timer, pollux_applications(), jobs, {"t4": 4}).throughput("j", "t4", 1)
+    per_iteration = IsolatedProfiler(timer, pollux_applications(), jobs, {"t4": 4}, unit="iterations",
+                                     slowdowns={"cifar10": 1.8}).throughput("j", "t4", 1)
+    assert per_iteration == pytest.approx(samples / 128 / 1.8, rel=1e-12)
+    with pytest.raises(ValueError, match="unit"):
+        IsolatedProfiler(timer, pollux_applications(), jobs, {"t4": 4}, unit="bytes")
+
+
+@pytest.mark.parametrize("param, value", [("solver", "magic"), ("leases", "nope"), ("throughput", "bytes"),
+                                          ("normalise", "maybe")])
+def test_a_bad_gavel_setting_is_one_line_naming_the_field(tmp_path, param, value):
+    from pathlib import Path
+
+    from artist.errors import InputError
+    from artist.sweep.spec import load_sweep_spec
+
+    root = Path(__file__).resolve().parents[1]
+    spec = {"name": "g", "topology": str(root / "topologies/clusters/sia-hetero-64.yaml"),
+            "elastic": {"applications": str(root / "workloads/sia")},
+            "policies": [{"name": "gavel", "params": {"tuned_jobs": True, param: value}}],
+            "workloads": [{"spec": str(root / "workloads/sia/workloads/philly/workload-1.csv"), "label": "p",
+                           "first": 4}], "comm": "analytical"}
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(tmp_path / "g.yaml", data=spec)
+    assert "field 'policies[0].params'" in str(exc.value) and param.rstrip("e") in str(exc.value)
+    assert "\n" not in str(exc.value)

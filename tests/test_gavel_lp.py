@@ -146,3 +146,20 @@ def test_same_input_same_allocation():
     t, sf, gpus = _random_instance(rng, 30, 3)
     for solve in (max_sum_throughput, max_min_fairness):
         assert solve(t, sf, gpus).tobytes() == solve(t.copy(), sf.copy(), gpus.copy()).tobytes()
+
+
+def test_interior_solver_shares_time_among_interchangeable_jobs_at_the_same_optimum():
+    """Three jobs alike (same throughput, one GPU each) on a type of two GPUs: every X with sum 2 is optimal.
+    The simplex answer is a vertex (two jobs get the type, one nothing); the interior-point answer lies inside
+    the optimal face: 2/3 each, by symmetry (the Sia artifact's Gavel, an interior-point solver, shares so)."""
+    t = np.array([[3.0], [3.0], [3.0]])
+    vertex = max_sum_throughput(t, [1, 1, 1], [2], normalise=False)
+    inside = max_sum_throughput(t, [1, 1, 1], [2], normalise=False, solver="interior")
+    assert sorted(vertex[:, 0].round(9).tolist()) == [0.0, 1.0, 1.0]
+    assert inside[:, 0] == pytest.approx([2 / 3] * 3, abs=1e-6)
+    assert (t * inside).sum() == pytest.approx((t * vertex).sum(), rel=1e-7)  # the same optimum
+    # a job that gains more still gets its type first: the interior answer is optimal, not a fair share
+    skewed = max_sum_throughput(np.array([[5.0], [3.0], [3.0]]), [1, 1, 1], [2], normalise=False, solver="interior")
+    assert skewed[0, 0] == pytest.approx(1.0, abs=1e-6) and skewed[1:, 0] == pytest.approx([0.5, 0.5], abs=1e-6)
+    with pytest.raises(ValueError, match="solver"):
+        max_sum_throughput(t, [1, 1, 1], [2], solver="magic")

@@ -121,3 +121,40 @@ def test_placement_prefers_the_tightest_node_that_holds_a_job_whole():
     out = place_on_nodes({"a": 0, "b": 0}, {"a": 3, "b": 1}, [0, 0], [4, 4],
                          {"a": np.array([3, 0])}, ["a", "b"])
     assert out["a"].tolist() == [3, 0] and out["b"].tolist() == [1, 0]   # node 0 has 1 free: tightest fit
+
+
+def test_sia_artifact_leases_by_hand():
+    """The Sia artifact's accounting: f = (rounds on t + 1/2) / (all jobs' rounds on t + 1/2 per job ever
+    seen), never reset, no deficit. Two jobs, X = 1/2 each, one GPU: round 1 both 0.5 / 1.0 -> priority 1,
+    arrival order picks a; round 2 a 1.5 / 2.0 -> 0.667, b 0.5 / 2.0 -> 2: b; then they alternate. A third
+    job arriving at round 5 enters with its half round against the 5 rounds run: f = 0.5 / 5.5."""
+    from artist.policies.gavel.rounds import SiaArtifactLeases
+
+    leases = SiaArtifactLeases()
+    x, runnable = np.array([[0.5], [0.5]]), np.ones((2, 1), dtype=bool)
+    picks = [leases.pick(["a", "b"], x, [1, 1], runnable, [1], now=360.0 * r) for r in range(4)]
+    assert picks == [[0, -1], [-1, 0], [0, -1], [-1, 0]]
+    assert leases.type_rounds.tolist() == [1.0 + 4]
+    x3 = np.array([[0.4], [0.4], [0.2]])
+    leases.pick(["a", "b", "c"], x3, [1, 1, 1], np.ones((3, 1), dtype=bool), [1], now=360.0 * 4)
+    # c: 0.2 / (0.5 / 5.5) = 2.2 beats a (0.4 / (2.5 / 5.5) = 0.88) and b (same): c ran
+    assert leases.received["c"].tolist() == [1.0] and leases.resets == 0
+    # a job that leaves keeps its rounds in the type's total (the artifact never subtracts them)
+    leases.pick(["c"], np.array([[1.0]]), [1], np.ones((1, 1), dtype=bool), [1], now=360.0 * 5)
+    assert leases.type_rounds.tolist() == [1.0 + 4 + 0.5 + 1 + 1]
+
+
+def test_sia_artifact_worker_assignment_by_hand():
+    """Larger scale factors are assigned first and fill from the lowest server; a smaller job keeps its
+    workers only if none was taken: a 4-GPU job picked beside a 2-GPU job that held node 0's first two
+    workers takes node 0 whole, and the 2-GPU job moves to node 1."""
+    from artist.policies.gavel.rounds import assign_workers
+
+    node_type, gpus = [0, 0], [4, 4]
+    first = assign_workers({"s": 0}, ["s"], {"s": 2}, node_type, gpus, {})
+    assert first == {"s": ((0, 0), (0, 1))}
+    second = assign_workers({"s": 0, "big": 0}, ["s", "big"], {"s": 2, "big": 4}, node_type, gpus, first)
+    assert second == {"big": ((0, 0), (0, 1), (0, 2), (0, 3)), "s": ((1, 0), (1, 1))}
+    # alone again, it keeps where it is; not picked, it is not assigned
+    third = assign_workers({"s": 0, "big": -1}, ["s"], {"s": 2, "big": 4}, node_type, gpus, second)
+    assert third == {"s": ((1, 0), (1, 1))}

@@ -478,7 +478,8 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
         from artist.policies.plugins import load_plugin
 
         load_plugin(run.policy.plugin)
-    context = PolicyContext(dict(apps), list(run.jobs), timer_for, profiles, dict(fabrics))
+    context = PolicyContext(dict(apps), list(run.jobs), timer_for, profiles, dict(fabrics),
+                            dict(rules.goodput_slowdown))
     policy, seen = make_elastic_policy(run.policy.name, run.policy.params, view, seed=int(run.axes["seed"]),
                                        context=context)
     round_seconds = float(getattr(policy, "round_seconds", config.round_seconds))  # Gavel: its 360 s leases

@@ -22,6 +22,14 @@ job on schedule has priority ~1 on every type, behind it > 1.
 Placement (place_on_nodes): a job picked again on the type it held keeps its GPUs; the others are placed
 largest first, each on the single node with the fewest free GPUs that holds it whole, else over the
 nodes with the most free GPUs (Gavel assigns workers "to minimise the number of servers used").
+
+The Sia artifact's Gavel (siasosp23/artifacts sia-simulator/gavel.py, read 2026-11-28; `leases:
+sia-artifact`) accounts differently, and the parity comparison (docs results page "parity") runs it so:
+f[j, t] = (rounds j ran on t + 1/2) / (the rounds all jobs ever ran on t + 1/2 per job ever seen), never
+reset (its reset is commented out); no deficit (its update is commented out); and workers assigned type by
+type, larger scale factors first, each group first keeping the jobs whose previous workers are all still
+unassigned, then filling the others from the lowest server on (a larger job can so take the workers a
+smaller one held, which then moves): SiaArtifactLeases and assign_workers.
 """
 
 from __future__ import annotations
@@ -80,28 +88,102 @@ class RoundLeases:
                 self.deficit[j] = np.zeros(types)
                 self._order[j] = self._arrivals
                 self._arrivals += 1
+                self._added(types)
         self._maybe_reset(job_ids, x, now)
         entries = []
         for i, j in enumerate(job_ids):
-            fraction = (self.received[j] + PRIOR_ROUNDS) / (self.present[j] + PRIOR_ROUNDS)
-            priority = np.where(x[i] > 0, x[i] / fraction, 0.0)
+            priority = np.where(x[i] > 0, x[i] / self._fraction(j), 0.0)
             for t in np.flatnonzero(runnable[i]):
                 entries.append((-priority[t], -self.deficit[j][t], -x[i, t], self._order[j], int(t), i))
         entries.sort()
         left = np.asarray(type_gpus, dtype=int).copy()
         picks = [-1] * len(job_ids)
+        self.pick_order: list[int] = []  # job indices in the order they were picked (a placement may read it)
         for *_, t, i in entries:
             if picks[i] < 0 and scale_factors[i] <= left[t]:
                 picks[i] = t
                 left[t] -= scale_factors[i]
+                self.pick_order.append(i)
         for i, j in enumerate(job_ids):
             ran = np.zeros(types)
             if picks[i] >= 0:
                 ran[picks[i]] = 1.0
             self.received[j] += ran
             self.present[j] += 1
-            self.deficit[j] += x[i] - ran
+            self._record(j, x[i], ran)
         return picks
+
+    # ---- what differs between Gavel's accounting and the Sia artifact's -------------
+    def _added(self, types: int) -> None:
+        """A job seen for the first time."""
+
+    def _fraction(self, job_id: str) -> np.ndarray:
+        """f[j, t] per type: the job's own fraction of its rounds on each type, with Gavel's half-round prior."""
+        return (self.received[job_id] + PRIOR_ROUNDS) / (self.present[job_id] + PRIOR_ROUNDS)
+
+    def _record(self, job_id: str, x_row: np.ndarray, ran: np.ndarray) -> None:
+        self.deficit[job_id] += x_row - ran
+
+
+class SiaArtifactLeases(RoundLeases):
+    """The Sia artifact's accounting (module docstring): the fraction against every job's rounds on the type
+    since the start, never reset, no deficit."""
+
+    def __init__(self):
+        super().__init__(reset_seconds=float("inf"))
+        self.type_rounds: np.ndarray | None = None  # per type: all jobs' rounds on it, with each job's prior
+
+    def _maybe_reset(self, job_ids, allocation, now) -> None:
+        pass  # never reset
+
+    def _added(self, types: int) -> None:
+        if self.type_rounds is None:
+            self.type_rounds = np.zeros(types)
+        self.type_rounds += PRIOR_ROUNDS  # each job enters every type's total with its half-round prior
+
+    def _fraction(self, job_id: str) -> np.ndarray:
+        return (self.received[job_id] + PRIOR_ROUNDS) / self.type_rounds
+
+    def _record(self, job_id: str, x_row: np.ndarray, ran: np.ndarray) -> None:
+        self.type_rounds += ran  # (deficits stay 0)
+
+
+def assign_workers(picks: Mapping[str, int], pick_order: Sequence[str], scale_factors: Mapping[str, int],
+                   node_type: Sequence[int], node_gpus: Sequence[int], held: Mapping[str, tuple]
+                   ) -> dict[str, tuple]:
+    """The Sia artifact's worker assignment (module docstring): job -> its workers, (node, slot) pairs, for
+    every picked job. held: each job's workers of the last round; pick_order: the jobs as they were picked."""
+    node_type = np.asarray(node_type, dtype=int)
+    out: dict[str, tuple] = {}
+    for t in sorted({int(v) for v in picks.values() if v >= 0}):
+        servers = [[(int(n), k) for k in range(int(node_gpus[n]))] for n in np.flatnonzero(node_type == t)]
+        jobs = sorted((j for j in pick_order if picks[j] == t), key=lambda j: -scale_factors[j])  # stable
+        taken: set = set()
+        server = 0
+        for size in sorted({scale_factors[j] for j in jobs}, reverse=True):
+            group = [j for j in jobs if scale_factors[j] == size]
+            for j in group:  # keep where it was if none of its workers is taken yet
+                before = held.get(j, ())
+                if before and node_type[before[0][0]] == t and not taken.intersection(before):
+                    out[j] = before
+                    taken.update(before)
+            for j in group:
+                if j in out:
+                    continue
+                got = []
+                while len(got) < size and server < len(servers):
+                    if not servers[server]:
+                        server += 1
+                        continue
+                    worker = servers[server].pop(0)
+                    if worker not in taken:
+                        got.append(worker)
+                        taken.add(worker)
+                if len(got) < size:
+                    raise RuntimeError(f"job {j}: {size - len(got)} workers of type {t} left to assign; picks "
+                                       "exceeded the type's GPUs")
+                out[j] = tuple(got)
+    return out
 
 
 def place_on_nodes(picks: Mapping[str, int], scale_factors: Mapping[str, int], node_type: Sequence[int],

@@ -12,7 +12,12 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     cluster of several types it sees 4-GPU virtual nodes, as Sia's artifact runs it (a
                     mixed-type allocation runs on its dominant type, artist/elastic/jobs.py)
     gavel           GavelPolicy (artist/policies/gavel/) with its IsolatedProfiler: objective; only
-                    tuned_jobs: true (the workload's GPU count and batch); its own 360 s round leases
+                    tuned_jobs: true (the workload's GPU count and batch); its own 360 s round leases;
+                    normalise (true: throughputs normalised per job, Gavel's; false: the raw sum),
+                    throughput (samples or iterations per second), leases (gavel, or sia-artifact: the
+                    lease accounting and worker assignment of the Sia artifact's Gavel, rounds.py), solver
+                    (simplex, or interior: a point inside the optimal face, lp.py) - the Sia artifact ran
+                    normalise: false, throughput: iterations, leases: sia-artifact, solver: interior
     optimus-oracle  OptimusOracle; tuned_jobs: true (default) = each job's batch from the workload's
                     TunedJobs columns, false = from its "realistic" file (M0 x the trace's GPU count)
     tiresias-pollux TiresiasRigid, Tiresias as the Pollux artifact runs it (two queues on GPU-hours, arrival
@@ -74,6 +79,9 @@ class PolicyContext:
     timer_for: Callable | None = None
     profiles: dict = field(default_factory=dict)  # application -> ModelProfile (its gradient bytes)
     fabrics: dict = field(default_factory=dict)   # GPU type -> the run's FabricModel of that pool
+    # application -> the factor the run's rules divide its progress by (elastic.rules goodput_slowdown): what
+    # a measurement of the job observes
+    slowdowns: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,17 +105,21 @@ def _pollux(cluster, seed, ctx, p=-1.0, delta=30.0, pop_size=100, generations=10
                            interference_avoidance=interference_avoidance, max_nodes=max_nodes), seen
 
 
-def _gavel(cluster, seed, ctx, objective="max_sum_throughput", tuned_jobs=True):
+def _gavel(cluster, seed, ctx, objective="max_sum_throughput", tuned_jobs=True, normalise=True,
+           throughput="samples", leases="gavel", solver="simplex"):
     from artist.elastic.profiling import IsolatedProfiler
     from artist.policies.gavel.policy import GavelPolicy
 
     if tuned_jobs is not True:
         raise ValueError("only tuned_jobs: true (the workload's GPU count and batch) is wired for gavel")
+    _check_bool("normalise", normalise)
     if ctx is None or ctx.timer_for is None:
         raise ValueError("gavel profiles jobs: it needs the run's applications, jobs and step timer")
     profiler = IsolatedProfiler(ctx.timer_for(cluster), ctx.apps, ctx.jobs,
-                                {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools})
-    return GavelPolicy(cluster.capacity, cluster.node_types, profiler, objective=objective), cluster
+                                {p.gpu_type: p.topology.gpus_per_machine for p in cluster.pools}, unit=throughput,
+                                slowdowns=ctx.slowdowns)
+    return GavelPolicy(cluster.capacity, cluster.node_types, profiler, objective=objective, normalise=normalise,
+                       leases=leases, solver=solver), cluster
 
 
 def _optimus(cluster, seed, ctx, tuned_jobs=True):
