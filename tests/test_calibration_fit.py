@@ -232,6 +232,19 @@ def test_every_collective_of_a_log_is_simulated(h100):
     assert {(p.tier, p.ranks, p.hops, p.kind) for p in points} == {("rack", 2, 1, "send_recv")}
 
 
+def test_sendrecv_is_timed_by_its_slowest_pair(h100):
+    """nccl-tests' sendrecv on 10 x 8 GPUs: ranks 0 and 1 share a machine (NVLink), but rank 7 sends to rank
+    8 across a NIC, and the test ends when that pair has: the pair timed is one that crosses the rack tier,
+    as on 10 x 1 GPUs, where every pair does."""
+    model = AnalyticalModel(h100)
+    across = placement_from_shape(h100, [[1, 1]])
+    for name in ("xxrjun_10node_80xH100_8gpn_allcoll.txt", "xxrjun_10node_10xH100_1gpn_allcoll.txt"):
+        log = parse_nccl_tests(DATA / name)
+        points = simulate_test(model, h100, log, log.tests_of("sendrecv")[0], min_bytes=MIB)
+        assert {(p.tier, p.ranks, p.hops) for p in points} == {("rack", 2, 1)}, name
+        assert all(p.simulated_s == model.collective_seconds(across, p.size_bytes, "send_recv") for p in points)
+
+
 def test_a_collective_no_backend_simulates_is_refused(h100):
     # Made-up broadcast rows (busbw = algbw for broadcast; 1048576 B / 100 us = 10.49 GB/s).
     text = """# Collective test starting: broadcast_perf

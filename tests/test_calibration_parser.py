@@ -29,6 +29,9 @@ SHIPPED = {
     # ~24.7 GiB, so 10 sizes); all_gather / reduce_scatter / alltoall sizes are 33554400 = 419430 x 8 B x 10 ranks.
     "xxrjun_10node_10xH100_1gpn_allcoll.txt": (["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
                                                [10] * 5, 10, 1, [10, 10, 10, 10, None]),
+    # the same run at 8 GPUs per node (80 ranks); sendrecv implies no rank count (factor 1)
+    "xxrjun_10node_80xH100_8gpn_allcoll.txt": (["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
+                                               [10] * 5, 10, 8, [80, 80, 80, 80, None]),
     "gcp_a3mega_2node_16xH100_tcpxo.txt": (["all_reduce"], [31], 2, 8, [16]),
     # No 'Using devices' block: nodes unknown; 16 ranks = 2 x p4de per the source.
     "aws_p4de_2node_16xA100_efa.txt": (["all_reduce"], [29], None, None, [16]),
@@ -54,6 +57,10 @@ def test_shipped_log_counts(name):
 # 169.0 us; xxrjun 2 x 1 sendrecv 32 MiB 838.43 vs 787.24 us. The xxrjun 10 x 1 log has none: its largest
 # spread is all_gather 32 MiB, 721.94 vs 687.61 us (4.9 %).
 NOISY_ROWS = {
+    # xxrjun 10 x 8: all_reduce 32 MiB 798.52 vs 857.09 us (7.1 %), 128 MiB (11.8 %), 256 MiB (7.8 %), 2 GiB (7.7 %);
+    # all_gather 64-256 MiB (6.3-11.6 %); reduce_scatter 32 MiB-1 GiB, 885.81 vs 650.00 us at 64 MiB the worst
+    # (30.7 %); alltoall 128 MiB (7.0 %) - found with awk over the two time columns, as the parser does
+    "xxrjun_10node_80xH100_8gpn_allcoll.txt": [92, 94, 95, 98, 200, 201, 202, 306, 307, 308, 309, 311, 415],
     "aws_p4de_2node_16xA100_efa.txt": [21],
     "gcp_a3mega_2node_16xH100_tcpxo.txt": [33, 40, 47],
     "xxrjun_2node_2xH100_1gpn_smoke.txt": [34],

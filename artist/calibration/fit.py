@@ -35,7 +35,7 @@ from artist.calibration.nccl_tests import NcclLog, NcclTest
 from artist.calibration.plausibility import impossible_rows
 from artist.calibration.regimes import RegimePlan, plan_regimes
 from artist.errors import InputError
-from artist.placement import MACHINE, NETWORK, RACK, Placement, placement_from_shape
+from artist.placement import MACHINE, NETWORK, RACK, TIER_ORDER, Placement, placement_from_shape
 from artist.topology import Topology
 
 TIERS = (MACHINE, RACK, NETWORK)
@@ -191,10 +191,13 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     if kind == "send_recv":
         if placement.size < 2:
             raise InputError(log.source, f"line {test.first_line}", "a sendrecv test needs at least 2 ranks")
-        # nccl-tests' sendrecv: every rank sends to the next one at once; the pairs share no link
-        # direction, so one pair of ring neighbours (ranks 0 and 1) takes the time of all.
+        # nccl-tests' sendrecv: every rank sends to the next one at once; the pairs share no link direction,
+        # so the test takes the time of its slowest pair: the first pair of ring neighbours that crosses the
+        # highest tier the ring crosses (ranks 0 and 1 are an NVLink pair whenever a node holds two GPUs, while
+        # the pairs that cross a NIC set the time: the 10 x 8 H100 log's sendrecv runs at 15 GB/s a pair)
         order = placement.ranks_in_ring_order()
-        placement = Placement(placement.topology, (order[0], order[1]))
+        pairs = [Placement(placement.topology, (a, b)) for a, b in zip(order, order[1:] + order[:1])]
+        placement = max(pairs, key=lambda pair: TIER_ORDER[pair.tier])
     hops = latency_hops(placement, kind)
     t0 = base_seconds(model, placement, kind)
     shape = "[" + ",".join("[" + ",".join(map(str, r)) + "]" for r in placement.canonical_shape) + "]"
