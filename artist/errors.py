@@ -16,6 +16,14 @@ class InputError(ValueError):
         super().__init__(f"{location}: {problem}")
 
 
+class UnknownFieldError(InputError):
+    """A mapping holds a field its reader does not know; `allowed` lists the ones it does."""
+
+    def __init__(self, source: str, where: str | None, allowed):
+        self.allowed = tuple(sorted(allowed))
+        super().__init__(source, where, f"unknown field (allowed: {', '.join(self.allowed)})")
+
+
 # Bytes of one input file read whole (specs, topologies, models, and traces for their content hash): 2 GiB.
 # The largest published trace shipped in pieces (Helios' Saturn cluster log) is ~0.3 GB.
 MAX_INPUT_BYTES = 2 << 30

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from artist.errors import InputError, read_input_file
+from artist.errors import InputError, UnknownFieldError, read_input_file
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -141,4 +141,4 @@ class Fields:
     def unknown_keys(self, allowed: set[str]) -> None:
         extra = sorted(set(self.data) - allowed)
         if extra:
-            raise self.error(extra[0], f"unknown field (allowed: {', '.join(sorted(allowed))})")
+            raise UnknownFieldError(self.source, self._where(extra[0]), allowed)
