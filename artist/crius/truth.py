@@ -106,9 +106,13 @@ def plan_step_graph(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[
     return StepGraph(tuple(b.nodes), samples=model.global_batch)
 
 
+def step_timing(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[int], fabric):
+    """The fabric's timing of the plan's step graph on these GPUs (its step and which path answered)."""
+    return fabric.time({"job": plan_step_graph(model, plan, gpus)})["job"]
+
+
 def true_step_seconds(model: CellModel, plan: Sequence[StagePlan], gpus: Sequence[int], fabric) -> float:
-    graph = plan_step_graph(model, plan, gpus)
-    return fabric.time({"job": graph})["job"].step_seconds
+    return step_timing(model, plan, gpus, fabric).step_seconds
 
 
 class GroundTruth:
@@ -129,8 +133,7 @@ class GroundTruth:
         key = self._key(run, gpus)
         found = self._memo.get(key)
         if found is None:
-            fabric = self.fabrics[run.model.pool.gpu_type]
-            timing = fabric.time({"job": plan_step_graph(run.model, run.plan, gpus)})["job"]
+            timing = step_timing(run.model, run.plan, gpus, self.fabrics[run.model.pool.gpu_type])
             self.answers.record(timing.result)
             found = self._memo[key] = timing.step_seconds
         return found
