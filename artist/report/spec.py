@@ -136,12 +136,18 @@ def _names(f: Fields, key: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _new_id(f: Fields, ids: set[str], what: str) -> str:
+    """The entry's id, added to `ids` (claims and figures share them); refused when used already."""
+    new = f.string("id")
+    if new in ids:
+        raise f.error("id", f"{what} {new!r} used twice")
+    ids.add(new)
+    return new
+
+
 def _claim(f: Fields, ids: set[str]) -> Claim:
     f.unknown_keys(CLAIM_FIELDS)
-    cid = f.string("id")
-    if cid in ids:
-        raise f.error("id", f"claim id {cid!r} used twice")
-    ids.add(cid)
+    cid = _new_id(f, ids, "claim id")
     text, metric = f.string("text"), f.string("metric")
     if f.has("order") == f.has("trend"):
         raise f.error("order", "give exactly one of 'order' (policies in ascending metric) or 'trend'")
@@ -189,13 +195,9 @@ def _paper_value(f: Fields, key) -> tuple[float, ...]:
 
 def _figure(f: Fields, ids: set[str]) -> Figure:
     f.unknown_keys(FIGURE_FIELDS)
-    fid = f.string("id")
-    if fid in ids:
-        raise f.error("id", f"id {fid!r} used twice")
-    ids.add(fid)
-    return Figure(fid, f.string("text"), f.string("metric"), f.string("policy"), _paper_value(f, "paper"),
-                  f.string("paper_source"), f.number("scale", 1.0, positive=True), f.string("unit", ""),
-                  _filter(f, "where"))
+    return Figure(_new_id(f, ids, "id"), f.string("text"), f.string("metric"), f.string("policy"),
+                  _paper_value(f, "paper"), f.string("paper_source"), f.number("scale", 1.0, positive=True),
+                  f.string("unit", ""), _filter(f, "where"))
 
 
 def parse_report(f: Fields, base: Path | None = None) -> ReportSpec:
