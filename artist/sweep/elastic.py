@@ -365,8 +365,8 @@ def _workloads(f: Fields, base: Path, apps: Mapping, models: Mapping):
                 choice = WorkloadChoice(wf.string("label", job_trace.stem), text, str(job_trace),
                                         {"trace_sha256": sha256_file(job_trace)})
             else:
-                choice = (WorkloadChoice(wf.string("label", text), text, text, {"generator": text})
-                          if kind in GENERATORS else rigid._trace_workload(wf, text, base))
+                choice = (rigid.generator_workload(wf, text, base) if kind in GENERATORS
+                          else rigid._trace_workload(wf, text, base))
             first = wf.integer("first", minimum=1) if wf.has("first") else None
             if first:
                 choice.identity["first"] = first

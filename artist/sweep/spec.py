@@ -389,7 +389,7 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
         text = wf.string("spec")
         kind = text.partition(":")[0]
         if kind in GENERATORS:
-            out.append(WorkloadChoice(wf.string("label", text), text, text, {"generator": text}))
+            out.append(generator_workload(wf, text, base))
             continue
         if kind in TRACE_KINDS:
             out.append(_trace_workload(wf, text, base))
@@ -401,6 +401,27 @@ def _workloads(f: Fields, base: Path) -> list[WorkloadChoice]:
         out.append(WorkloadChoice(wf.string("label", p.stem), text, str(p), {"trace_sha256": sha256_file(p)}))
     _unique(f, "workloads", [w.label for w in out], "workload")
     return out
+
+
+def generator_workload(wf: Fields, text: str, base: Path) -> WorkloadChoice:
+    """A generator text. A replay generator's traces (trace=FILE|FILE) are resolved against the spec's
+    directory, and its identity holds their contents in order beside the text as written (not their paths)."""
+    kind, _, params = text.partition(":")
+    identity: dict = {"generator": text}
+    if kind != "replay":
+        return WorkloadChoice(wf.string("label", text), text, text, identity)
+    items = []
+    for item in params.split(","):
+        key, eq, value = item.partition("=")
+        if key.strip() == "trace" and eq:
+            paths = [_resolve(base, v.strip()) for v in value.split("|") if v.strip()]
+            for p in paths:
+                if not p.is_file():
+                    raise wf.error("spec", f"replay: no such trace {p}")
+            identity["trace_sha256"] = [[p.name, sha256_file(p)] for p in paths]
+            item = "trace=" + "|".join(str(p) for p in paths)
+        items.append(item)
+    return WorkloadChoice(wf.string("label", text), text, f"{kind}:{','.join(items)}", identity)
 
 
 def _trace_workload(wf: Fields, text: str, base: Path) -> WorkloadChoice:

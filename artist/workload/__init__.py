@@ -3,7 +3,7 @@
 - model.py: ModelProfile (gradients in backward order, compute time), load_models
 - job.py: Job
 - traces.py: the canonical trace CSV and Helios' cluster_log.csv
-- generators.py: JobMix, batch_jobs, poisson_jobs
+- generators.py: JobMix, batch_jobs, poisson_jobs, replayed_jobs (arrivals on a trace's gaps)
 - spec.py: a workload argument (a trace path or a generator text) -> jobs
 
 The names below are the module's public names from before it became a package.

@@ -1,4 +1,5 @@
-"""Seeded job generators: a batch at t = 0 and a Poisson arrival stream, drawn from a JobMix."""
+"""Seeded job generators: a batch at t = 0, a Poisson arrival stream and a replay of a trace's arrival gaps,
+drawn from a JobMix."""
 
 from __future__ import annotations
 
@@ -53,3 +54,13 @@ def poisson_jobs(n: int, mix: JobMix, mean_interarrival_s: float, seed: int) -> 
     gaps = rng.exponential(mean_interarrival_s, size=n)
     arrivals = np.concatenate([[0.0], np.cumsum(gaps[1:])]) if n else np.zeros(0)
     return _draw_jobs(mix, arrivals, rng, "p")
+
+
+def replayed_jobs(n: int, mix: JobMix, gaps: np.ndarray, seed: int) -> list[Job]:
+    """n jobs whose arrivals follow `gaps` (seconds between successive arrivals, in order), the first at t = 0;
+    models, GPU counts and lengths drawn from the mix as poisson_jobs draws them."""
+    if n - 1 > len(gaps):
+        raise ValueError(f"{n} jobs need {n - 1} gaps; {len(gaps)} given")
+    rng = np.random.default_rng(seed)
+    arrivals = np.concatenate([[0.0], np.cumsum(np.asarray(gaps[:n - 1], dtype=float))]) if n else np.zeros(0)
+    return _draw_jobs(mix, arrivals, rng, "r")

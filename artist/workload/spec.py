@@ -6,12 +6,18 @@
     batch:n=500                          n jobs at t = 0
     poisson:n=400,interarrival=120       n jobs, exponential gaps with that mean (seconds)
     llm:n=40,interarrival=900            LLM-zoo jobs with hybrid plans (artist/workload/llm_mix.py)
+    replay:n=1000,trace=a.csv|b.csv      n jobs on the arrival gaps of published traces (any format)
 
 Generators also take gpus=1|2|4|8 (choices), gpu_weights=.4|.3|.2|.1 (their relative
 frequencies; default: uniform), min_iter=, max_iter=, models=a|b. Poisson streams also take
 interarrival_gpus=G: the interarrival is stated for a cluster of G GPUs and scaled by
 G / (the cluster's GPUs), so that the offered load is the same at every cluster size.
-Batch and Poisson streams also take llm_fraction=F: each job is, with probability F, an LLM-zoo job
+Replayed streams take their gaps from trace=FILE|FILE... (each trace's submissions in time order, the
+traces end to end: artist/workload/traces/arrivals.py), scaled by one factor to a mean of interarrival= when
+it is given (and by interarrival_gpus= as Poisson streams; without interarrival= the traces' own mean is the
+one stated for those GPUs), the trace's own seconds otherwise; the jobs are
+drawn from the mix as a Poisson stream draws them. n= may not exceed the traces' submissions.
+Batch, Poisson and replayed streams also take llm_fraction=F: each job is, with probability F, an LLM-zoo job
 (as the llm generator draws it, with llm_models=, llm_gpus=, global_batch=) instead of a data-parallel one,
 on the same arrivals (llm_mix.mix_in_llm_jobs).
 llm streams take LLM-zoo models (default: llm_mix.DEFAULT_LLM_MODELS), gpus= (default 8|16|32|64),
@@ -30,13 +36,13 @@ from typing import Mapping
 from artist import shipped
 from artist.errors import InputError, read_input_file
 from artist.limits import MAX_ARRIVAL_S, MAX_GENERATED_JOBS, MAX_GPUS, MAX_ITERATIONS, strict_float, strict_int
-from artist.workload.generators import JobMix, batch_jobs, poisson_jobs
+from artist.workload.generators import JobMix, batch_jobs, poisson_jobs, replayed_jobs
 from artist.workload.job import Job
 from artist.workload.model import ModelProfile
 from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
 from artist.workload.traces.spec import TRACE_KINDS, trace_jobs_from_spec
 
-GENERATORS = ("batch", "poisson", "llm")
+GENERATORS = ("batch", "poisson", "llm", "replay")
 
 
 def jobs_from_spec(spec: str, models: Mapping[str, ModelProfile], seed: int,
@@ -84,9 +90,11 @@ class _Params:
                 raise InputError(spec, f"parameter '{key}'", "given twice")
             self.values[key] = value.strip()
         allowed = {"n", "gpus", "gpu_weights", "min_iter", "max_iter", "models"}
-        if kind in ("poisson", "llm"):
+        if kind in ("poisson", "llm", "replay"):
             allowed |= {"interarrival", "interarrival_gpus"}
-        if kind in ("batch", "poisson"):
+        if kind == "replay":
+            allowed.add("trace")
+        if kind in ("batch", "poisson", "replay"):
             allowed |= {"llm_fraction", "llm_models", "llm_gpus", "global_batch"}
         if kind == "llm":
             allowed |= {"global_batch", "gpu_memory_gib", "plan"}
@@ -164,13 +172,9 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
     n = p.integer("n", 100, 1, MAX_GENERATED_JOBS)
     if kind == "batch":
         return _with_llm_jobs(p, batch_jobs(n, mix, seed), 1.0, seed)
-    interarrival = p.number("interarrival", 60.0, MAX_ARRIVAL_S)
-    if "interarrival_gpus" in p.values:
-        stated_for = p.integer("interarrival_gpus", 0, 1, MAX_GPUS)
-        if cluster_gpus is None:
-            raise p.error("interarrival_gpus", "scales the interarrival to the cluster's size, which is not known "
-                                               "here; give the workload to a command that runs it on a topology")
-        interarrival = interarrival * stated_for / cluster_gpus  # the same offered load at every cluster size
+    if kind == "replay":
+        return _replayed(p, n, mix, seed, cluster_gpus)
+    interarrival = _interarrival(p, cluster_gpus)
     if kind == "llm":
         from artist.workload.llm_mix import DEFAULT_GLOBAL_BATCH, llm_jobs
 
@@ -185,10 +189,51 @@ def _generate(kind: str, params_text: str, spec: str, models, seed: int, cluster
             raise p.error("models", str(exc)) from None
     else:
         jobs = _with_llm_jobs(p, poisson_jobs(n, mix, interarrival, seed), interarrival, seed)
+    return _within_limit(p, jobs)
+
+
+def _within_limit(p: _Params, jobs: list[Job]) -> list[Job]:
     if jobs[-1].arrival > MAX_ARRIVAL_S:
-        raise p.error("interarrival", f"the last of {n} arrivals falls at {jobs[-1].arrival:.3g} s, past the "
-                                      f"{MAX_ARRIVAL_S:g} s limit (artist.limits): use fewer jobs or shorter gaps")
+        raise p.error("interarrival", f"the last of {len(jobs)} arrivals falls at {jobs[-1].arrival:.3g} s, past "
+                                      f"the {MAX_ARRIVAL_S:g} s limit (artist.limits): use fewer jobs or shorter gaps")
     return jobs
+
+
+def _interarrival(p: _Params, cluster_gpus: int | None, default: float = 60.0) -> float:
+    """interarrival= (seconds), scaled by interarrival_gpus= to the cluster's size when given."""
+    interarrival = p.number("interarrival", default, MAX_ARRIVAL_S)
+    if "interarrival_gpus" in p.values:
+        stated_for = p.integer("interarrival_gpus", 0, 1, MAX_GPUS)
+        if cluster_gpus is None:
+            raise p.error("interarrival_gpus", "scales the interarrival to the cluster's size, which is not known "
+                                               "here; give the workload to a command that runs it on a topology")
+        interarrival = interarrival * stated_for / cluster_gpus  # the same offered load at every cluster size
+    return interarrival
+
+
+def _replayed(p: _Params, n: int, mix: JobMix, seed: int, cluster_gpus: int | None) -> list[Job]:
+    """replay: the traces' gaps (module docstring), scaled to interarrival= when it is given."""
+    from pathlib import Path
+
+    from artist.workload.traces.arrivals import arrival_gaps
+
+    paths = [Path(t) for t in p.values.get("trace", "").split("|") if t.strip()]
+    if not paths:
+        raise p.error("trace", "required: trace=FILE or trace=FILE|FILE (published traces whose arrival gaps "
+                               "the jobs take)")
+    for path in paths:
+        if not path.exists():
+            raise p.error("trace", f"no such file: {path}")
+    gaps = arrival_gaps(paths)
+    if n - 1 > len(gaps):
+        raise p.error("n", f"{n} jobs need {n - 1} arrival gaps; the traces give {len(gaps)}")
+    gaps = gaps[:n - 1]
+    if "interarrival" in p.values or "interarrival_gpus" in p.values:
+        if not gaps.sum() > 0:
+            raise p.error("trace", "every job of the traces arrives at once: no gaps to scale to interarrival=")
+        gaps = gaps * (_interarrival(p, cluster_gpus, float(gaps.mean())) / gaps.mean())
+    mean = float(gaps.mean()) if len(gaps) else 1.0
+    return _within_limit(p, _with_llm_jobs(p, replayed_jobs(n, mix, gaps, seed), mean, seed))
 
 
 def _with_llm_jobs(p: _Params, jobs: list[Job], interarrival: float, seed: int) -> list[Job]:

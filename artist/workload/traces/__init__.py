@@ -10,6 +10,7 @@
 - mapping.py: model assignment by GPU-time category or size; iterations from run time and GPU speed
 - window.py: busiest N hours, jobs per hour
 - load.py: load_trace (a trace -> jobs and a LoadReport); stats.py: trace_stats
+- arrivals.py: a trace's arrival gaps alone, for the replay generator
 - spec.py: the `FORMAT:path=...,key=value` workload text
 
 The names below are those `artist.workload.traces` had when it was one module.
