@@ -51,3 +51,28 @@ def test_tiresias_under_the_artifacts_rules_matches_the_artifacts_simulator(tmp_
     # ArtISt's own rules answer differently: what the preset changes is measurable on the same jobs
     default = _sweep(tmp_path, "artist")
     assert abs(np.mean([default[n] for n in names]) / mine.mean() - 1) > 0.02
+
+
+def test_the_sia_artifacts_runs_on_moved_arrivals_are_the_published_jobs_moved_by_under_ten_seconds():
+    """The noise-floor runs (workloads/sia/parity/SOURCE.md): every job of the published workload, each
+    submission moved later by 0-9 whole seconds, every JCT a positive time; the artifact's ranks on them
+    differ from its own ranks on the published workload (the point of shipping them)."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import peer_parity
+
+    sia = REPO / "workloads" / "sia"
+    for workload, source in (("philly-1", "philly"), ("helios-1", "saturn")):
+        with open(sia / "workloads" / source / "workload-1.csv", newline="") as fh:
+            published = {r["name"]: float(r["time"]) for r in csv.DictReader(fh)}
+        ref = peer_parity.reference(sia / "parity" / f"{workload}.sia.csv", None, True)
+        assert peer_parity.jittered_row(sia / "parity" / f"{workload}.sia.csv", ref)["spearman"] == 1.0
+        for path in sorted((sia / "parity").glob(f"{workload}.sia.jitter-*.csv")):
+            with open(path, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            assert [r["name"] for r in rows] == list(published), path
+            moved = [float(r["submission_time_s"]) - published[r["name"]] for r in rows]
+            assert all(m in range(10) for m in moved) and len(set(moved)) > 5, path
+            assert all(float(r["jct_s"]) > 0 for r in rows)
+            assert peer_parity.jittered_row(path, ref)["spearman"] < 0.9, path
