@@ -51,6 +51,9 @@ class CollectiveDemand:
     bundles: tuple[Bundle, ...]
     alone_rates: tuple[float, ...]  # per bundle, bytes/s per edge with only this collective on its links
     first_hop_seconds: float = 0.0  # NCCL's base latency + the slowest hop's alpha and path latency
+    burst_rates: tuple[float, ...] = ()  # per bundle, bytes/s per edge with only its own channel on its links
+    hop_seconds: tuple[float, ...] = ()  # per bundle, its hop's start-up latency (alpha + path latency)
+    rounds: tuple[int, ...] = ()  # per bundle, its edge's transfers; 0: its latency stays hidden when slowed
 
     @property
     def bandwidth_seconds(self) -> float:
@@ -72,16 +75,41 @@ def collective_demand(topology: Topology, kind: str, group: tuple[int, ...], nby
     edge = (table.channel * n + table.src) * n + table.dst
     edges, inverse = np.unique(edge, return_inverse=True)
     edge_bytes = np.bincount(inverse, weights=table.nbytes.astype(np.float64), minlength=len(edges))
-    bundles = []
-    hop = 0.0
-    for e, b in zip(edges.tolist(), edge_bytes.tolist()):
+    transfers = np.bincount(inverse, minlength=len(edges))
+    bundles, ends, hops, rounds = [], [], [], []  # ends: (channel, src, dst) per bundle
+    first_hop = 0.0
+    for e, b, k in zip(edges.tolist(), edge_bytes.tolist(), transfers.tolist()):
         if b > 0:
             channel, rest = divmod(e, n * n)
             src, dst = divmod(rest, n)
             route = path(topology, schedule.ranks[src], schedule.ranks[dst], channel)
-            hop = max(hop, latency.per_step(route.kind) + route.latency_s)
+            hops.append(latency.per_step(route.kind) + route.latency_s)
+            first_hop = max(first_hop, hops[-1])
             bundles.append(Bundle(b, tuple(route.links), (1.0,) * len(route.links)))
-    return CollectiveDemand(tuple(bundles), alone_rates(topology, bundles), latency.base_s + hop)
+            ends.append((channel, src, dst))
+            rounds.append(int(k))
+    rates = alone_rates(topology, bundles)
+    return CollectiveDemand(tuple(bundles), rates, latency.base_s + first_hop, _burst_rates(topology, bundles, ends),
+                            tuple(hops), _rounds_shown(ends, rates, rounds))
+
+
+def _burst_rates(topology: Topology, bundles: list[Bundle], ends: list[tuple]) -> tuple[float, ...]:
+    """Per bundle, its max-min rate with only its own channel's edges on its links."""
+    out = [0.0] * len(bundles)
+    for channel in dict.fromkeys(c for c, _, _ in ends):
+        own = [k for k, (c, _, _) in enumerate(ends) if c == channel]
+        for k, rate in zip(own, alone_rates(topology, [bundles[k] for k in own])):
+            out[k] = rate
+    return tuple(out)
+
+
+def _rounds_shown(ends: list[tuple], rates: tuple[float, ...], rounds: list[int]) -> tuple[int, ...]:
+    """The rounds, 0 for an edge whose feeding edge (into its sender, same channel; a ring's previous
+    edge) is faster alone: that edge hands it its next chunk early, so when this edge is slowed its next
+    chunk is ready and its hop latency stays hidden (model.burst_terms)."""
+    into = {(channel, dst): rate for (channel, _, dst), rate in zip(ends, rates)}
+    return tuple(k if into.get((channel, src), rate) <= rate * (1 + 1e-9) else 0
+                 for (channel, src, _), rate, k in zip(ends, rates, rounds))
 
 
 def alone_rates(topology: Topology, bundles) -> tuple[float, ...]:

@@ -103,6 +103,9 @@ struct Input {
   const int64_t* class_cross_off;
   const int32_t* cross_link;
   const double* cross_load;
+  const int32_t* class_job;  // per class: its job (engine.py's class key names it where bursts can collide)
+  const double* class_burst;  // per class: its burst rate (PhaseBundle.burst_rate)
+  const double* class_exposed;  // per class: PhaseBundle.exposed; all 0 where bursts cannot collide
   int n_links;
   const double* capacity;
   int64_t steps;  // < 0: steady state
@@ -412,16 +415,45 @@ class Run {
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
-    std::vector<double> rates = key.size() < SMALL ? rates_small(key) : rates_numpy(key);
+    std::vector<double> caps(key.size());
+    for (std::size_t f = 0; f < key.size(); ++f) caps[f] = in_.class_cap[key[f]];
+    collision_caps(key, caps);
+    std::vector<double> rates = key.size() < SMALL ? rates_small(key, caps) : rates_numpy(key, caps);
     std::vector<std::pair<int, double>> found;
     found.reserve(key.size());
     for (std::size_t f = 0; f < key.size(); ++f) found.emplace_back(key[f], rates[f]);
     return memo_.emplace(key, std::move(found)).first->second;
   }
 
+  // engine.py _collision_caps: per flow (classes in order) that shows latency when its bursts collide,
+  // its cap lowered to 1 / (1 / cap + P exposed), P from the other jobs' caps on its links (class order)
+  void collision_caps(const std::vector<int>& classes, std::vector<double>& caps) const {
+    for (std::size_t f = 0; f < classes.size(); ++f) {
+      int cls = classes[f];
+      double exposed = in_.class_exposed[cls];
+      if (!(exposed > 0)) continue;
+      int job = in_.class_job[cls];
+      double p = 0.0;
+      for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+        int link = in_.cross_link[c];
+        double others = 0.0;
+        for (int other : classes) {
+          if (in_.class_job[other] == job) continue;
+          for (int64_t c2 = in_.class_cross_off[other]; c2 < in_.class_cross_off[other + 1]; ++c2) {
+            if (in_.cross_link[c2] == link) others += in_.class_cap[other] * in_.cross_load[c2];
+          }
+        }
+        double burst = in_.class_burst[cls] * in_.cross_load[c];
+        p = std::max(p, (others - (in_.capacity[link] - burst)) / burst);
+      }
+      p = std::min(1.0, p);
+      if (p > 0) caps[f] = 1.0 / (1.0 / caps[f] + p * exposed);
+    }
+  }
+
   // flow/maxmin.py max_min_rates_small with engine.py _rates' flows: shared links 0..L-1, flow f's
-  // private link (its cap) numbered L + f; weights 1, one priority level.
-  std::vector<double> rates_small(const std::vector<int>& classes) {
+  // private link (its cap, caps[f]) numbered L + f; weights 1, one priority level.
+  std::vector<double> rates_small(const std::vector<int>& classes, const std::vector<double>& caps) {
     const std::size_t flows = classes.size();
     const int L = in_.n_links;
     std::vector<double> rate(flows, 0.0);
@@ -442,7 +474,7 @@ class Run {
       }
       int own = L + static_cast<int>(f);
       members[own].emplace_back(static_cast<int>(f), 1.0);
-      remaining[own] = in_.class_cap[cls];
+      remaining[own] = caps[f];
       listed[own] = 1;
       used_links.push_back(own);
     }
@@ -502,7 +534,7 @@ class Run {
 
   // flow/maxmin.py max_min_rates (numpy, multiplicity = loads) with engine.py _rates' crossings:
   // per flow its shared crossings then its private link L + f; bincount sums in crossing order.
-  std::vector<double> rates_numpy(const std::vector<int>& classes) {
+  std::vector<double> rates_numpy(const std::vector<int>& classes, const std::vector<double>& caps) {
     const std::size_t flows = classes.size();
     const int L = in_.n_links;
     const std::size_t links = L + flows;
@@ -519,7 +551,7 @@ class Run {
       flow_of.push_back(static_cast<int>(f));
       link_of.push_back(L + static_cast<int>(f));
       load.push_back(1.0);
-      remaining.push_back(in_.class_cap[cls]);
+      remaining.push_back(caps[f]);
     }
     const std::size_t crossings = flow_of.size();
     std::vector<double> rate(flows, 0.0);
@@ -687,14 +719,16 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const double* node_comm_seconds, const int64_t* node_dep_off, const int32_t* dep_idx,
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
-                const double* cross_load, int n_links, const double* capacity, int64_t steps, const int32_t* windows,
+                const double* cross_load, const int32_t* class_job, const double* class_burst,
+                const double* class_exposed, int n_links, const double* capacity, int64_t steps, const int32_t* windows,
                 double tolerance, int64_t max_steps, int64_t max_events, int64_t event_budget,
                 const double* alone_steps,
                 const double* alone_comms) {
   Result* r = new Result();
   r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
-                   cross_load, n_links, capacity, steps, windows, tolerance, max_steps, max_events, event_budget,
+                   cross_load, class_job, class_burst, class_exposed, n_links, capacity, steps, windows, tolerance,
+                   max_steps, max_events, event_budget,
                    alone_steps,
                    alone_comms};
   try {

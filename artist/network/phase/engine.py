@@ -17,6 +17,17 @@ its drain time on a heap (older entries go stale), and the groups re-shared are
 found from the links where a bundle started or drained, so an event in a
 component of ~75 active bundles costs a few of them, not all.
 
+Colliding bursts (model.burst_terms): a bundle whose channel shares its NIC
+with sibling channels bursts at its burst rate and hides its hop latency behind
+its siblings' turns, until another job's burst on one of its shared links halves
+its rate and the latency shows. Where such bundles meet other jobs' (several
+jobs in the run), each one's cap becomes 1 / (1 / cap + P x exposed) before
+max-min, P the chance that the other jobs' traffic on one of its links leaves
+too little room for its burst: (their mean rates there - (capacity - its burst))
+/ its burst, the largest over its links, clamped to [0, 1] (_collision_caps).
+Its bundle classes then also name the job (P depends on whose bundles meet). A
+job alone, or a run without such bundles, is timed as without them.
+
 The run is one continuous simulation (no re-runs from a common start): it
 stops when every job's mean step over the last window of the slowest job is
 within `tolerance` of the mean over the window before (means over a common
@@ -72,6 +83,8 @@ class PhaseBundle:
     work: float  # bytes per edge to drain
     cap: float  # its alone rate, bytes/s per edge
     crossings: tuple[tuple[int, float], ...]  # (shared link index, load) of every shared link it crosses
+    burst_rate: float = 0.0  # bytes/s per edge while its channel bursts alone (model.burst_terms; 0: exposed 0)
+    exposed: float = 0.0  # seconds per byte of hop latency shown when every burst of it collides
 
 
 @dataclass(frozen=True)
@@ -142,12 +155,22 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         jobs = [_renumbered(job, mapping) for job, mapping in zip(jobs, links)]
     windows = [window_of(job, window) for job in jobs]
     # bundle classes (crossings, cap) numbered in order of appearance: the rates memo's keys and the order
-    # max-min rates are computed in, the same in both engines
+    # max-min rates are computed in, the same in both engines. Where bursts can collide (bundles that show
+    # latency then, and other jobs to collide with), a class is (job, crossings, cap, burst rate, exposed):
+    # a bundle's collision cap depends on which of the bundles it meets are another job's
+    bursty = len(jobs) > 1 and any(b.exposed > 0 for job in jobs for node in job.nodes for b in node.bundles)
+
+    def class_key(j: int, b: PhaseBundle) -> tuple:
+        return (j, b.crossings, b.cap, b.burst_rate, b.exposed) if bursty else (b.crossings, b.cap)
+
     class_of: dict = {}
-    for job in jobs:
+    class_bursts: list = []  # per class: (job, burst rate, exposed), read by _collision_caps
+    for j, job in enumerate(jobs):
         for node in job.nodes:
             for b in node.bundles:
-                class_of.setdefault((b.crossings, b.cap), len(class_of))
+                if class_key(j, b) not in class_of:
+                    class_of[class_key(j, b)] = len(class_of)
+                    class_bursts.append((j, b.burst_rate, b.exposed))
     state = [_Job(j) for j in jobs]
     capacity = np.asarray(capacity, dtype=np.float64)
     heap: list = []
@@ -310,7 +333,7 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                         slot = len(versions)
                         versions.append(0)
                     a = active[slot] = [j, i, b.work, b.work, b.cap, b.crossings, rate,
-                                        class_of[(b.crossings, b.cap)], slot, now]
+                                        class_of[class_key(j, b)], slot, now]
                     schedule_drain(a)
             else:
                 end_node(j, i)
@@ -325,12 +348,41 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                     if len(rates_of) >= MAX_RATE_MEMO:
                         rates_of.clear()
                     ordered = sorted(members, key=lambda a: a[7])
+                    if bursty:
+                        ordered = _collision_caps(ordered, class_bursts, capacity)
                     found = rates_of[key] = dict(zip([a[7] for a in ordered], _rates(ordered, capacity).tolist()))
                 for a in members:
                     if found[a[7]] != a[6]:
                         set_rate(a, found[a[7]])
         changed = False
     return [_result(state, j, windows, tolerance, done and steps is None, now) for j in range(len(state))]
+
+
+def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarray) -> list[list]:
+    """The group's bundles (in class order), each that shows latency when its bursts collide (exposed > 0)
+    with its cap lowered to 1 / (1 / cap + P x exposed): P, the chance that another job's traffic on one
+    of its shared links leaves too little room for its burst there, (the other jobs' mean rates (caps)
+    on the link - (capacity - its burst)) / its burst, the largest over its links, at most 1."""
+    out = []
+    for a in ordered:
+        job, burst_rate, exposed = class_bursts[a[7]]
+        if exposed > 0:
+            p = 0.0
+            for link, m in a[5]:
+                others = 0.0  # the other jobs' mean rates on the link, in class order
+                for o in ordered:
+                    if class_bursts[o[7]][0] != job:
+                        for other_link, other_m in o[5]:
+                            if other_link == link:
+                                others += o[4] * other_m
+                burst = burst_rate * m  # its own bursts on the link
+                p = max(p, (others - (float(capacity[link]) - burst)) / burst)
+            p = min(1.0, p)
+            if p > 0:
+                a = a.copy()  # the memo's rates use the lowered cap; the active bundle keeps its own
+                a[4] = 1.0 / (1.0 / a[4] + p * exposed)
+        out.append(a)
+    return out
 
 
 SMALL = 24  # active bundles: below this, plain Python beats numpy's per-call overhead (flow/engine.py's figure)

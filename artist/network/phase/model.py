@@ -29,9 +29,11 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "8"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
+PHASE_VERSION = "9"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
 # 7: one flow per edge, not a lock-step bundle per channel; 8: a bundle's bytes brought up to date only when
-# its rate changes, drains taken from a heap: rounding differs, and with it the alignment of long runs)
+# its rate changes, drains taken from a heap: rounding differs, and with it the alignment of long runs;
+# 9: channels that share a NIC show their hop latency when another job's burst collides with theirs:
+# burst_terms, engine.py's collision caps)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
@@ -211,20 +213,49 @@ def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[flo
     which nothing hides) take exactly that: `alone` alone, and their full share of a contended link.
     A send/recv or an all-to-all is one round: its whole latency is the first hop, paid before its bytes.
     Measured (benchmarks/contention_accuracy.py, the package docstring's table): the whole latency paid
-    first instead overstates the slowdown of a small ring beside a large one by up to 19 %."""
+    first instead overstates the slowdown of a small ring beside a large one by up to 19 %.
+    Edges whose channel shares its NIC with sibling channels also carry their burst rate and the latency
+    their bursts show when they collide with another job's (burst_terms)."""
     bandwidth = demand.bandwidth_seconds
     fraction = min(1.0, alone / bandwidth) if bandwidth > 0 else 0.0
     first = min(demand.first_hop_seconds, max(0.0, alone - bandwidth))
     span = alone - first  # the bundles' time alone: their bandwidth part plus the latency they hide
-    merged: dict[tuple, float] = {}  # (work, cap, shared links crossed) -> edges alike
-    for b, rate in zip(demand.bundles, demand.alone_rates):
+    merged: dict[tuple, float] = {}  # (work, cap, burst rate, exposed, shared links crossed) -> edges alike
+    n = len(demand.bundles)
+    bursts = demand.burst_rates or demand.alone_rates
+    hops = demand.hop_seconds or (0.0,) * n
+    rounds = demand.rounds or (0,) * n
+    for b, rate, burst, hop, k in zip(demand.bundles, demand.alone_rates, bursts, hops, rounds):
         work = b.edge_bytes * fraction
         cap = min(rate, work / span) if span > 0 else rate
-        key = (work, cap, tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
+        burst_rate, exposed = burst_terms(work, rate, burst, hop, k)
+        key = (work, cap, burst_rate, exposed,
+               tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
         merged[key] = merged.get(key, 0.0) + 1.0
     # edges alike drain alike: one bundle of them, each shared link loaded once per edge
-    return first, tuple(PhaseBundle(work, cap, tuple((link, m * count) for link, m in crossings))
-                        for (work, cap, crossings), count in merged.items())
+    return first, tuple(PhaseBundle(work, cap, tuple((link, m * count) for link, m in crossings), burst_rate, exposed)
+                        for (work, cap, burst_rate, exposed, crossings), count in merged.items())
+
+
+def burst_terms(work: float, rate: float, burst: float, hop: float, rounds: int) -> tuple[float, float]:
+    """(burst rate, exposed) of an edge of `work` bytes in `rounds` chunks, `rate` its rate alone, `burst`
+    its rate with only its own channel on its links, `hop` its hop's start-up latency; (0, 0) for an edge
+    that shows no latency when its bursts collide.
+
+    Where a job's S channels share one NIC (burst = S x rate: one GPU per machine, several channels),
+    alone they take turns: one channel sends its chunk c at the NIC rate while its siblings wait out their
+    hop latency, a round taking max(S c / burst, c / burst + hop), the latency hidden. When another job's
+    burst halves its rate on a shared link, its chunk takes 2 c / burst and the round max(S c / burst,
+    2 c / burst + hop): exposed is that difference over all its rounds, per byte (seconds per byte shown
+    when every burst collides; engine.py scales it by the chance of a collision). A channel alone on its
+    NIC (rate = burst) or an edge whose next chunk is ready early (rounds 0, demand.py) shows none."""
+    if burst <= 0 or rate >= burst * (1 - 1e-9) or rounds < 1 or work <= 0:
+        return 0.0, 0.0
+    chunk = work / rounds
+    siblings = burst / rate  # channels taking turns at the NIC
+    alone = max(siblings * chunk / burst, chunk / burst + hop)  # a round: the NIC's turns, or its own chunk and hop
+    collided = max(siblings * chunk / burst, 2.0 * chunk / burst + hop)  # its chunk at half the rate
+    return burst, rounds * (collided - alone) / work
 
 
 def merge_timer_chains(nodes: list[tuple]) -> tuple[PhaseNode, ...]:
@@ -277,7 +308,7 @@ def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], t
                 if bundles is None:
                     bundles = done[id(node.bundles)] = tuple(
                         PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
-                                                         for link, m in b.crossings))
+                                                         for link, m in b.crossings), b.burst_rate, b.exposed)
                         for b in node.bundles)
                 node = PhaseNode(node.deps, node.seconds, node.communication, bundles, node.comm_seconds)
             renumbered.append(node)
@@ -296,7 +327,8 @@ def _digest(relabelled) -> str:
         for node in job.nodes:
             k = of_object.get(id(node.bundles))
             if k is None:
-                value = tuple((b.work, b.cap, b.crossings) for b in node.bundles)
+                value = tuple((b.work, b.cap, b.crossings) + ((b.burst_rate, b.exposed) if b.exposed > 0 else ())
+                              for b in node.bundles)
                 k = of_object[id(node.bundles)] = of_value.setdefault(value, len(of_value))
             rows.append((node.deps, node.seconds, node.communication, node.comm_seconds, k))
         rows.append(None)  # end of a job
