@@ -32,8 +32,9 @@ reference and fallback.
 
 Cost at trace scale (benchmarks/contention_scale.py; components of 20-30 jobs,
 most of them LLM jobs of 2 000-7 000 collectives a step, in a 1 000-job trace
-on 1 024 GPUs; version 8, not re-measured with the collision caps, which take
-40 % more CPU on the 24 larger scenarios below): median 0.8, max 1.6 CPU-s a
+on 1 024 GPUs; version 8: the collision caps take 40 % more CPU on the 24
+larger scenarios below, but these jobs have one channel each, and Tiresias'
+1 000-job shared run took 24.5 CPU-s with version 9 against 24.3): median 0.8, max 1.6 CPU-s a
 component (163 components of a FIFO run; 5-6 M events for the largest, ~0.2 us an event), where the compiled loop
 that brought every active bundle's bytes up to date at every event took median
 1.5, max 3.8, and the Python loop with 4-step windows 4-6 CPU-s, stopped at its
