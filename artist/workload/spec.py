@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from pathlib import Path
 from typing import Mapping
 
 from artist import shipped
@@ -40,6 +41,7 @@ from artist.workload.generators import JobMix, batch_jobs, poisson_jobs, replaye
 from artist.workload.job import Job
 from artist.workload.model import ModelProfile
 from artist.workload.traces import HELIOS_COLUMNS, read_helios_csv, read_jobs_csv
+from artist.workload.traces.arrivals import arrival_gaps
 from artist.workload.traces.spec import TRACE_KINDS, trace_jobs_from_spec
 
 GENERATORS = ("batch", "poisson", "llm", "replay")
@@ -213,10 +215,6 @@ def _interarrival(p: _Params, cluster_gpus: int | None, default: float = 60.0) -
 
 def _replayed(p: _Params, n: int, mix: JobMix, seed: int, cluster_gpus: int | None) -> list[Job]:
     """replay: the traces' gaps (module docstring), scaled to interarrival= when it is given."""
-    from pathlib import Path
-
-    from artist.workload.traces.arrivals import arrival_gaps
-
     paths = [Path(t) for t in p.values.get("trace", "").split("|") if t.strip()]
     if not paths:
         raise p.error("trace", "required: trace=FILE or trace=FILE|FILE (published traces whose arrival gaps "
