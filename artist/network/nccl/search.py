@@ -122,6 +122,24 @@ def _speeds(release: NcclRelease, arch: str, multi_node: bool) -> tuple[float, .
     return (release.speeds_inter if multi_node else release.speeds_intra)[group]
 
 
+def _first_pass(node: _Node, speeds: tuple[float, ...], i: int, channels_at, most: int,
+                more_channels_win: bool = False) -> tuple[int, float]:
+    """search.cc's first pass, shared by rings and NVLS: from speeds[i] down, while the next speed is
+    > 0.49 x the best found, keep the most channels x speed (with more_channels_win, also any speed that
+    gives more channels: NVLS heads); stop at `most` channels or the node's whole bandwidth."""
+    n, s = 0, 0.0
+    while True:
+        found = channels_at(speeds[i])
+        if (more_channels_win and found > n) or found * speeds[i] > n * s:
+            n, s = found, speeds[i]
+        if n == most or n * s >= node.total_bw - 1e-9:
+            return n, s
+        if i < len(speeds) - 1 and (n == 0 or speeds[i + 1] / s > 0.49):
+            i += 1
+        else:
+            return n, s
+
+
 def _search_ring(node: _Node, speeds: tuple[float, ...], compcap: int) -> tuple[int, float]:
     """search.cc ncclTopoCompute for the ring pattern, reduced to bandwidth bookkeeping: pass 1 from
     the fastest speed the GPU-NIC path allows down (while the next speed is > 0.49 x the best found),
@@ -130,17 +148,8 @@ def _search_ring(node: _Node, speeds: tuple[float, ...], compcap: int) -> tuple[
     i = 0
     while i < len(speeds) - 1 and (speeds[i] > max_bw + 1e-9 or speeds[i] > node.total_bw + 1e-9):
         i += 1
-    n, s = 0, 0.0
-    while True:
-        found = node.ring_channels(speeds[i], RING_MAX_CHANNELS)
-        if found * speeds[i] > n * s:
-            n, s = found, speeds[i]
-        if n == RING_MAX_CHANNELS or n * s >= node.total_bw - 1e-9:
-            break
-        if i < len(speeds) - 1 and (n == 0 or speeds[i + 1] / s > 0.49):
-            i += 1
-        else:
-            break
+    n, s = _first_pass(node, speeds, i, lambda speed: node.ring_channels(speed, RING_MAX_CHANNELS),
+                       RING_MAX_CHANNELS)
     if n == 0:
         return 1, 0.1  # search.cc: no path found, "falling back to simple order" at 0.1 GB/s
     # ncclTopoDupChannels: double fast channels (halving their bandwidth) except Hopper+ at < 50 GB/s.
@@ -187,19 +196,11 @@ def _search_nvls(node: _Node, speeds: tuple[float, ...]) -> tuple[int, float, fl
         i = 0
         while i < len(speeds) - 1 and (speeds[i] > node.intra_cap or speeds[i] * node.gpus > total + 1e-6):
             i += 1
-    n, s = 0, 0.0
-    while True:
-        found = node.nvls_channels(speeds[i])
-        if not node.multi_node and found < node.gpus:
-            found = 0
-        if found > n or found * speeds[i] > n * s:
-            n, s = found, speeds[i]
-        if n == max_channels or n * s >= node.total_bw - 1e-9:
-            break
-        if i < len(speeds) - 1 and (n == 0 or speeds[i + 1] / s > 0.49):
-            i += 1
-        else:
-            break
+    def heads(speed: float) -> int:
+        found = node.nvls_channels(speed)
+        return 0 if not node.multi_node and found < node.gpus else found
+
+    n, s = _first_pass(node, speeds, i, heads, max_channels, more_channels_win=True)
     if n == 0:
         return 0, 0.0, 0.0
     inter, j = s, _first_at_most(speeds, s)

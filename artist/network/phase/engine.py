@@ -168,8 +168,9 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     for j, job in enumerate(jobs):
         for node in job.nodes:
             for b in node.bundles:
-                if class_key(j, b) not in class_of:
-                    class_of[class_key(j, b)] = len(class_of)
+                key = class_key(j, b)
+                if key not in class_of:
+                    class_of[key] = len(class_of)
                     class_bursts.append((j, b.burst_rate, b.exposed))
     state = [_Job(j) for j in jobs]
     capacity = np.asarray(capacity, dtype=np.float64)
