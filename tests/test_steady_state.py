@@ -8,7 +8,7 @@ from fabric_helpers import NIC_GBPS, allreduce_graph, colliding_pairs, ecmp_topo
 from artist.errors import InputError
 from artist.network.cache.cached import Cached
 from artist.network.flow import FlowModel
-from artist.network.steady import repeat_graph, steady_step_times, step_ends
+from artist.network.steady import long_run_step_times, repeat_graph, steady_step_times, step_ends
 from artist.parallel.graph import Node, StepGraph
 
 MIB = 1 << 20
@@ -130,3 +130,23 @@ def test_ns3_co_simulation_reaches_the_same_hand_computed_steady_state():
     assert steady["a"].converged and steady["b"].converged
     assert steady["a"].step_seconds / (3 * t) == pytest.approx(1.0, abs=0.08)
     assert steady["b"].step_seconds / (6 * t) == pytest.approx(1.0, abs=0.08)
+
+
+def test_long_run_mean_of_two_rings_on_one_port_halves_their_rate_by_hand():
+    # two jobs, each a 2-GPU all-reduce of the same size across the same spine port each way (2:1 spine,
+    # one port per rack): repeated back to back they share the port for good, so each one's long-run step
+    # is its step alone plus its bandwidth time once more (half the port); the first step is excluded, and
+    # the last quarter agrees with the second half
+    topo = ecmp_topology(racks=2, machines_per_rack=2, gpus_per_machine=1, oversubscription=2.0)
+    s = 8 << 20
+    graphs = {"a": StepGraph((Node(0, "all_reduce", group=(0, 2), nbytes=s),)),
+              "b": StepGraph((Node(0, "all_reduce", group=(1, 3), nbytes=s),))}
+    model = FlowModel(topo)
+    alone = model.time({"a": graphs["a"]})["a"].step_seconds
+    bandwidth = s / (100e9 / 8)  # a 2-GPU ring moves S each way: 2 x (n-1)/n x S = S per edge at the port rate
+    out = long_run_step_times(model, graphs, slowest_steps=12)
+    for job in graphs:
+        assert out[job].step_seconds == pytest.approx(alone + bandwidth, rel=0.01)
+        assert out[job].drift < 0.01 and out[job].steps_measured >= 12
+    with pytest.raises(ValueError):
+        long_run_step_times(model, graphs, slowest_steps=4)

@@ -105,17 +105,11 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
     runs = 0
     while True:
         runs += 1
-        timing = model.time({j: repeat_graph(graphs[j], counts[j]) for j in jobs})
-        ends = {j: step_ends(timing[j].node_end, len(graphs[j].nodes), counts[j]) for j in jobs}
+        timing, ends, horizon, series = _run_steps(model, graphs, counts)
         comms = {j: step_comm_seconds(graphs[j], timing[j].node_seconds, counts[j]) for j in jobs}
-        horizon = min(e[-1] for e in ends.values())
         out = {}
         for j in jobs:
-            e = [0.0] + [t for t in ends[j] if t <= horizon * (1 + 1e-12)]
-            within = len(e) - 1
-            if within == 0:  # not one step before the horizon: its whole run, unsettled
-                e = [0.0] + ends[j]
-            seconds = [b - a for a, b in zip(e, e[1:])]
+            seconds, within = series[j]
             measured = seconds[1:]  # the first step is the common start's
             comm = comms[j][:len(seconds)]
             w = min(window, len(measured) // 2)
@@ -144,6 +138,63 @@ def steady_step_times(model, graphs: Mapping[str, StepGraph], tolerance: float =
         if grown == counts:  # the model's size limit allows no longer run: keep what was measured
             return out
         counts = grown
+
+
+def _run_steps(model, graphs: Mapping[str, StepGraph], counts: Mapping[str, int]):
+    """One run of every job's graph repeated counts[j] times: (timing, each job's step ends, the horizon,
+    {job: (its step times within the horizon, how many)}; a job without one step within the horizon
+    gets its whole run's steps and 0)."""
+    timing = model.time({j: repeat_graph(g, counts[j]) for j, g in graphs.items()})
+    ends = {j: step_ends(timing[j].node_end, len(g.nodes), counts[j]) for j, g in graphs.items()}
+    horizon = min(e[-1] for e in ends.values())
+    series = {}
+    for j in graphs:
+        e = [0.0] + [t for t in ends[j] if t <= horizon * (1 + 1e-12)]
+        within = len(e) - 1
+        if within == 0:  # not one step before the horizon: its whole run, unsettled
+            e = [0.0] + ends[j]
+        series[j] = ([b - a for a, b in zip(e, e[1:])], within)
+    return timing, ends, horizon, series
+
+
+@dataclass(frozen=True)
+class LongRunStep:
+    step_seconds: float  # mean of the second half of its steps within the horizon (the first step excluded)
+    steps_measured: int  # steps within the horizon
+    drift: float  # |mean of the last quarter / step_seconds - 1|: how far the mean still moves
+
+
+def long_run_step_times(model, graphs: Mapping[str, StepGraph], slowest_steps: int = 100,
+                        fast_steps: int = 4000) -> dict[str, LongRunStep]:
+    """Each job's long-run mean step time with all the jobs running together: a reference estimator for
+    components that never settle into a pattern steady_step_times can see in a few windows (many jobs of
+    different periods meet in ever-new alignments, so the mean of the last 4 steps keeps wandering by
+    several per cent; measured on benchmarks/contention_accuracy.py's larger scenarios: up to 9 % from the
+    mean of a long run, whose last quarter and second half agree within ~1 %).
+
+    A first run of 2 x WINDOW + 1 steps per job gives each job's mean step; then one run in which the
+    slowest job has `slowest_steps` steps and a job k times faster k x as many (at most `fast_steps`; both
+    runs within the model's size limit per run, as steady_step_times). Its mean is over the second half of
+    the steps within the horizon, so the common start is forgotten."""
+    if slowest_steps < 8 or fast_steps < slowest_steps:
+        raise ValueError(f"need slowest_steps >= 8 and fast_steps >= slowest_steps, got {slowest_steps}, "
+                         f"{fast_steps}")
+    per_step = _transfers_per_step(model, graphs)
+    pilot = _within_limit(model, per_step, {j: 2 * WINDOW + 1 for j in graphs}, {j: 1 for j in graphs})
+    _, ends, _, _ = _run_steps(model, graphs, pilot)
+    mean = {j: ends[j][-1] / pilot[j] for j in graphs}
+    slowest = max(mean.values())
+    counts = {j: min(fast_steps, math.ceil(slowest_steps * slowest / mean[j]) + 1 if mean[j] > 0 else fast_steps)
+              for j in graphs}
+    _, _, _, series = _run_steps(model, graphs, _within_limit(model, per_step, counts, pilot))
+    out = {}
+    for j, (seconds, within) in series.items():
+        measured = seconds[1:] or seconds
+        half = measured[len(measured) // 2:]
+        quarter = measured[len(measured) * 3 // 4:]
+        step = sum(half) / len(half)
+        out[j] = LongRunStep(step, within, abs(sum(quarter) / len(quarter) / step - 1) if step > 0 else 0.0)
+    return out
 
 
 def _transfers_per_step(model, graphs: Mapping[str, StepGraph]) -> dict[str, int] | None:
