@@ -21,7 +21,7 @@ backends in steady state (network/steady.py: every job repeats its step until
 its mean step over 4 steps is within 3 % of the 4 before; the slowest job at
 most 40 steps, a faster one proportionally more; a '*' where some job had not
 settled by then), error = flow / ns-3 - 1 of every job's steady shared step
-time, default max-min sharing, FLOW_VERSION 3. The reference is ns-3 with
+time, default max-min sharing, FLOW_VERSION 3 (version 4 gives these all-reduce-only scenarios the same answers). The reference is ns-3 with
 round-robin switch arbitration (--arbitration round-robin: per-flow queues
 served a frame at a time at every switch output, our idealisation of an
 InfiniBand fabric's credit flow control and output arbitration, engine.cc),
@@ -131,8 +131,9 @@ from artist.parallel.graph import Node, StepGraph
 from artist.placement import Placement
 from artist.topology import Topology
 
-FLOW_VERSION = "3"  # bump when an answer changes (2: strict sender priority, exact, in place of 1e-6 weights;
-# 3: sender priority among a sender's own flows only, per-flow fair at every other link)
+FLOW_VERSION = "4"  # bump when an answer changes (2: strict sender priority, exact, in place of 1e-6 weights;
+# 3: sender priority among a sender's own flows only, per-flow fair at every other link; 4: sender priority for
+# chunk pipelines only, all_to_all and send_recv flows fair per flow at their sender too)
 
 __all__ = ["FlowModel", "FLOW_VERSION"]
 

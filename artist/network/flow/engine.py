@@ -25,8 +25,16 @@ fluid instead of packets:
   start-up latency and the NIC never idles; equal shares keep the channels in
   lock-step and expose every start-up latency (measured: a 6-GPU 2-channel
   ring all-reduce of 4 MiB, one GPU per machine, 713 us fluid with equal
-  shares, 614 us in ns-3). Flows of different jobs, or of one job from
-  different GPUs, have weight 1 against each other where they meet;
+  shares, 614 us in ns-3). Only chunk pipelines (collectives whose transfers
+  have dependencies: rings, trees) take turns so; a collective without
+  dependencies (all_to_all, send_recv) has all its flows in flight from the
+  start, and ns-3's round-robin serves them side by side, one share per flow
+  (turns there let an all_to_all's flows drain one after another, so beside a
+  ring it held fewer flows on a shared port than in ns-3: a 4-GPU all_to_all
+  and an 8-GPU ring on a 8:1 spine, 2 channels, ring 23 % fast and all_to_all
+  28 % slow against ns-3 round-robin; with a share per flow within 3 %).
+  Flows of different jobs, or of one job from different GPUs, have weight 1
+  against each other where they meet;
 - a flowing transfer is a flow on its route's links (links.py: NVSwitch ports,
   NICs, the spine bundle or the ECMP-hashed spine ports); the flows active at
   any moment share every link max-min fairly (maxmin.py), recomputed whenever
@@ -70,10 +78,12 @@ class FlowRunResult:
 
 
 class _Transfer:
-    __slots__ = ("links", "nbytes", "alpha", "latency", "dependents", "deps_left", "owner", "connection", "rtt")
+    __slots__ = ("links", "nbytes", "alpha", "latency", "dependents", "deps_left", "owner", "connection", "rtt",
+                 "ordered")
 
-    def __init__(self, links, nbytes, alpha, latency, owner, connection, rtt=0.0):
+    def __init__(self, links, nbytes, alpha, latency, owner, connection, rtt=0.0, ordered=True):
         self.connection = connection
+        self.ordered = ordered  # its collective is a chunk pipeline (transfers with dependencies): _sender_first
         self.rtt = rtt  # base round-trip time (window sharing)
         self.links = links
         self.nbytes = nbytes
@@ -92,6 +102,9 @@ def _sender_priority(transfers: list, active: list[int]) -> list[int]:
     out = []
     for i in active:
         tr = transfers[i]
+        if not tr.ordered:
+            out.append(0)
+            continue
         key = (tr.owner[0], tr.connection[1], tr.links[0])  # job, sending GPU (GPUs may share a NIC), link
         position = seen.get(key, 0)
         seen[key] = position + 1
@@ -167,10 +180,11 @@ def run_graphs(topology: Topology, graphs: Sequence[StepGraph], schedule_of: Cal
             if first + len(schedule.transfers) > MAX_TRANSFERS:
                 raise ValueError(f"the flow model's run would hold more than {MAX_TRANSFERS} transfers")
             roots = []
+            ordered = any(t.deps for t in schedule.transfers)
             for i, t in enumerate(schedule.transfers):
                 links, alpha, lat, rtt = route(schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
                 connection = (gi, schedule.ranks[t.src], schedule.ranks[t.dst], t.channel)
-                tr = _Transfer(links, float(t.nbytes), alpha, lat, (gi, node.id), connection, rtt)
+                tr = _Transfer(links, float(t.nbytes), alpha, lat, (gi, node.id), connection, rtt, ordered)
                 tr.deps_left = len(t.deps)
                 for d in t.deps:
                     transfers[first + d].dependents.append(first + i)
@@ -393,6 +407,8 @@ def _sender_first(flows: list[int], transfers: list, capacity: np.ndarray, fair:
     groups: dict[tuple, list[int]] = {}
     for k, i in enumerate(flows):
         tr = transfers[i]
+        if not tr.ordered:
+            continue
         groups.setdefault((tr.owner[0], tr.connection[1], tr.links[0]), []).append(k)
     rates = list(fair)
     left: dict[int, float] | None = None
