@@ -21,10 +21,11 @@ backends in steady state (network/steady.py: every job repeats its step until
 its mean step over 4 steps is within 3 % of the 4 before; the slowest job at
 most 40 steps, a faster one proportionally more; a '*' where some job had not
 settled by then), error = flow / ns-3 - 1 of every job's steady shared step
-time, default max-min sharing, FLOW_VERSION 3 (version 4 gives these all-reduce-only scenarios the same answers). The reference is ns-3 with
-round-robin switch arbitration (--arbitration round-robin: per-flow queues
-served a frame at a time at every switch output, our idealisation of an
-InfiniBand fabric's credit flow control and output arbitration, engine.cc),
+time, default max-min sharing, FLOW_VERSION 3 (version 4 gives these all-reduce-only
+scenarios the same answers). The reference is ns-3 with round-robin switch
+arbitration (--arbitration round-robin: per-flow queues served a frame at a
+time at every switch output, our idealisation of an InfiniBand fabric's
+credit flow control and output arbitration, engine.cc),
 which is what max-min per flow stands for:
 
     scenario                         ch GPUs slowdown ns3 slowdown flow median err max |err| steps
