@@ -36,6 +36,13 @@ and the CPU and wall time of each backend (CPU includes the ns-3 worker process)
 --arbitration picks ns-3's switch output arbitration (artist/network/ns3/engine.cc:
 fifo, deep drop-tail queues, the default; round-robin, per-flow queues served in turn).
 
+--reference-horizon STEPS measures the per-transfer backends' shared steps
+(ns-3's and flow's, whichever run) as the mean of one long run instead
+(steady.long_run_step_times: the slowest job's STEPS steps, the second half
+counted; a '*' where a job's last quarter is more than 1 % off that mean):
+components of many jobs of different periods never repeat exactly, and the
+mean of steady.py's last 4 steps then wanders by several per cent.
+
 --ns3-results FILE keeps ns-3's answers in FILE (JSON) and reuses them when
 the same scenarios are asked again (for trying flow settings; delete the file
 when ns-3 or the scenarios change); --flow-results FILE does the same for the
@@ -193,8 +200,7 @@ def main() -> None:
             if name == "phase":
                 got[name] = measure_phase(sc.topology, sc.channels, sc.graphs, got[ref])
             else:
-                got[name] = measure(backends[name](), sc.graphs, args.first_step, caps,
-                                    args.reference_horizon if name == ref else None)
+                got[name] = measure(backends[name](), sc.graphs, args.first_step, caps, args.reference_horizon)
             wall[name] += time.perf_counter() - started
             cpu[name] += _cpu_seconds() - cpu_started
         if "ns3" in got:

@@ -58,6 +58,10 @@ which is what max-min per flow stands for:
     114 jobs in 24 scenarios: median |error| 1.60 %, max |error| 10.96 %
     slowdown (shared / alone): flow - ns-3, median |difference| 0.013, max 0.265
 
+Both backends' shared steps as long-run means instead (--reference-horizon
+100, 2026-11-29, FLOW_VERSION 4): median 1.47 %, max 10.96 % (s00 as above),
+slowdown difference median 0.017, max 0.249.
+
 Both goals are met against round-robin ns-3 (median <= 5 %, max <= 15 %); the
 first step alone from a common start (--first-step) too: median 1.79 %, max
 11.92 % (tests/test_arbitration_accuracy.py checks 9 scenarios that way). The
