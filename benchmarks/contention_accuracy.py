@@ -43,6 +43,14 @@ counted; a '*' where a job's last quarter is more than 1 % off that mean):
 components of many jobs of different periods never repeat exactly, and the
 mean of steady.py's last 4 steps then wanders by several per cent.
 
+--shipped-references reads ns-3's answers for every scenario, with
+--arbitration round-robin --reference-horizon 100, from
+benchmarks/data/contention_accuracy_ns3.json (27 CPU-min of ns-3 on 2 cores),
+so the phase model's table prints in seconds:
+
+    python benchmarks/contention_accuracy.py --model phase --scenarios all --arbitration round-robin \
+        --reference-horizon 100 --shipped-references
+
 --ns3-results FILE keeps ns-3's answers in FILE (JSON) and reuses them when
 the same scenarios are asked again (for trying flow settings; delete the file
 when ns-3 or the scenarios change); --flow-results FILE does the same for the
@@ -57,6 +65,7 @@ import os
 import resource
 import statistics
 import time
+from pathlib import Path
 
 from artist.network.flow import FlowModel
 from artist.network.flow.scenarios import contention_scenarios, large_contention_scenarios
@@ -66,6 +75,7 @@ from artist.network.ns3.runner import shared_worker
 from artist.network.steady import long_run_step_times, steady_step_times
 
 
+SHIPPED_NS3 = Path(__file__).resolve().parent / "data" / "contention_accuracy_ns3.json"  # its "_source" says how
 LONG_RUN_DRIFT = 0.01  # a long-run mean whose last quarter is further off than this is marked unsettled
 
 
@@ -149,6 +159,10 @@ def main() -> None:
                         help="the reference's shared step is the mean of a long run (the slowest job's STEPS "
                              "steps, the second half counted) instead of steady.py's windows: for components "
                              "that never settle (the larger scenarios)")
+    parser.add_argument("--shipped-references", action="store_true",
+                        help=f"take ns-3's answers from {SHIPPED_NS3.relative_to(SHIPPED_NS3.parents[2])} "
+                             "where it has them (with --arbitration round-robin --reference-horizon 100: "
+                             "every scenario; the file is not written)")
     parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
     if args.tiny:  # s00 has no contention, s01 has; 9 steps: the fewest steady.py's window takes
@@ -161,9 +175,12 @@ def main() -> None:
         slowest, fastest = (int(v) for v in args.reference_steps.split(","))
         caps = {"max_steps": slowest, "fast_steps": fastest}
     kept = {}
+    if args.shipped_references:
+        with open(SHIPPED_NS3) as f:
+            kept = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
     if args.ns3_results and os.path.exists(args.ns3_results):
         with open(args.ns3_results) as f:
-            kept = json.load(f)
+            kept.update(json.load(f))
     kept_flow = {}
     if args.flow_results and os.path.exists(args.flow_results):
         with open(args.flow_results) as f:

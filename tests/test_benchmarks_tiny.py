@@ -28,3 +28,24 @@ def test_the_benchmark_runs_in_its_tiny_mode(script, tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert done.stdout.strip(), "a benchmark prints its figures"
+
+
+def test_the_shipped_ns3_references_match_the_scenarios_they_answer():
+    # benchmarks/data/contention_accuracy_ns3.json holds ns-3's answers per scenario (keyed by the scenario's
+    # name first): a change of the scenarios (jobs, seeds) must show here, not as a silently wrong table. Each
+    # job's long-run shared step cannot be faster than its step alone beyond the long run's own spread (1 %)
+    import json
+
+    from artist.network.flow.scenarios import contention_scenarios, large_contention_scenarios
+
+    with open(ROOT / "benchmarks" / "data" / "contention_accuracy_ns3.json") as f:
+        shipped = json.load(f)
+    assert "_source" in shipped
+    by_name = {json.loads(key)[0]: answers for key, answers in shipped.items() if not key.startswith("_")}
+    scenarios = contention_scenarios(24, 14) + large_contention_scenarios(24, 29)
+    assert sorted(by_name) == sorted(sc.name for sc in scenarios)
+    for sc in scenarios:
+        answers = by_name[sc.name]
+        assert sorted(answers) == sorted(sc.graphs), sc.name
+        for job, a in answers.items():
+            assert a["alone"] > 0 and a["shared"] >= 0.99 * a["alone"], (sc.name, job)

@@ -55,7 +55,9 @@ half counted; steady.long_run_step_times): components of many jobs of different
 periods never repeat exactly, and the mean of the last 4 steps that
 steady_step_times reports wandered by up to 9 % from it on the larger
 scenarios (the long run's last quarter is within 1 % of its mean for all but 2
-of 542 jobs):
+of 542 jobs). ns-3's answers ship in benchmarks/data/contention_accuracy_ns3.json:
+`--scenarios all --arbitration round-robin --reference-horizon 100 --shipped-references`
+prints the ns-3 rows below in seconds:
 
     reference                          scenarios  jobs  median |err|  max |err|  slowdown diff median / max
     ns-3 round-robin, long run         24 (s..)   114     0.70 %       13.54 %        0.010 / 0.233
