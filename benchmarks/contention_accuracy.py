@@ -4,7 +4,7 @@
                                                           [--first-step] [--ns3-results FILE]
                                                           [--arbitration fifo|round-robin]
                                                           [--model flow|phase] [--reference ns3|flow]
-                                                          [--scenarios standard|large|all] [--tiny]
+                                                          [--scenarios standard|large|all] [--worst N] [--tiny]
 
 --tiny: seconds, for the test that keeps the script working (2 scenarios, step caps 9,40).
 
@@ -50,6 +50,9 @@ so the phase model's table prints in seconds:
 
     python benchmarks/contention_accuracy.py --model phase --scenarios all --arbitration round-robin \
         --reference-horizon 100 --shipped-references
+
+--worst N lists the N jobs of largest error with their collectives, GPUs,
+channels and both slowdowns (where to look first).
 
 --ns3-results FILE keeps ns-3's answers in FILE (JSON) and reuses them when
 the same scenarios are asked again (for trying flow settings; delete the file
@@ -163,10 +166,12 @@ def main() -> None:
                         help=f"take ns-3's answers from {SHIPPED_NS3.relative_to(SHIPPED_NS3.parents[2])} "
                              "where it has them (with --arbitration round-robin --reference-horizon 100: "
                              "every scenario; the file is not written)")
+    parser.add_argument("--worst", type=int, default=0, metavar="N",
+                        help="also list the N jobs of largest |error|, with their collectives and slowdowns")
     parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
     if args.tiny:  # s00 has no contention, s01 has; 9 steps: the fewest steady.py's window takes
-        args.count, args.reference_steps = 2, "9,40"
+        args.count, args.reference_steps, args.worst = 2, "9,40", args.worst or 2
     if args.model == "flow" and args.reference == "flow":
         parser.error("--reference flow needs --model phase")
     window = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}
@@ -186,6 +191,7 @@ def main() -> None:
         with open(args.flow_results) as f:
             kept_flow = json.load(f)
     errors, slow_errors = [], []
+    per_job = []  # (|err|, err, scenario, job, collectives, GPUs, channels, slowdown ref, slowdown cmp): --worst
     cmp, ref = args.model, args.reference
     wall = {cmp: 0.0, ref: 0.0}
     cpu = {cmp: 0.0, ref: 0.0}
@@ -229,6 +235,11 @@ def main() -> None:
         err = [got[cmp][j]["shared"] / got[ref][j]["shared"] - 1 for j in sc.graphs]
         slow = {b: max(got[b][j]["shared"] / got[b][j]["alone"] for j in sc.graphs) for b in got}
         errors.extend(err)
+        for j, e in zip(sc.graphs, err):
+            graph = sc.graphs[j]
+            kinds = "+".join(sorted({n.kind for n in graph.nodes if n.is_communication}))
+            per_job.append((abs(e), e, sc.name, j, kinds, len(graph.gpus), sc.channels,
+                            got[ref][j]["shared"] / got[ref][j]["alone"], got[cmp][j]["shared"] / got[cmp][j]["alone"]))
         slow_errors.extend(got[cmp][j]["shared"] / got[cmp][j]["alone"]
                            - got[ref][j]["shared"] / got[ref][j]["alone"] for j in sc.graphs)
         settled = all(got[b][j]["converged"] for b in got for j in sc.graphs)
@@ -238,6 +249,10 @@ def main() -> None:
         print(f"{sc.name:32} {sc.channels:>2} {gpus:>4} {slow[ref]:>13.3f} {slow[cmp]:>14.3f} "
               f"{statistics.median(err):>+10.2%} {max(abs(e) for e in err):>9.2%} {steps:>4}{'' if settled else '*'}",
               flush=True)
+    if args.worst:
+        print(f"\nthe {args.worst} largest errors (job: collectives, GPUs, channels; slowdown {ref} / {cmp}):")
+        for _, e, name, j, kinds, gpus, channels, slow_ref, slow_cmp in sorted(per_job, reverse=True)[:args.worst]:
+            print(f"  {name} {j}: {kinds}, {gpus} GPUs, {channels} ch; {slow_ref:.3f} / {slow_cmp:.3f}; error {e:+.2%}")
     absolute = [abs(e) for e in errors]
     measured = "first step from a common start" if args.first_step else "steady state"
     print(f"\n{len(errors)} jobs in {len(scenarios)} scenarios, {measured}, flow sharing {args.sharing}, "
