@@ -237,11 +237,10 @@ def main() -> None:
         errors.extend(err)
         for j, e in zip(sc.graphs, err):
             graph = sc.graphs[j]
+            slow_ref, slow_cmp = (got[b][j]["shared"] / got[b][j]["alone"] for b in (ref, cmp))
+            slow_errors.append(slow_cmp - slow_ref)
             kinds = "+".join(sorted({n.kind for n in graph.nodes if n.is_communication}))
-            per_job.append((abs(e), e, sc.name, j, kinds, len(graph.gpus), sc.channels,
-                            got[ref][j]["shared"] / got[ref][j]["alone"], got[cmp][j]["shared"] / got[cmp][j]["alone"]))
-        slow_errors.extend(got[cmp][j]["shared"] / got[cmp][j]["alone"]
-                           - got[ref][j]["shared"] / got[ref][j]["alone"] for j in sc.graphs)
+            per_job.append((abs(e), e, sc.name, j, kinds, len(graph.gpus), sc.channels, slow_ref, slow_cmp))
         settled = all(got[b][j]["converged"] for b in got for j in sc.graphs)
         unsettled += not settled
         gpus = sum(len(g.gpus) for g in sc.graphs.values())
