@@ -11,7 +11,9 @@ lock-step bundle per channel, this model until 2026-11-27, overstated the
 slowdown of rings across several shared uplinks by up to 54 %, against 34 % so:
 network/phase/__init__.py). model.contended_phase merges edges that cross the
 same shared links alike into one bundle, so a ring costs a bundle per distinct
-set of shared links it crosses, not one per edge.
+set of shared links it crosses, not one per edge. Each edge also names its feeder (the edge into its
+sender on its channel: a ring's previous edge), which decides whether its hop latency can hide behind
+its bytes when slowed (model.contended_phase).
 
 A collective alone takes its fabric's time T (analytical, flow, ns-3, with
 calibration). Its bundles alone run at the max-min rates of its own links
@@ -54,6 +56,7 @@ class CollectiveDemand:
     burst_rates: tuple[float, ...] = ()  # per bundle, bytes/s per edge with only its own channel on its links
     hop_seconds: tuple[float, ...] = ()  # per bundle, its hop's start-up latency (alpha + path latency)
     rounds: tuple[int, ...] = ()  # per bundle, its edge's transfers; 0: its latency stays hidden when slowed
+    feeders: tuple[int, ...] = ()  # per bundle, the bundle feeding its sender (same channel, into its src), -1 none
 
     @property
     def bandwidth_seconds(self) -> float:
@@ -90,7 +93,7 @@ def collective_demand(topology: Topology, kind: str, group: tuple[int, ...], nby
             rounds.append(int(k))
     rates = alone_rates(topology, bundles)
     return CollectiveDemand(tuple(bundles), rates, latency.base_s + first_hop, _burst_rates(topology, bundles, ends),
-                            tuple(hops), _rounds_shown(ends, rates, rounds))
+                            tuple(hops), _rounds_shown(ends, rates, rounds), _feeders(ends))
 
 
 def _burst_rates(topology: Topology, bundles: list[Bundle], ends: list[tuple]) -> tuple[float, ...]:
@@ -110,6 +113,15 @@ def _rounds_shown(ends: list[tuple], rates: tuple[float, ...], rounds: list[int]
     into = {(channel, dst): rate for (channel, _, dst), rate in zip(ends, rates)}
     return tuple(k if into.get((channel, src), rate) <= rate * (1 + 1e-9) else 0
                  for (channel, src, _), rate, k in zip(ends, rates, rounds))
+
+
+def _feeders(ends: list[tuple]) -> tuple[int, ...]:
+    """Per bundle, the index of the bundle whose edge delivers to its sender on its channel (a ring's
+    previous edge), -1 where none or several do (an all-to-all's edges have no one feeder)."""
+    into: dict[tuple, int] = {}
+    for k, (channel, _, dst) in enumerate(ends):
+        into[(channel, dst)] = -1 if (channel, dst) in into else k
+    return tuple(into.get((channel, src), -1) for channel, src, _ in ends)
 
 
 def alone_rates(topology: Topology, bundles) -> tuple[float, ...]:

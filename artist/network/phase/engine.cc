@@ -18,6 +18,7 @@ namespace {
 constexpr double TIE = 1e-12;          // flow/maxmin.py's _TIE
 constexpr std::size_t SMALL = 24;      // engine.py's SMALL: below it, max_min_rates_small's order of operations
 constexpr std::size_t MAX_RATE_MEMO = 50000;  // engine.py's MAX_RATE_MEMO
+constexpr int SHOWN_ITERATIONS = 64;  // engine.py's SHOWN_ITERATIONS
 const double INF = std::numeric_limits<double>::infinity();
 
 struct Timer {
@@ -106,6 +107,7 @@ struct Input {
   const int32_t* class_job;  // per class: its job (engine.py's class key names it where bursts can collide)
   const double* class_burst;  // per class: its burst rate (PhaseBundle.burst_rate)
   const double* class_exposed;  // per class: PhaseBundle.exposed; all 0 where bursts cannot collide
+  const double* class_shown;  // per class: PhaseBundle.shown (seconds per byte shown when slowed)
   int n_links;
   const double* capacity;
   int64_t steps;  // < 0: steady state
@@ -218,6 +220,11 @@ class Run {
               mark_dirty(link);
               if (link_users_[link].size() > 1) changed_ = true;
               rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
+            }
+            double shown = in_.class_shown[cls];
+            if (shown > 0) {  // engine.py: its mean rate at its sending rate, as rates_shown gives it alone
+              double v = sending_cap(cls, in_.class_cap[cls], shown);
+              rate = v * (1.0 / (1.0 + shown * v));
             }
             active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true, true};
             active_count_ += 1;
@@ -418,7 +425,7 @@ class Run {
     std::vector<double> caps(key.size());
     for (std::size_t f = 0; f < key.size(); ++f) caps[f] = in_.class_cap[key[f]];
     collision_caps(key, caps);
-    std::vector<double> rates = key.size() < SMALL ? rates_small(key, caps) : rates_numpy(key, caps);
+    std::vector<double> rates = rates_shown(key, caps);
     std::vector<std::pair<int, double>> found;
     found.reserve(key.size());
     for (std::size_t f = 0; f < key.size(); ++f) found.emplace_back(key[f], rates[f]);
@@ -451,9 +458,60 @@ class Run {
     }
   }
 
+  // engine.py _rates (below SMALL flows: max_min_rates_small's order of operations, else max_min_rates'),
+  // each flow's loads multiplied by duty[f] where duty is given and duty[f] != 1 (as engine.py weights them)
+  std::vector<double> rates(const std::vector<int>& classes, const std::vector<double>& caps,
+                            const std::vector<double>* duty = nullptr) {
+    return classes.size() < SMALL ? rates_small(classes, caps, duty) : rates_numpy(classes, caps, duty);
+  }
+
+  // engine.py _rates_shown: where some flows show their hop latency when slowed, the fixed point of their
+  // duties (rate / sending share) with each such flow's loads weighted by its duty; else _rates
+  std::vector<double> rates_shown(const std::vector<int>& classes, std::vector<double>& caps) {
+    const std::size_t flows = classes.size();
+    bool any = false;
+    for (int cls : classes) {
+      if (in_.class_shown[cls] > 0) any = true;
+    }
+    if (!any) return rates(classes, caps);
+    for (std::size_t f = 0; f < flows; ++f) {
+      double x = in_.class_shown[classes[f]];
+      if (x > 0) caps[f] = sending_cap(classes[f], caps[f], x);
+    }
+    std::vector<double> duty(flows, 1.0), next(flows, 1.0), s;
+    for (int k = 0; k < SHOWN_ITERATIONS; ++k) {
+      s = rates(classes, caps, &duty);
+      bool settled = true;
+      for (std::size_t f = 0; f < flows; ++f) {
+        double x = in_.class_shown[classes[f]];
+        next[f] = (x > 0 && s[f] > 0) ? 1.0 / (1.0 + x * s[f]) : 1.0;
+        if (!(std::fabs(next[f] - duty[f]) <= 1e-9)) settled = false;
+      }
+      duty.swap(next);
+      if (settled) break;
+    }
+    for (std::size_t f = 0; f < flows; ++f) s[f] = s[f] * duty[f];
+    return s;
+  }
+
+  // engine.py _sending_cap: a flow's bandwidth alone (1 / (1 / cap - shown)), and no more than its links carry
+  double sending_cap(int cls, double cap, double shown) const {
+    double v = 1.0 / (1.0 / cap - shown);
+    for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+      v = std::min(v, in_.capacity[in_.cross_link[c]] / in_.cross_load[c]);
+    }
+    return v;
+  }
+
+  // the load of crossing c of flow f: its class's load, times the flow's duty where one is given and != 1
+  static double weighted(double load, const std::vector<double>* duty, std::size_t f) {
+    return (duty != nullptr && (*duty)[f] != 1.0) ? load * (*duty)[f] : load;
+  }
+
   // flow/maxmin.py max_min_rates_small with engine.py _rates' flows: shared links 0..L-1, flow f's
   // private link (its cap, caps[f]) numbered L + f; weights 1, one priority level.
-  std::vector<double> rates_small(const std::vector<int>& classes, const std::vector<double>& caps) {
+  std::vector<double> rates_small(const std::vector<int>& classes, const std::vector<double>& caps,
+                                  const std::vector<double>* duty) {
     const std::size_t flows = classes.size();
     const int L = in_.n_links;
     std::vector<double> rate(flows, 0.0);
@@ -465,7 +523,7 @@ class Run {
       int cls = classes[f];
       for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
         int link = in_.cross_link[c];
-        members[link].emplace_back(static_cast<int>(f), in_.cross_load[c]);
+        members[link].emplace_back(static_cast<int>(f), weighted(in_.cross_load[c], duty, f));
         remaining[link] = in_.capacity[link];
         if (!listed[link]) {
           listed[link] = 1;
@@ -521,7 +579,7 @@ class Run {
         int cls = classes[f];
         for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
           int link = in_.cross_link[c];
-          double used = rate[f] * in_.cross_load[c];
+          double used = rate[f] * weighted(in_.cross_load[c], duty, f);
           remaining[link] = std::max(0.0, remaining[link] - used);
         }
         int own = L + static_cast<int>(f);
@@ -534,7 +592,8 @@ class Run {
 
   // flow/maxmin.py max_min_rates (numpy, multiplicity = loads) with engine.py _rates' crossings:
   // per flow its shared crossings then its private link L + f; bincount sums in crossing order.
-  std::vector<double> rates_numpy(const std::vector<int>& classes, const std::vector<double>& caps) {
+  std::vector<double> rates_numpy(const std::vector<int>& classes, const std::vector<double>& caps,
+                                  const std::vector<double>* duty) {
     const std::size_t flows = classes.size();
     const int L = in_.n_links;
     const std::size_t links = L + flows;
@@ -546,7 +605,7 @@ class Run {
       for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
         flow_of.push_back(static_cast<int>(f));
         link_of.push_back(in_.cross_link[c]);
-        load.push_back(in_.cross_load[c]);
+        load.push_back(weighted(in_.cross_load[c], duty, f));
       }
       flow_of.push_back(static_cast<int>(f));
       link_of.push_back(L + static_cast<int>(f));
@@ -720,14 +779,16 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
                 const double* cross_load, const int32_t* class_job, const double* class_burst,
-                const double* class_exposed, int n_links, const double* capacity, int64_t steps, const int32_t* windows,
+                const double* class_exposed, const double* class_shown, int n_links, const double* capacity,
+                int64_t steps, const int32_t* windows,
                 double tolerance, int64_t max_steps, int64_t max_events, int64_t event_budget,
                 const double* alone_steps,
                 const double* alone_comms) {
   Result* r = new Result();
   r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
-                   cross_load, class_job, class_burst, class_exposed, n_links, capacity, steps, windows, tolerance,
+                   cross_load, class_job, class_burst, class_exposed, class_shown, n_links, capacity, steps, windows,
+                   tolerance,
                    max_steps, max_events, event_budget,
                    alone_steps,
                    alone_comms};

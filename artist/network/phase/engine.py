@@ -17,6 +17,14 @@ its drain time on a heap (older entries go stale), and the groups re-shared are
 found from the links where a bundle started or drained, so an event in a
 component of ~75 active bundles costs a few of them, not all.
 
+Latency shown when slowed (model.contended_phase's `shown`): a bundle whose
+feeding edge is slowed too sends at its share and waits `shown` seconds per
+byte between its chunks; its rate is 1 / (1 / share + shown) and the link
+time of its waits goes to the others (_rates_shown: max-min fair while
+sending, each such bundle loading its links by the fraction of time it sends,
+iterated to the fixed point of those fractions). A bundle alone on its links
+then drains at exactly its cap, as before.
+
 Colliding bursts (model.burst_terms): a bundle whose channel shares its NIC
 with sibling channels bursts at its burst rate and hides its hop latency behind
 its siblings' turns, until another job's burst on one of its shared links halves
@@ -85,6 +93,7 @@ class PhaseBundle:
     crossings: tuple[tuple[int, float], ...]  # (shared link index, load) of every shared link it crosses
     burst_rate: float = 0.0  # bytes/s per edge while its channel bursts alone (model.burst_terms; 0: exposed 0)
     exposed: float = 0.0  # seconds per byte of hop latency shown when every burst of it collides
+    shown: float = 0.0  # seconds per byte of hop latency shown at every round when slowed (its feeder slowed too)
 
 
 @dataclass(frozen=True)
@@ -161,10 +170,11 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     bursty = len(jobs) > 1 and any(b.exposed > 0 for job in jobs for node in job.nodes for b in node.bundles)
 
     def class_key(j: int, b: PhaseBundle) -> tuple:
-        return (j, b.crossings, b.cap, b.burst_rate, b.exposed) if bursty else (b.crossings, b.cap)
+        return (j, b.crossings, b.cap, b.burst_rate, b.exposed, b.shown) if bursty else (b.crossings, b.cap, b.shown)
 
     class_of: dict = {}
     class_bursts: list = []  # per class: (job, burst rate, exposed), read by _collision_caps
+    class_shown: list = []  # per class: seconds per byte shown when slowed, read by _rates_shown
     for j, job in enumerate(jobs):
         for node in job.nodes:
             for b in node.bundles:
@@ -172,6 +182,8 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                 if key not in class_of:
                     class_of[key] = len(class_of)
                     class_bursts.append((j, b.burst_rate, b.exposed))
+                    class_shown.append(b.shown)
+    showing = any(class_shown)
     state = [_Job(j) for j in jobs]
     capacity = np.asarray(capacity, dtype=np.float64)
     heap: list = []
@@ -322,12 +334,19 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                 state[j].bundles_left[i] = len(node.bundles)
                 for b in node.bundles:
                     # a bundle alone on its links takes min(its cap, link / load) and changes no one's rate
-                    rate = b.cap
+                    # (one that shows its latency when slowed: its mean rate at that sending rate, as
+                    # _rates_shown gives it alone)
                     for link, m in b.crossings:
                         users[link] += 1
                         if users[link] > 1:
                             changed = True
-                        rate = min(rate, float(capacity[link]) / m)
+                    if b.shown > 0:
+                        v = _sending_cap(b.cap, b.shown, b.crossings, capacity)
+                        rate = v * (1.0 / (1.0 + b.shown * v))
+                    else:
+                        rate = b.cap
+                        for link, m in b.crossings:
+                            rate = min(rate, float(capacity[link]) / m)
                     if free_slots:
                         slot = free_slots.pop()
                     else:
@@ -351,7 +370,8 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                     ordered = sorted(members, key=lambda a: a[7])
                     if bursty:
                         ordered = _collision_caps(ordered, class_bursts, capacity)
-                    found = rates_of[key] = dict(zip([a[7] for a in ordered], _rates(ordered, capacity).tolist()))
+                    rates = _rates_shown(ordered, class_shown, capacity) if showing else _rates(ordered, capacity)
+                    found = rates_of[key] = dict(zip([a[7] for a in ordered], rates.tolist()))
                 for a in members:
                     if found[a[7]] != a[6]:
                         set_rate(a, found[a[7]])
@@ -384,6 +404,51 @@ def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarra
                 a[4] = 1.0 / (1.0 / a[4] + p * exposed)
         out.append(a)
     return out
+
+
+SHOWN_ITERATIONS = 64  # at most, of the duty fixed point in _rates_shown (a bound; it settles in ~10)
+
+
+def _rates_shown(ordered: list[list], class_shown: list, capacity: np.ndarray) -> np.ndarray:
+    """Max-min rates where some bundles show their hop latency at every round when slowed (shown > 0:
+    its feeding edge is slowed too, so its next chunk is not ready early). Such a bundle sends at a rate
+    s (its cap then its bandwidth alone, 1 / (1 / cap - shown)) and waits `shown` seconds per byte
+    between its chunks: its bytes drain at r = 1 / (1 / s + shown), and it sends a fraction d = r / s of
+    the time. The link time of its waits goes to the others: max-min fair while sending, each such
+    bundle loading its links d times (a mean field of when it sends), iterated to the fixed point of d."""
+    if not any(class_shown[a[7]] > 0 for a in ordered):
+        return _rates(ordered, capacity)
+    shown = [class_shown[a[7]] for a in ordered]
+    sending = []
+    for a, x in zip(ordered, shown):
+        if x > 0:
+            a = a.copy()
+            a[4] = _sending_cap(a[4], x, a[5], capacity)
+        sending.append(a)
+    duty = [1.0] * len(ordered)
+    for _ in range(SHOWN_ITERATIONS):
+        weighted = []
+        for a, d in zip(sending, duty):
+            if d != 1.0:
+                a = a.copy()
+                a[5] = tuple((link, m * d) for link, m in a[5])
+            weighted.append(a)
+        s = _rates(weighted, capacity).tolist()
+        new = [1.0 / (1.0 + x * v) if x > 0 and v > 0 else 1.0 for x, v in zip(shown, s)]  # r / s
+        settled = all(abs(n - d) <= 1e-9 for n, d in zip(new, duty))
+        duty = new
+        if settled:
+            break
+    return np.asarray([v * d for v, d in zip(s, duty)])
+
+
+def _sending_cap(cap: float, shown: float, crossings, capacity: np.ndarray) -> float:
+    """The most a bundle that shows `shown` seconds per byte when slowed can send at: its bandwidth alone
+    (1 / (1 / cap - shown): cap is its mean rate alone), and no more than any of its links carries."""
+    v = 1.0 / (1.0 / cap - shown)
+    for link, m in crossings:
+        v = min(v, float(capacity[link]) / m)
+    return v
 
 
 SMALL = 24  # active bundles: below this, plain Python beats numpy's per-call overhead (flow/engine.py's figure)

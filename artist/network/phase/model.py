@@ -29,11 +29,13 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "9"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
+PHASE_VERSION = "10"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
 # 7: one flow per edge, not a lock-step bundle per channel; 8: a bundle's bytes brought up to date only when
 # its rate changes, drains taken from a heap: rounding differs, and with it the alignment of long runs;
 # 9: channels that share a NIC show their hop latency when another job's burst collides with theirs:
-# burst_terms, engine.py's collision caps)
+# burst_terms, engine.py's collision caps; 10: a slowed ring edge whose feeding edge is slowed too shows its
+# hop latency at every round and leaves those gaps to the others: contended_phase's shown, engine.py's
+# _rates_shown)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
@@ -214,6 +216,13 @@ def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[flo
     A send/recv or an all-to-all is one round: its whole latency is the first hop, paid before its bytes.
     Measured (benchmarks/contention_accuracy.py, the package docstring's table): the whole latency paid
     first instead overstates the slowdown of a small ring beside a large one by up to 19 %.
+    That hiding needs the edge's next chunk to be ready early, i.e. the edge feeding its sender (demand.py's
+    feeders) to run ahead. Where that feeding edge crosses a shared link too, it is slowed alike and the
+    chunk arrives just in time: the edge then shows its latency at every round, `shown` = its latency alone
+    per byte (1 / cap - 1 / its bandwidth rate), and drains at 1 / (1 / share + shown) while it leaves the
+    link to others between its chunks (engine.py _rates_shown). Measured: a 2-GPU ring of 0.5 MiB beside a
+    4-GPU ring of 4 MiB on the same ports, against the per-transfer flow engine, -11.6 % / +8.3 % with its
+    latency hidden, -5.1 % / +4.3 % so (tests/test_phase_contention.py).
     Edges whose channel shares its NIC with sibling channels also carry their burst rate and the latency
     their bursts show when they collide with another job's (burst_terms)."""
     bandwidth = demand.bandwidth_seconds
@@ -225,16 +234,20 @@ def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[flo
     bursts = demand.burst_rates or demand.alone_rates
     hops = demand.hop_seconds or (0.0,) * n
     rounds = demand.rounds or (0,) * n
-    for b, rate, burst, hop, k in zip(demand.bundles, demand.alone_rates, bursts, hops, rounds):
+    feeders = demand.feeders or (-1,) * n
+    for b, rate, burst, hop, k, feeder in zip(demand.bundles, demand.alone_rates, bursts, hops, rounds, feeders):
         work = b.edge_bytes * fraction
         cap = min(rate, work / span) if span > 0 else rate
         burst_rate, exposed = burst_terms(work, rate, burst, hop, k)
-        key = (work, cap, burst_rate, exposed,
+        fed_slowed = feeder >= 0 and any(link in shared for link in demand.bundles[feeder].links)
+        shown = max(0.0, 1.0 / cap - 1.0 / rate) if k > 0 and fed_slowed and cap > 0 else 0.0
+        key = (work, cap, burst_rate, exposed, shown,
                tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
         merged[key] = merged.get(key, 0.0) + 1.0
     # edges alike drain alike: one bundle of them, each shared link loaded once per edge
-    return first, tuple(PhaseBundle(work, cap, tuple((link, m * count) for link, m in crossings), burst_rate, exposed)
-                        for (work, cap, burst_rate, exposed, crossings), count in merged.items())
+    return first, tuple(PhaseBundle(work, cap, tuple((link, m * count) for link, m in crossings), burst_rate, exposed,
+                                    shown)
+                        for (work, cap, burst_rate, exposed, shown, crossings), count in merged.items())
 
 
 def burst_terms(work: float, rate: float, burst: float, hop: float, rounds: int) -> tuple[float, float]:
@@ -308,7 +321,8 @@ def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], t
                 if bundles is None:
                     bundles = done[id(node.bundles)] = tuple(
                         PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
-                                                         for link, m in b.crossings), b.burst_rate, b.exposed)
+                                                         for link, m in b.crossings), b.burst_rate, b.exposed,
+                                    b.shown)
                         for b in node.bundles)
                 node = PhaseNode(node.deps, node.seconds, node.communication, bundles, node.comm_seconds)
             renumbered.append(node)
@@ -328,6 +342,7 @@ def _digest(relabelled) -> str:
             k = of_object.get(id(node.bundles))
             if k is None:
                 value = tuple((b.work, b.cap, b.crossings) + ((b.burst_rate, b.exposed) if b.exposed > 0 else ())
+                              + ((b.shown,) if b.shown > 0 else ())
                               for b in node.bundles)
                 k = of_object[id(node.bundles)] = of_value.setdefault(value, len(of_value))
             rows.append((node.deps, node.seconds, node.communication, node.comm_seconds, k))

@@ -115,7 +115,7 @@ _U8 = ctypes.POINTER(ctypes.c_uint8)
 def _declare(lib) -> None:
     lib.phase_run.restype = _P
     lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
-                              _I32, _D, _I32, _D, _D, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
+                              _I32, _D, _I32, _D, _D, _D, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, _D, _D]
     lib.phase_error.restype = ctypes.c_char_p
     lib.phase_error.argtypes = [_P]
@@ -153,7 +153,7 @@ class PackedJob:
     bundle_off: np.ndarray  # per node, the start of its bundles (one more entry: the end)
     work: np.ndarray
     bundle_class: np.ndarray  # local class of each bundle
-    classes: tuple  # ((crossings, cap, burst rate, exposed), ...) by local class number
+    classes: tuple  # ((crossings, cap, burst rate, exposed, shown), ...) by local class number
     phases: int  # nodes with bundles (engine.window_of)
 
 
@@ -181,7 +181,7 @@ def _pack(job) -> PackedJob:
             numbers = of_bundles.get(id(node.bundles))
             if numbers is None:
                 numbers = of_bundles[id(node.bundles)] = [
-                    class_of.setdefault((b.crossings, b.cap, b.burst_rate, b.exposed), len(class_of))
+                    class_of.setdefault((b.crossings, b.cap, b.burst_rate, b.exposed, b.shown), len(class_of))
                     for b in node.bundles]
             work.extend(b.work for b in node.bundles)
             bundle_class.extend(numbers)
@@ -200,23 +200,26 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
          alone_comms: Sequence[float] | None) -> NativeRun:
     """engine.run_component's loop on flat arrays: the jobs' packed arrays end to end, their link numbers
     mapped through links[j] (None: already the component's), bundle classes numbered in order of
-    appearance over the jobs with engine.py's keys: (crossings, cap), or where bursts can collide (job,
-    crossings, cap, burst rate, exposed); elsewhere every class's exposed is passed as 0 (no collision caps)."""
+    appearance over the jobs with engine.py's keys: (crossings, cap, shown), or where bursts can collide (job,
+    crossings, cap, burst rate, exposed, shown); elsewhere every class's exposed is passed as 0 (no collision
+    caps)."""
     packs = [packed(job) for job in jobs]
-    bursty = len(jobs) > 1 and any(exposed > 0 for pack in packs for _, _, _, exposed in pack.classes)
+    bursty = len(jobs) > 1 and any(exposed > 0 for pack in packs for _, _, _, exposed, _ in pack.classes)
     class_of: dict = {}
     class_bursts = []  # per class: (job, burst rate, exposed)
+    class_shown = []  # per class: seconds per byte shown when slowed
     parts = []
     for j, pack in enumerate(packs):
         mapping = None if links is None else links[j]
         local = []
-        for crossings, cap, burst_rate, exposed in pack.classes:
+        for crossings, cap, burst_rate, exposed, shown in pack.classes:
             if mapping is not None:
                 crossings = tuple((mapping[link], m) for link, m in crossings)
-            key = (j, crossings, cap, burst_rate, exposed) if bursty else (crossings, cap)
+            key = (j, crossings, cap, burst_rate, exposed, shown) if bursty else (crossings, cap, shown)
             if key not in class_of:
                 class_of[key] = len(class_of)
                 class_bursts.append((j, burst_rate, exposed) if bursty else (j, 0.0, 0.0))
+                class_shown.append(shown)
             local.append(class_of[key])
         parts.append(np.asarray(local, dtype=np.int32)[pack.bundle_class] if local else pack.bundle_class)
     node_counts = [len(p.seconds) for p in packs]
@@ -225,7 +228,7 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
     bundle_base = np.cumsum([0] + [len(p.work) for p in packs[:-1]])
     class_cap, cross_off, cross_link, cross_load = [], [0], [], []
     for key in class_of:
-        crossings, cap = key[1:3] if bursty else key  # (job, crossings, cap, burst rate, exposed)
+        crossings, cap = key[1:3] if bursty else key[:2]  # (job, crossings, cap, burst rate, exposed, shown)
         class_cap.append(cap)
         for link, load in crossings:
             cross_link.append(link)
@@ -248,6 +251,7 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
         "class_job": np.asarray([job for job, _, _ in class_bursts], dtype=np.int32),
         "class_burst": np.asarray([burst for _, burst, _ in class_bursts], dtype=np.float64),
         "class_exposed": np.asarray([exposed for _, _, exposed in class_bursts], dtype=np.float64),
+        "class_shown": np.asarray(class_shown, dtype=np.float64),
         "capacity": np.asarray(capacity, dtype=np.float64), "windows": np.asarray(windows, dtype=np.int32),
         "alone_steps": None if alone_steps is None else np.asarray(alone_steps, dtype=np.float64),
         "alone_comms": None if alone_comms is None else np.asarray(alone_comms, dtype=np.float64),
@@ -259,7 +263,8 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
         _ptr(a["work"], _D),
         _ptr(a["bundle_class"], _I32), len(class_of), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
         _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), _ptr(a["class_job"], _I32),
-        _ptr(a["class_burst"], _D), _ptr(a["class_exposed"], _D), len(a["capacity"]), _ptr(a["capacity"], _D),
+        _ptr(a["class_burst"], _D), _ptr(a["class_exposed"], _D), _ptr(a["class_shown"], _D), len(a["capacity"]),
+        _ptr(a["capacity"], _D),
         -1 if steps is None else int(steps), _ptr(a["windows"], _I32), float(tolerance), int(max_steps),
         int(max_events), int(event_budget),
         None if a["alone_steps"] is None else _ptr(a["alone_steps"], _D),
