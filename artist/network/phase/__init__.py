@@ -38,7 +38,9 @@ Cost at trace scale (benchmarks/contention_scale.py; components of 20-30 jobs,
 most of them LLM jobs of 2 000-7 000 collectives a step, in a 1 000-job trace
 on 1 024 GPUs; version 8: the collision caps take 40 % more CPU on the 24
 larger scenarios below, but these jobs have one channel each, and Tiresias'
-1 000-job shared run took 24.5 CPU-s with version 9 against 24.3): median 0.8, max 1.6 CPU-s a
+1 000-job shared run took 24.5 CPU-s with version 9 against 24.3; version 10's
+shown latencies apply to these 1-channel rings: Tiresias 30.0 CPU-s, 2.7x its
+isolated run, FIFO 88.8 CPU-s): median 0.8, max 1.6 CPU-s a
 component (163 components of a FIFO run; 5-6 M events for the largest, ~0.2 us an event), where the compiled loop
 that brought every active bundle's bytes up to date at every event took median
 1.5, max 3.8, and the Python loop with 4-step windows 4-6 CPU-s, stopped at its
