@@ -32,6 +32,17 @@ SHIPPED = {
     # the same run at 8 GPUs per node (80 ranks); sendrecv implies no rank count (factor 1)
     "xxrjun_10node_80xH100_8gpn_allcoll.txt": (["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
                                                [10] * 5, 10, 8, [80, 80, 80, 80, None]),
+    # the same run at 2 and 4 GPUs per node; all_gather / reduce_scatter / alltoall sizes multiples of ranks x 8 B
+    "xxrjun_10node_20xH100_2gpn_allcoll.txt": (["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
+                                               [10] * 5, 10, 2, [20, 20, 20, 20, None]),
+    "xxrjun_10node_40xH100_4gpn_allcoll.txt": (["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"],
+                                               [10] * 5, 10, 4, [40, 40, 40, 40, None]),
+    # pairwise runs: alltoall and sendrecv at 4, 8 and 16 GiB, one node pair at 1, 2 and 4 GPUs per node ...
+    **{f"xxrjun_2node_{2 * g}xH100_{g}gpn_cnode3-002_cnode3-003_alltoall_sendrecv.txt":
+       (["alltoall", "sendrecv"], [3, 3], 2, g, [2 * g, None]) for g in (1, 2, 4)},
+    # ... and every one of the 45 pairs of the 10 hosts at 8 GPUs per node
+    **{f"xxrjun_2node_16xH100_8gpn_cnode3-{a:03d}_cnode3-{b:03d}_alltoall_sendrecv.txt":
+       (["alltoall", "sendrecv"], [3, 3], 2, 8, [16, None]) for a in range(2, 12) for b in range(a + 1, 12)},
     "gcp_a3mega_2node_16xH100_tcpxo.txt": (["all_reduce"], [31], 2, 8, [16]),
     # No 'Using devices' block: nodes unknown; 16 ranks = 2 x p4de per the source.
     "aws_p4de_2node_16xA100_efa.txt": (["all_reduce"], [29], None, None, [16]),
@@ -61,6 +72,12 @@ NOISY_ROWS = {
     # all_gather 64-256 MiB (6.3-11.6 %); reduce_scatter 32 MiB-1 GiB, 885.81 vs 650.00 us at 64 MiB the worst
     # (30.7 %); alltoall 128 MiB (7.0 %) - found with awk over the two time columns, as the parser does
     "xxrjun_10node_80xH100_8gpn_allcoll.txt": [92, 94, 95, 98, 200, 201, 202, 306, 307, 308, 309, 311, 415],
+    # 10 x 2: all_gather 32 MiB (5.3 %), alltoall 256 MiB (7.2 %); 10 x 4: all_reduce 32 MiB (7.5 %), all_gather
+    # 256 MiB (5.1 %), reduce_scatter 32 MiB (14.3 %), alltoall 32-128 MiB (9.1-18.0 %); the 2 x 1 pair's alltoall,
+    # out-of-place 11.5-11.8 % slower than in-place at every size (awk over the two time columns)
+    "xxrjun_10node_20xH100_2gpn_allcoll.txt": [79, 176],
+    "xxrjun_10node_40xH100_4gpn_allcoll.txt": [52, 122, 186, 253, 254, 255],
+    "xxrjun_2node_2xH100_1gpn_cnode3-002_cnode3-003_alltoall_sendrecv.txt": [14, 15, 16],
     "aws_p4de_2node_16xA100_efa.txt": [21],
     "gcp_a3mega_2node_16xH100_tcpxo.txt": [33, 40, 47],
     "xxrjun_2node_2xH100_1gpn_smoke.txt": [34],
