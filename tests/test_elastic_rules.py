@@ -78,7 +78,7 @@ def test_ncf_is_held_to_one_gpu_only_where_the_pollux_artifact_holds_it():
     assert held_to_one_gpu(apps, ElasticRules(), "pollux") == apps
 
 
-def _spec(tmp_path, rules_yaml: str):
+def _spec(tmp_path, rules_yaml: str, policy: str = "{name: tiresias-pollux, params: {tuned_jobs: true}}"):
     from artist.sweep.spec import load_sweep_spec as load_spec
 
     path = tmp_path / "spec.yaml"
@@ -87,7 +87,7 @@ def _spec(tmp_path, rules_yaml: str):
         loop: elastic
         topology: {REPO / "topologies" / "pollux-t4.yaml"}
         elastic: {{applications: {REPO / "workloads" / "pollux"}, rules: {rules_yaml}}}
-        policies: [{{name: tiresias-pollux, params: {{tuned_jobs: true}}}}]
+        policies: [{policy}]
         workloads: [{{spec: {REPO / "workloads" / "pollux" / "workloads" / "workload-6.csv"}, first: 3}}]
         comm: analytical
         """))
@@ -101,6 +101,55 @@ def test_spec_rules_a_preset_or_switched_one_at_a_time(tmp_path):
     assert (switched.step_time, switched.first_start_delay) == ("network", True)
     default = _spec(tmp_path, "artist").runs[0]
     assert default.elastic.rules.is_default and "rules" not in default.identity["elastic"]
+    assert preset.retune_every_round and not ElasticRules().retune_every_round
+    kept = _spec(tmp_path, "{preset: pollux-artifact, retune_every_round: false}").runs[0].elastic.rules
+    assert (kept.retune_every_round, kept.first_start_delay) == (False, True)
+
+
+def test_the_artifacts_jobs_re_pick_their_batch_at_every_round_end(tmp_path, monkeypatch):
+    """The Pollux artifact's jobs re-pick (m, s) from their latest model after every simulated round
+    (retune_every_round, its preset's); ArtISt's at a new allocation and at each epoch end. Counted over
+    the same 3-job run: the round ends add re-picks, and only under the rule."""
+    from artist.elastic.jobs import ElasticJobs
+    from artist.sweep.run import run_sweep
+
+    counts = {}
+    tune = ElasticJobs.tune
+
+    def counted(self, job):
+        counts[self.retune_every_round] = counts.get(self.retune_every_round, 0) + 1
+        return tune(self, job)
+
+    monkeypatch.setattr(ElasticJobs, "tune", counted)
+    for k, rules in enumerate(("pollux-artifact", "{preset: pollux-artifact, retune_every_round: false}")):
+        spec = _spec(tmp_path, rules)
+        report = run_sweep(spec, tmp_path / f"out{k}", n_jobs=1, use_cache=False, progress=False, plots=False)
+        assert not report.failed, report.failed
+    assert counts[False] >= 3  # every job tuned at its allocation
+    assert counts[True] > counts[False]  # ... and again after every round it held GPUs, under the rule
+
+
+def test_a_pollux_agent_sees_one_pass_compute_at_every_configuration(tmp_path, monkeypatch):
+    """AdaptDL times the all-reduce of each synchronising pass and fits compute = step - sync, so Pollux's
+    agent knows a configuration's compute whether or not it accumulates (s = 0 too): every observation
+    the loop hands it carries a positive compute time, below the step it belongs to."""
+    from artist.policies.pollux.agent import PolluxAgent
+    from artist.sweep.run import run_sweep
+
+    seen = []
+    observe = PolluxAgent.observe
+
+    def recorded(self, nodes, replicas, local_batch, accum_steps, iter_seconds, accum_seconds, sqr, var):
+        seen.append((accum_steps, iter_seconds, accum_seconds))
+        return observe(self, nodes, replicas, local_batch, accum_steps, iter_seconds, accum_seconds, sqr, var)
+
+    monkeypatch.setattr(PolluxAgent, "observe", recorded)
+    spec = _spec(tmp_path, "artist", policy="{name: pollux, params: {pop_size: 4, generations: 4}}")
+    report = run_sweep(spec, tmp_path / "out", n_jobs=1, use_cache=False, progress=False, plots=False)
+    assert not report.failed, report.failed
+    assert any(s == 0 for s, _, _ in seen)
+    bad = [(s, t, c) for s, t, c in seen if c is None or not 0 < c <= t]
+    assert not bad, bad[:3]
 
 
 @pytest.mark.parametrize("rules_yaml, problem", [
@@ -108,6 +157,7 @@ def test_spec_rules_a_preset_or_switched_one_at_a_time(tmp_path):
     ("{preset: pollux-artifact, first_start_delay: 'no'}", "field 'elastic.rules.first_start_delay': expected true"),
     ("{step_time: ns3}", "field 'elastic.rules.step_time': one of network, measured"),
     ("{slowdown: 2}", "field 'elastic.rules.slowdown': unknown field"),
+    ("{preset: pollux-artifact, retune_every_round: 1}", "field 'elastic.rules.retune_every_round': expected true"),
 ])
 def test_bad_rules_are_one_line_naming_the_field(tmp_path, rules_yaml, problem):
     with pytest.raises(InputError) as err:

@@ -54,11 +54,12 @@ def test_fit_recovers_parameters_from_step_times_alone_and_noisy_data():
     np.testing.assert_allclose(got, TRUE.as_array(), rtol=0.05)
 
 
-def test_priors_assume_perfect_scaling_before_multi_gpu_observations():
+@pytest.mark.parametrize("search", ["log", "adaptdl"])
+def test_priors_assume_perfect_scaling_before_multi_gpu_observations(search):
     """One GPU, one local batch seen: alpha_grad = half the time, sync terms at the lower bound, so the
-    model predicts K GPUs run K times as fast."""
+    model predicts K GPUs run K times as fast (either search: the priors fix what one row cannot say)."""
     obs = Observations.of([(1, 1, 64, 0, 0.5, None)])
-    p = fit(obs)
+    p = fit(obs, search=search)
     assert p.alpha_grad == pytest.approx(0.25)
     assert p.beta_grad == pytest.approx(0.25 / 64, rel=1e-3)
     for k, nodes in ((4, 1), (16, 4)):
@@ -72,6 +73,20 @@ def test_node_terms_are_at_least_1_1_times_local_ones_without_multi_node_observa
     p = fit(obs)
     assert p.alpha_node >= 1.1 * p.alpha_local - 1e-15 and p.beta_node >= 1.1 * p.beta_local - 1e-15
     assert p.alpha_local == pytest.approx(TRUE.alpha_local, rel=0.05)
+
+
+@pytest.mark.parametrize("search", ["log", "adaptdl"])
+def test_node_terms_stay_above_local_ones_under_either_search(search):
+    p = fit(_synthetic(TRUE, [(1, 1), (1, 2), (1, 4)]), search=search)
+    assert p.alpha_node >= 1.1 * p.alpha_local - 1e-15 and p.beta_node >= 1.1 * p.beta_local - 1e-15
+
+
+def test_the_agent_fits_as_pollux_own_agent_does_and_a_bad_search_is_refused():
+    """Pollux's agent fits AdaptDL's way (raw parameters from AdaptDL's start, scipy's defaults: what the
+    authors' simulator and system run); the log search stays the fit's default for other callers."""
+    assert PolluxAgent(SPEC, "t4").search == "adaptdl"
+    with pytest.raises(ValueError, match="search must be one of adaptdl, log"):
+        fit(_synthetic(TRUE, [(1, 1)]), search="newton")
 
 
 def test_fit_refuses_bad_observations():

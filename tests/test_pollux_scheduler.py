@@ -9,8 +9,8 @@ import pytest
 
 from artist.elastic.spec import ElasticSpec, LocalBatchLimit
 from artist.policies.pollux.agent import PolluxAgent
-from artist.policies.pollux.scheduler import JobView, PolluxScheduler, _AllocationProblem, _Speedups, power_mean, \
-    realloc_factor
+from artist.policies.pollux.scheduler import JobView, PolluxScheduler, _AllocationMutation, _AllocationProblem, \
+    _Speedups, power_mean, realloc_factor
 from artist.policies.pollux.throughput import ThroughputParams
 
 SPEC = ElasticSpec(initial_batch=64, max_batch=4096, local_batch={"t4": LocalBatchLimit(16, 256)})
@@ -115,8 +115,8 @@ def _brute_force_best(jobs, capacity, p, delta):
         x = []
         for i, j in enumerate(jobs):
             k, n = int(a[i].sum()), int(np.count_nonzero(a[i]))
-            base_k = min(fair, j.agent.max_gpus)
-            base = j.agent.goodput(math.ceil(base_k / max(capacity)), base_k).goodput
+            # the artifact's fair share: ceil(GPUs / jobs) on one node, not cut at the job's cap
+            base = j.agent.goodput(1, fair).goodput
             s = 0.0 if k == 0 else j.agent.goodput(n, k).goodput / base
             if not np.array_equal(a[i], j.current):
                 s *= max(j.age - j.restarts * delta, 0) / (j.age + delta)
@@ -134,6 +134,55 @@ def test_search_finds_the_brute_force_optimum_on_a_small_cluster():
     sched = PolluxScheduler(capacity, pop_size=30, generations=30, seed=1)
     sched.allocate(jobs)
     assert sched.last_fitness == pytest.approx(want, rel=1e-9)
+
+
+def test_the_second_objective_is_the_artifacts_cluster_utility_by_hand():
+    """NSGA-II's second objective: the jobs' summed speedups over the GPUs of the nodes in use (the Pollux
+    artifact's cluster utility), so that of two states alike in fitness the consolidated one survives.
+    Speedups by hand from the agents' goodput: over the fair share, ceil(8 GPUs / 2 jobs) = 4 on one node."""
+    rng = np.random.default_rng(2)
+    capacity = np.array([4, 4])
+    jobs = [JobView(f"j{i}", _agent(rng, most_gpus=4), np.zeros(2, dtype=int), age=3600.0, restarts=0,
+                    attained=float(i), submitted=float(i)) for i in range(2)]
+    sched = PolluxScheduler(capacity)
+    speedups = _Speedups(jobs, 8, 4, sched.max_nodes)
+    problem = _AllocationProblem(sched, jobs, speedups, np.zeros((2, 2), dtype=int), rng)
+
+    def speedup(job, nodes, gpus):
+        return job.agent.goodput(nodes, gpus).goodput / job.agent.goodput(1, 4).goodput
+
+    packed = np.array([[[2, 0], [1, 0]]])      # both jobs on node 0: its 4 GPUs in use
+    spread = np.array([[[1, 1], [0, 0]]])      # one job over both nodes: 8 GPUs in use
+    idle = np.zeros((1, 2, 2), dtype=int)
+    got = problem.utility(np.concatenate([packed, spread, idle]))
+    assert got[0] == pytest.approx((speedup(jobs[0], 1, 2) + speedup(jobs[1], 1, 1)) / 4, rel=1e-12)
+    assert got[1] == pytest.approx(speedup(jobs[0], 2, 2) / 8, rel=1e-12)
+    assert got[2] == 0.0
+
+
+def test_mutation_grows_each_job_on_one_node_with_free_gpus_on_average():
+    """The artifact's growth part: every node with a free GPU is picked with probability 1 / (such nodes),
+    and a picked element set to a uniform count in [its value, the node's capacity]. With empty rows on 4
+    free nodes of 4 GPUs: a row gains 4 x 1/4 x 4/5 = 0.8 non-zero elements on average, none above 4."""
+    rng = np.random.default_rng(0)
+    capacity = np.array([4, 4, 4, 4])
+    jobs = [JobView(f"j{i}", _agent(rng, most_gpus=8), np.zeros(4, dtype=int), age=3600.0, restarts=0,
+                    attained=float(i), submitted=float(i)) for i in range(3)]
+    sched = PolluxScheduler(capacity)
+    speedups = _Speedups(jobs, 16, 4, sched.max_nodes)
+    problem = _AllocationProblem(sched, jobs, speedups, np.zeros((3, 4), dtype=int), rng)
+    pop = 4000
+    out = _AllocationMutation()._do(problem, np.zeros((pop, 12), dtype=int)).reshape(pop, 3, 4)
+    assert out.max() <= 4 and out.min() >= 0
+    assert np.count_nonzero(out, axis=2).mean() == pytest.approx(0.8, abs=0.03)
+    # a node the job uses is picked with the extra 1 / (its used nodes with a free GPU): a row holding 1 GPU on
+    # node 0 is picked there with probability 1/4 + 1 - 1/4 x 1 = 1 and keeps 1 only if the draw in [1, 4] is 1;
+    # reset to the (empty) current row (0.1) or zeroed (0.1 x 0.1), it is a free node again (1/4, then 1/5):
+    # P(still 1) = 0.9 x (0.99 x 1/4 + 0.01 x 1/20) + 0.1 x 1/20 = 0.2282
+    held = np.zeros((pop, 3, 4), dtype=int)
+    held[:, :, 0] = 1
+    grown = _AllocationMutation()._do(problem, held.reshape(pop, 12)).reshape(pop, 3, 4)
+    assert (grown[:, :, 0] == 1).mean() == pytest.approx(0.2282, abs=0.02)
 
 
 def test_same_seed_same_allocations_and_a_pending_job_gets_gpus():

@@ -87,6 +87,10 @@ class ElasticWorkload:
         for state in running:
             state.train(self.jobs, now)
             state.close_round()
+            job = state.elastic
+            if self.jobs.retune_every_round and job.gpus and not job.progress.done and job.progress.restart_left <= 0:
+                self.jobs.tune(job)  # rules.py retune_every_round: (m, s) re-picked by the job's latest model
+                state.iteration_seconds = self.jobs.iteration(job)[0]
 
     def round_begin(self, running: Sequence["ElasticJobState"], now: float, seconds: float) -> list:
         """Every job holding GPUs begins a round; with shared contention, those meeting on links are timed
@@ -177,7 +181,7 @@ class ElasticJobState(LoopRecord):
 def simulate_elastic(cluster: ElasticCluster, specs: Sequence[ElasticJobSpec], apps: Mapping, timer: StepTimer,
                      allocator, round_seconds: float = 60.0, profiling: bool | None = None, contention=None,
                      name: str | None = None, first_start_delay: bool = False,
-                     slowdowns: Mapping[str, float] | None = None) -> ElasticResult:
+                     slowdowns: Mapping[str, float] | None = None, retune_every_round: bool = False) -> ElasticResult:
     """An elastic run on a cluster (a one-type topology is a cluster of one pool: ElasticCluster.of): the
     jobs of `specs` (applications `apps`: name -> (MeasuredApplication, ElasticSpec)) timed by `timer`,
     GPUs per node allocated by `allocator` every `round_seconds` (an elastic policy of
@@ -189,7 +193,7 @@ def simulate_elastic(cluster: ElasticCluster, specs: Sequence[ElasticJobSpec], a
     profiling = bool(getattr(allocator, "wants_profiles", False)) if profiling is None else profiling
     jobs = ElasticJobs(cluster.capacity, cluster.node_types, specs, apps, timer,
                        [(n.pool, n.machine) for n in cluster.nodes], profiling, contention,
-                       first_start_delay=first_start_delay, slowdowns=slowdowns)
+                       first_start_delay=first_start_delay, slowdowns=slowdowns, retune_every_round=retune_every_round)
     return run_in_exact_loop(cluster.layout(), jobs, specs, allocator, round_seconds, name)
 
 

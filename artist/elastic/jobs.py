@@ -123,7 +123,8 @@ class ElasticJobs:
     def __init__(self, capacity: Sequence[int], gpu_type: str | Sequence[str], jobs: Sequence[ElasticJobSpec],
                  apps: Mapping[str, tuple[MeasuredApplication, ElasticSpec]], timer: StepTimer,
                  node_machines: Sequence | None = None, profiling: bool = False, contention=None,
-                 first_start_delay: bool = False, slowdowns: Mapping[str, float] | None = None):
+                 first_start_delay: bool = False, slowdowns: Mapping[str, float] | None = None,
+                 retune_every_round: bool = False):
         self.capacity = np.asarray(capacity, dtype=int)
         if isinstance(gpu_type, str):
             self.node_types = [gpu_type] * len(self.capacity)
@@ -140,6 +141,7 @@ class ElasticJobs:
         self.profiling = profiling
         self.first_start_delay = first_start_delay  # rules.py: the restart delay at the first start too
         self.slowdowns = dict(slowdowns or {})  # rules.py: progress of an application divided by its factor
+        self.retune_every_round = retune_every_round  # rules.py: (m, s) re-picked at every round's end too
         self.timer = timer
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
@@ -295,8 +297,11 @@ class ElasticJobs:
                 job.iterations += done
                 job.exposed_comm_seconds += done * max(iter_s - (job.accum_steps + 1) * compute_s, 0.0)
                 sqr, var = job.app.replay.grad_stats(self.replay_batch(job), min(epoch, job.app.replay.epochs - 1))
+                # one pass's compute on every span: AdaptDL times the all-reduce of each synchronising pass
+                # (adaptdl torch/parallel.py profile_sync_time) and fits compute = step - sync
+                # (torch/_metrics.py _fit_perf_params), as the artifact's simulator does (Job.update_params)
                 job.agent.observe(self.machines(job.alloc), job.gpus, job.local_batch, job.accum_steps,
-                                  iter_s, compute_s if job.accum_steps else None, sqr, var)
+                                  iter_s, compute_s, sqr, var)
             if not job.progress.done and not restarting and job.progress.epoch != epoch:
                 e = min(job.progress.epoch, job.app.replay.epochs - 1)
                 job.agent.report_stats(*job.app.replay.grad_stats(self.replay_batch(job), e))

@@ -16,6 +16,10 @@ workloads (docs/pages/results/parity.md), and each of ArtISt's models can then b
 - single_gpu_apps: applications held to one GPU by the named policies (the Pollux artifact gives NCF at
   most one replica under Pollux and Optimus: simulator.py get_pollux_job_info, get_optimus_job_info);
   ArtISt lets every application grow;
+- retune_every_round: false (a job re-picks (m, s) at a new allocation and at each epoch end, as AdaptDL's
+  dataloader does once per pass) or true (also at the end of every round: the Pollux artifact's Job.step
+  calls update_local_bsz after every simulated step, so a job tries the batch its refitted model prefers
+  every minute, and its model sees new local batches sooner);
 - goodput_slowdown: per application, a factor its training progress is divided by (the Sia artifact
   multiplies every job's goodput by 1 / SLOWDOWNS[application], "slowdown values for each job fitted to
   real-world data": sia-simulator/simulator_config.py and job.py Job.step); ArtISt has none.
@@ -35,6 +39,7 @@ STEP_TIMES = ("network", "measured")
 class ElasticRules:
     step_time: str = "network"
     first_start_delay: bool = False
+    retune_every_round: bool = False
     # {application: (policy names that hold it to one GPU, ...)}
     single_gpu_apps: dict = field(default_factory=dict)
     # {application: factor its progress is divided by}
@@ -70,13 +75,14 @@ PRESETS = {
     # simulator.py Job.reallocate (rescale_time = 30 at every allocation, the first included),
     # get_pollux_job_info / get_optimus_job_info (ncf: max_replicas = 1)
     "pollux-artifact": ElasticRules(step_time="measured", first_start_delay=True,
-                                    single_gpu_apps={"ncf": ("pollux", "optimus-oracle")}),
+                                    single_gpu_apps={"ncf": ("pollux", "optimus-oracle")},
+                                    retune_every_round=True),
 }
 # siasosp23/artifacts sia-simulator/simulator_config.py SLOWDOWNS (the authors' calibration of their simulator
 # to their testbed runs), applied as job.py's goodput x 1 / SLOWDOWNS[app]
 SIA_SLOWDOWNS = {"bert": 1.2, "cifar10": 1.8, "deepspeech2": 1.2, "imagenet": 1.2, "ncf": 1.5, "yolov3": 1.2}
 PRESETS["sia-artifact"] = ElasticRules(step_time="measured", first_start_delay=True, goodput_slowdown=SIA_SLOWDOWNS)
-KEYS = ("preset", "step_time", "first_start_delay", "single_gpu_apps", "goodput_slowdown")
+KEYS = ("preset", "step_time", "first_start_delay", "retune_every_round", "single_gpu_apps", "goodput_slowdown")
 
 
 def rules_from_fields(f) -> ElasticRules:
@@ -99,6 +105,8 @@ def rules_from_fields(f) -> ElasticRules:
         rules = _switched(rf, rules, "step_time", rf.string("step_time"))
     if rf.has("first_start_delay"):
         rules = replace(rules, first_start_delay=rf.boolean("first_start_delay"))
+    if rf.has("retune_every_round"):
+        rules = replace(rules, retune_every_round=rf.boolean("retune_every_round"))
     if rf.has("single_gpu_apps"):
         apps = rf.data["single_gpu_apps"]
         if not isinstance(apps, dict) or not all(isinstance(k, str) and isinstance(v, list)

@@ -488,7 +488,8 @@ def simulate_elastic(run: Run, models: Mapping, fabrics: Mapping):
     loop_timer = timer_for(seen)
     return simulate_elastic(seen, run.jobs, apps, loop_timer, policy, round_seconds, contention=contention,
                             name=run.policy.label, first_start_delay=rules.first_start_delay,
-                            slowdowns=rules.goodput_slowdown), loop_timer, round_seconds
+                            slowdowns=rules.goodput_slowdown, retune_every_round=rules.retune_every_round), \
+        loop_timer, round_seconds
 
 
 def held_to_one_gpu(apps: Mapping, rules: ElasticRules, policy: str) -> Mapping:

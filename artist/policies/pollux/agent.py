@@ -22,8 +22,9 @@ from artist.policies.pollux.throughput import Observations, ThroughputParams, fi
 
 
 class PolluxAgent:
-    def __init__(self, spec: ElasticSpec, gpu_type: str):
+    def __init__(self, spec: ElasticSpec, gpu_type: str, search: str = "adaptdl"):
         self.spec = spec
+        self.search = search  # throughput.fit's search: "adaptdl" (Pollux's own agent) or "log"
         self.gpu_type = gpu_type
         self.limit: LocalBatchLimit = spec.limit(gpu_type)
         self._seen: dict[tuple[int, int, int, int], tuple[float, float | None]] = {}
@@ -54,7 +55,7 @@ class PolluxAgent:
         configuration the agent had not seen."""
         if self._stale:
             rows = [(*k, v[0], v[1]) for k, v in sorted(self._seen.items())]
-            self._params = fit(Observations.of(rows), start=self._params)
+            self._params = fit(Observations.of(rows), start=self._params, search=self.search)
             self._stale = False
             self.fits += 1
             self._cache.clear()

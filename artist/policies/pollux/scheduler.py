@@ -7,12 +7,13 @@ every job, running or pending (Eq. 14):
     FITNESS_p(A) = ((1/J) sum_j (SPEEDUP_j(A_j) + 1e-3)^p)^(1/p)        (p = 0: geometric mean)
 
 SPEEDUP_j is the job's best goodput on its row (its agent's fitted model, best (m, s)) over its best
-goodput on a fair share (ceil(GPUs / J) GPUs on as few nodes as hold them, within the job's cap), and
+goodput on a fair share (ceil(GPUs / J) GPUs on one node, the artifact's fair_nodes, not cut at the cap), and
 x REALLOC_FACTOR_j(delta) = max(T_j - R_j delta, 0) / (T_j + delta) when the row differs from the
 job's current one (T_j age, R_j restarts so far). The 1e-3 and the clamp at 0 are the artifact's.
 
-The search is pymoo's NSGA-II (population 100, 100 generations; objectives: -FITNESS_p and -GPUs in
-use, the artifact's second objective, which serves its autoscaler), seeded with the previous round's
+The search is pymoo's NSGA-II (population 100, 100 generations; objectives: -FITNESS_p and -cluster
+utility, the artifact's second objective: summed speedups over the GPUs of the nodes in use, which keeps
+consolidated states on the front), seeded with the previous round's
 final population re-indexed to the current jobs (a new job gets a zero row; the first round starts from
 the current allocation only). Every candidate is repaired, in job priority order (least attained
 service first, then earliest submission): interference avoidance (at most one multi-node job per node),
@@ -109,7 +110,7 @@ class _Speedups:
         memo = {} if memo is None else memo
         for i, job in enumerate(jobs):
             cap = int(self.caps[i])
-            base_k = min(fair, cap)
+            base_k = fair  # the artifact's fair share: not cut at the job's cap (digest 1.4 step 2)
             params = job.agent.params
             key = (params, job.agent.phi if params is not None else None, cap, base_k, id(job.agent.spec))
             cached = memo.get(job.job_id)
@@ -120,7 +121,9 @@ class _Speedups:
     @staticmethod
     def _rows(job: JobView, cap: int, base_k: int, gpus_per_node: int, max_nodes: int) -> np.ndarray:
         rows = np.zeros((max_nodes + 1, cap + 1))
-        base_nodes = math.ceil(base_k / gpus_per_node)
+        # [A] fair_nodes = ceil(nodes x a replica's dominant share) = 1 for one-GPU replicas: the fair share's
+        # goodput is the model's on one node (its intra-node synchronisation), whatever fair is
+        base_nodes = 1
         pairs = [(n, k) for k in range(1, cap + 1) for n in range(1, min(k, max_nodes) + 1)]
         n_idx = np.array([p[0] for p in pairs])
         k_idx = np.array([p[1] for p in pairs])
@@ -162,9 +165,16 @@ class _AllocationProblem(Problem):
         speedup = speedup * np.where(changed, self.factor[None], 1.0)
         return power_mean(speedup + SPEEDUP_FLOOR, self.sched.p, axis=1)
 
+    def utility(self, states: np.ndarray) -> np.ndarray:
+        """The artifact's cluster utility (pollux.py get_cluster_utilities, one-GPU replicas): the jobs' summed
+        speedups over the GPUs of the nodes in use. NSGA-II's second objective: among states of one
+        fitness it keeps the consolidated ones (fewer nodes touched, fewer GPUs of low marginal speedup)."""
+        total = ((states.sum(axis=1) > 0) * self.capacity[None]).sum(axis=1)
+        return self.speedups.lookup(states).sum(axis=1) / np.maximum(total, 1)
+
     def _evaluate(self, x, out, *args, **kwargs):
         states = x.reshape(-1, *self.shape)
-        out["F"] = np.column_stack([-self.fitness(states), -states.sum(axis=(1, 2)) / self.capacity.sum()])
+        out["F"] = np.column_stack([-self.fitness(states), -self.utility(states)])
 
     def repair(self, states: np.ndarray) -> np.ndarray:
         """Constraints on a population (P, J, N), vectorised over P, jobs in priority order."""
@@ -248,11 +258,11 @@ class _RowCrossover(Crossover):
 
 
 class _AllocationMutation(Mutation):
-    """Three parts, as the artifact's (digest 1.4): a row reset to the current allocation (prob 0.1);
-    for 10 % of the jobs each element zeroed with prob 0.1; and growth: with prob 0.1 per job, one node
-    (half the time one the job uses, else one with free GPUs) raised by a uniform count in [0, the node's
-    free GPUs]. Ours [I]: the growth probability, the used/free split, and that free GPUs are counted
-    before any growth (two jobs may grow onto the same free GPUs; repair's capacity step settles it)."""
+    """Three parts, as the artifact's (digest 1.4, pollux.py Problem._mutation): a row reset to the current
+    allocation (prob 0.1); for 10 % of the jobs each element zeroed with prob 0.1; and growth, every job of
+    every child: each node with a free GPU picked with prob 1 / (nodes with a free GPU), combined with
+    1 / (the job's used nodes with a free GPU) for the nodes it uses, and set to a uniform count in [its
+    value, the node's capacity] (free GPUs counted before any growth; repair's capacity step settles it)."""
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         rng = problem.rng
@@ -262,20 +272,19 @@ class _AllocationMutation(Mutation):
         a = np.where(reset[..., None], problem.base[None], a)   # a new array: X is left as it was
         zero = (rng.random((n_pop, n_jobs)) < 0.1)[..., None] & (rng.random(a.shape) < 0.1)
         a[zero] = 0
-        free = np.maximum(problem.capacity[None] - a.sum(axis=1), 0)  # (P, N), before any growth
-        grow = rng.random((n_pop, n_jobs)) < 0.1
-        want_used = rng.random((n_pop, n_jobs)) < 0.5
-        draws = rng.random(a.shape)
-        # Only growing rows need a node: the same draws, the choice made for those rows alone.
-        p_idx, j_idx = np.nonzero(grow)
-        used = a[p_idx, j_idx] > 0                                       # (growing rows, N)
-        spare = free[p_idx] > 0
-        pool = np.where((want_used[p_idx, j_idx] & used.any(axis=1))[:, None], used, spare)
-        score = np.where(pool, draws[p_idx, j_idx], -1.0)
-        ok = score.max(axis=1) >= 0
-        p_idx, j_idx, n_idx = p_idx[ok], j_idx[ok], score.argmax(axis=1)[ok]
-        room = free[p_idx, n_idx]
-        a[p_idx, j_idx, n_idx] += np.floor(rng.random(p_idx.size) * (room + 1)).astype(int)
+        # growth, the artifact's (pollux.py Problem._mutation part 3): every element of a node with a free GPU
+        # is picked with probability 1 / (the job's nodes with a free GPU) (+ 1 / (its used nodes with one),
+        # combined as independent events), and set to a uniform count in [its value, the node's capacity];
+        # repair settles any overcommitment in priority order
+        free = problem.capacity[None] - a.sum(axis=1)                              # (P, N)
+        spare = np.broadcast_to((free >= 1)[:, None, :], a.shape)
+        prob1 = spare / np.maximum(spare.sum(axis=2, keepdims=True), 1)
+        used = (a > 0) & spare
+        prob2 = used / np.maximum(used.sum(axis=2, keepdims=True), 1)
+        pick = rng.random(a.shape) < prob1 + prob2 - prob1 * prob2
+        room = np.maximum(problem.capacity[None, None, :] - a, 0)
+        grown = a + np.floor(rng.random(a.shape) * (room + 1)).astype(int)
+        a[pick] = grown[pick]
         return a.reshape(len(X), -1)
 
 
