@@ -160,6 +160,22 @@ def test_the_second_objective_is_the_artifacts_cluster_utility_by_hand():
     assert got[2] == 0.0
 
 
+def test_a_lone_job_on_a_large_cluster_is_still_worth_scheduling():
+    """One job on 96 x 4 GPUs: its fair share, 384 GPUs, times its smallest local batch (16) is above its
+    largest batch (4096), so no configuration fills it and its goodput there is 0. Its speedups are then
+    over its cap on one node instead: positive, so the search gives it GPUs (an all-zero row left such a job
+    waiting on an idle cluster)."""
+    rng = np.random.default_rng(4)
+    capacity = np.array([4] * 96)
+    job = JobView("j0", _agent(rng, most_gpus=4), np.zeros(96, dtype=int), age=3600.0, restarts=0,
+                  attained=0.0, submitted=0.0)
+    assert 384 * SPEC.local_batch["t4"].min_local > SPEC.max_batch
+    sched = PolluxScheduler(capacity, pop_size=10, generations=5, seed=0)
+    speedups = _Speedups([job], 384, 4, sched.max_nodes)
+    assert speedups.table[0, 1, 1:].min() > 0
+    assert sched.allocate([job])["j0"].sum() >= 1
+
+
 def test_mutation_grows_each_job_on_one_node_with_free_gpus_on_average():
     """The artifact's growth part: every node with a free GPU is picked with probability 1 / (such nodes),
     and a picked element set to a uniform count in [its value, the node's capacity]. With empty rows on 4

@@ -133,6 +133,12 @@ class _Speedups:
             return rows
         limit, phi = job.agent.limit, job.agent.phi
         base = best_goodputs(params, phi, job.agent.spec, limit, base_nodes, base_k)[0]
+        if not base > 0 and base_k > cap:
+            # a fair share no batch of the job fills (ceil(GPUs / jobs) x its smallest local batch above its
+            # largest batch: one job on a large cluster) has no goodput here; its row would be all zero and
+            # the job never scheduled. The artifact's goodput search starts at that smallest total batch even
+            # above the largest (adaptdl goodput.py optimize); ours [I] cuts the share at the job's cap instead
+            base = best_goodputs(params, phi, job.agent.spec, limit, base_nodes, cap)[0]
         if base > 0:
             rows[n_idx, k_idx] = best_goodputs(params, phi, job.agent.spec, limit, n_idx, k_idx) / base
         return rows
