@@ -23,7 +23,7 @@ byte between its chunks; its rate is 1 / (1 / share + shown) and the link
 time of its waits goes to the others (_rates_shown: max-min fair while
 sending, each such bundle loading its links by the fraction of time it sends,
 iterated to the fixed point of those fractions). A bundle alone on its links
-then drains at exactly its cap, as before.
+then drains at its cap (to rounding), as before.
 
 Colliding bursts (model.burst_terms): a bundle whose channel shares its NIC
 with sibling channels bursts at its burst rate and hides its hop latency behind
