@@ -87,10 +87,8 @@ class ElasticWorkload:
         for state in running:
             state.train(self.jobs, now)
             state.close_round()
-            job = state.elastic
-            if self.jobs.retune_every_round and job.gpus and not job.progress.done and job.progress.restart_left <= 0:
-                self.jobs.tune(job)  # rules.py retune_every_round: (m, s) re-picked by the job's latest model
-                state.iteration_seconds = self.jobs.iteration(job)[0]
+            if self.jobs.round_closed(state.elastic):
+                state.iteration_seconds = self.jobs.iteration(state.elastic)[0]
 
     def round_begin(self, running: Sequence["ElasticJobState"], now: float, seconds: float) -> list:
         """Every job holding GPUs begins a round; with shared contention, those meeting on links are timed

@@ -229,6 +229,14 @@ class ElasticJobs:
             m, s = split
         job.local_batch, job.accum_steps = clamp_local_batch(m, s, k, job.elastic, limit), s
 
+    def round_closed(self, job: ElasticJob) -> bool:
+        """The job's round has ended: under retune_every_round (rules.py), a job training on its GPUs re-picks
+        (m, s) by its latest model. True when it did (its iteration time may have changed)."""
+        if not (self.retune_every_round and job.gpus and not job.progress.done and job.progress.restart_left <= 0):
+            return False
+        self.tune(job)
+        return True
+
     def replay_batch(self, job: ElasticJob) -> float:
         """The batch whose measured statistics apply, within the measured range."""
         return float(np.clip(job.batch, job.app.replay.batches[0], job.app.replay.batches[-1]))

@@ -200,7 +200,7 @@ def fit(obs: Observations, start: ThroughputParams | None = None, search: str = 
             x0[i] = lower[i]
     free = np.flatnonzero(~fixed)
     if search == "adaptdl":
-        return _fit_adaptdl(obs, has_accum, x0, fixed, lower, upper, multi_node)
+        return _with_node_prior(_adaptdl_search(obs, has_accum, x0, free, lower, upper), multi_node)
     if start is not None:
         warm = np.clip(start.as_array(), lower, np.minimum(upper, UPPER_SECONDS))
         # a parameter the last fit held at its lower bound (a prior) starts from the default instead
@@ -237,21 +237,23 @@ def fit(obs: Observations, start: ThroughputParams | None = None, search: str = 
         other = search(np.where(free == 6, 2.0, z0))
         if other.fun < 0.9 * result.fun:
             result = other
-    x = unpack(result.x)
+    return _with_node_prior(unpack(result.x), multi_node)
+
+
+def _with_node_prior(x: np.ndarray, multi_node: np.ndarray) -> ThroughputParams:
+    """The fitted parameters, with the artifact's post-fit prior where no observation crossed nodes:
+    crossing nodes costs at least 10 % more than staying on one."""
     if not multi_node.any():
-        # prior: crossing nodes costs at least 10 % more than staying on one (artifact's post-fit rule)
         x[4] = max(x[4], 1.1 * x[2])
         x[5] = max(x[5], 1.1 * x[3])
     return ThroughputParams(*map(float, x))
 
 
-def _fit_adaptdl(obs: Observations, has_accum: np.ndarray, x0: np.ndarray, fixed: np.ndarray, lower: np.ndarray,
-                 upper: np.ndarray, multi_node: np.ndarray) -> ThroughputParams:
-    """fit(search="adaptdl"): the free parameters searched as they are, from adaptdl's start (x0 is
-    that start with the priors' fixed values in place), bounds kept feasible, scipy's default L-BFGS-B
-    options; the same loss, gradient and post-fit prior as the log search."""
-    free = np.flatnonzero(~fixed)
-
+def _adaptdl_search(obs: Observations, has_accum: np.ndarray, x0: np.ndarray, free: np.ndarray, lower: np.ndarray,
+                    upper: np.ndarray) -> np.ndarray:
+    """fit(search="adaptdl")'s parameters before the post-fit prior: the free ones searched as they are, from
+    adaptdl's start (x0 is that start with the priors' fixed values in place), bounds kept feasible, scipy's
+    default L-BFGS-B options; the same loss and gradient as the log search."""
     def loss(xf):
         x = x0.copy()
         x[free] = xf
@@ -262,7 +264,4 @@ def _fit_adaptdl(obs: Observations, has_accum: np.ndarray, x0: np.ndarray, fixed
                       bounds=Bounds(lower[free], upper[free], keep_feasible=True))
     x = x0.copy()
     x[free] = result.x
-    if not multi_node.any():
-        x[4] = max(x[4], 1.1 * x[2])
-        x[5] = max(x[5], 1.1 * x[3])
-    return ThroughputParams(*map(float, x))
+    return x
