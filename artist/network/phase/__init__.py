@@ -99,6 +99,25 @@ engine overstates the ring's slowdown by 29 % with max-min sharing and
 understates it by 13 % with its window sharing). The eighth (L23 j19, -11.9 %;
 the flow engine +1.1 %) is this model's own. The per-transfer flow engine has
 11 of 428 jobs above 10 % of ns-3, up to 19.3 %.
+What separates the fluid models from ns-3 there (found on L22 j10, +10.5 %,
+the flow engine +17 %): switch buffers decouple a flow's successive
+bottlenecks. Three jobs of L22 with their compute removed reproduce it: a
+2-GPU ring all-reduce of 4 MiB (GPUs 33, 48) whose two edges cross spine
+port 4, shared with a 4-GPU all_to_all of 2 MiB (GPUs 4, 34, 36, 45: 4 flows
+there), and spine port 6, shared with a 5-GPU ring of 2 MiB (GPUs 6, 10, 19,
+23, 52: 1 flow). Every pair of the three agrees within 4.4 %; all three
+together, the ring's step is 1 212 us in ns-3, 1 395 us in the flow engine,
+1 388 us in this model; the all_to_all's is 235 / 233 / 232 us. The
+all_to_all uses 72 % of port 4 and ns-3 gives the ring the other 28 %
+(4 MiB in 1 212 us); the fluid models make its rate the smaller of its two
+ports' shares at every instant, so whenever the all_to_all pauses at port 4
+while the other ring holds port 6, the ring takes no more of port 4 than its share of port 6. In
+ns-3 its frames wait in the switch between the two ports, so over a step it
+gets the smaller of its two mean shares instead of the mean of the smaller.
+The window decides it: with 64 or 128 KiB per connection (too little in
+flight to fill that buffer) ns-3 gives 1 428 / 1 416 us, the fluid answer;
+with 256 KiB, 1 MiB (the benchmark's) or 2 MiB, 1 230 / 1 212 / 1 212 us.
+Neither fluid model holds bytes between links; that is the missing term.
 The latency a slowed edge shows (version 10) was found on a small ring beside
 a large one, both crossing the same two spine ports (tests/test_phase_contention.py
 has it): with 0.5 MiB against 4 MiB (1 channel), ns-3 gives 1.318x / 1.470x,
