@@ -43,13 +43,13 @@ counted; a '*' where a job's last quarter is more than 1 % off that mean):
 components of many jobs of different periods never repeat exactly, and the
 mean of steady.py's last 4 steps then wanders by several per cent.
 
---shipped-references reads ns-3's answers for every scenario, with
---arbitration round-robin --reference-horizon 100, from
+--shipped-references reads ns-3's answers for every scenario (made with
+--arbitration round-robin --reference-horizon 100, which the flag makes the
+defaults; other settings say how many scenarios ns-3 must still run) from
 benchmarks/data/contention_accuracy_ns3.json (27 CPU-min of ns-3 on 2 cores),
 so the phase model's table prints in seconds:
 
-    python benchmarks/contention_accuracy.py --model phase --scenarios all --arbitration round-robin \
-        --reference-horizon 100 --shipped-references
+    python benchmarks/contention_accuracy.py --model phase --scenarios all --shipped-references
 
 --worst N lists the N jobs of largest error with their collectives, GPUs,
 channels and both slowdowns (where to look first).
@@ -150,8 +150,9 @@ def main() -> None:
     parser.add_argument("--window-kib", type=int, default=None,
                         help="per-connection window of ns-3's window transport and of flow's window sharing "
                              "(default: the backends', 1 MiB)")
-    parser.add_argument("--arbitration", default="fifo", choices=("fifo", "round-robin"),
-                        help="ns-3's switch output arbitration (window transport)")
+    parser.add_argument("--arbitration", default=None, choices=("fifo", "round-robin"),
+                        help="ns-3's switch output arbitration (window transport; default fifo, round-robin "
+                             "with --shipped-references)")
     parser.add_argument("--model", default="flow", choices=("flow", "phase"), help="the model compared")
     parser.add_argument("--reference", default="ns3", choices=("ns3", "flow"), help="what it is compared with")
     parser.add_argument("--scenarios", default="standard", choices=("standard", "large", "all"))
@@ -161,17 +162,24 @@ def main() -> None:
     parser.add_argument("--reference-horizon", type=int, default=None, metavar="STEPS",
                         help="the reference's shared step is the mean of a long run (the slowest job's STEPS "
                              "steps, the second half counted) instead of steady.py's windows: for components "
-                             "that never settle (the larger scenarios)")
+                             "that never settle (the larger scenarios; 100 with --shipped-references)")
     parser.add_argument("--shipped-references", action="store_true",
                         help=f"take ns-3's answers from {SHIPPED_NS3.relative_to(SHIPPED_NS3.parents[2])} "
-                             "where it has them (with --arbitration round-robin --reference-horizon 100: "
-                             "every scenario; the file is not written)")
+                             "where it has them (made with --arbitration round-robin --reference-horizon 100, "
+                             "the defaults it sets: every scenario; other settings run ns-3 for the scenarios "
+                             "it lacks, and say how many; the file is not written)")
     parser.add_argument("--worst", type=int, default=0, metavar="N",
                         help="also list the N jobs of largest |error|, with their collectives and slowdowns")
     parser.add_argument("--tiny", action="store_true", help="seconds, for the test that keeps the script working")
     args = parser.parse_args()
     if args.tiny:  # s00 has no contention, s01 has; 9 steps: the fewest steady.py's window takes
         args.count, args.reference_steps, args.worst = 2, "9,40", args.worst or 2
+    # the shipped answers were made with these settings: defaults that match them, so that the flag alone
+    # reads them (other settings are allowed and run ns-3 where the file has no answer)
+    if args.arbitration is None:
+        args.arbitration = "round-robin" if args.shipped_references else "fifo"
+    if args.shipped_references and args.reference_horizon is None and args.reference_steps is None:
+        args.reference_horizon = 100
     if args.model == "flow" and args.reference == "flow":
         parser.error("--reference flow needs --model phase")
     window = {} if args.window_kib is None else {"window_bytes": args.window_kib << 10}
@@ -195,19 +203,27 @@ def main() -> None:
     cmp, ref = args.model, args.reference
     wall = {cmp: 0.0, ref: 0.0}
     cpu = {cmp: 0.0, ref: 0.0}
-    print(f"{'scenario':32} {'ch':>2} {'GPUs':>4} {'slowdown ' + ref:>13} {'slowdown ' + cmp:>14} "
-          f"{'median err':>10} {'max |err|':>9} {'steps':>5}")
     unsettled = 0
     scenarios = []
     if args.scenarios in ("standard", "all"):
         scenarios += contention_scenarios(args.count, args.seed, args.scale)
     if args.scenarios in ("large", "all"):
         scenarios += large_contention_scenarios(24, 29, args.scale)
+    def key_of(sc):
+        return json.dumps([sc.name, args.seed, args.scale, args.first_step, window] + ([caps] if caps else [])
+                          + ([{"horizon": args.reference_horizon}] if args.reference_horizon else [])
+                          + ([args.arbitration] if args.arbitration != "fifo" else []), sort_keys=True)
+    if "ns3" in (ref, cmp):
+        missing = sum(key_of(sc) not in kept for sc in scenarios)
+        if missing and (args.shipped_references or args.ns3_results):
+            print(f"ns-3 has no stored answer for {missing} of {len(scenarios)} scenarios at these settings "
+                  f"and runs them now (the shipped answers: --arbitration round-robin --reference-horizon 100, "
+                  f"~27 CPU-min for all 48)", flush=True)
+    print(f"{'scenario':32} {'ch':>2} {'GPUs':>4} {'slowdown ' + ref:>13} {'slowdown ' + cmp:>14} "
+          f"{'median err':>10} {'max |err|':>9} {'steps':>5}")
     for sc in scenarios:
         got = {}
-        key = json.dumps([sc.name, args.seed, args.scale, args.first_step, window] + ([caps] if caps else [])
-                         + ([{"horizon": args.reference_horizon}] if args.reference_horizon else [])
-                         + ([args.arbitration] if args.arbitration != "fifo" else []), sort_keys=True)
+        key = key_of(sc)
         backends = {"flow": lambda: FlowModel(sc.topology, channels=sc.channels, sharing=args.sharing, **window),
                     "ns3": lambda: Ns3Model(sc.topology, channels=sc.channels, arbitration=args.arbitration,
                                             **window)}
