@@ -118,6 +118,9 @@ The window decides it: with 64 or 128 KiB per connection (too little in
 flight to fill that buffer) ns-3 gives 1 428 / 1 416 us, the fluid answer;
 with 256 KiB, 1 MiB (the benchmark's) or 2 MiB, 1 230 / 1 212 / 1 212 us.
 Neither fluid model holds bytes between links; that is the missing term.
+A prototype with two buffered stages per bundle (docs/pages/decisions/
+0002-buffered-stages.md) measured 1.16 % / 6.81 % (standard) and 1.07 % /
+13.73 % (larger, 2 jobs above 10 %) against ns-3; not in this model yet.
 The latency a slowed edge shows (version 10) was found on a small ring beside
 a large one, both crossing the same two spine ports (tests/test_phase_contention.py
 has it): with 0.5 MiB against 4 MiB (1 channel), ns-3 gives 1.318x / 1.470x,
