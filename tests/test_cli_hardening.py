@@ -455,6 +455,9 @@ def test_plot_of_a_damaged_results_table_is_one_line(capsys, tmp_path):
     ("comm", "{backend: ns3, options: {ns3: {exact_reuse: 0}}}", "exact_reuse must be true or false, got 0"),
     ("comm", "{backend: ns3, options: {ns3: {timeout_s: 0}}}", "timeout_s must be a number of seconds > 0"),
     ("comm", "{backend: ns3, options: {ns3: {timeout_s: -5}}}", "timeout_s must be a number of seconds > 0"),
+    # a window under one ack's frames (7 x 8984 B sent before the 8th) stalled every longer message, for ever
+    ("comm", "{backend: ns3, options: {ns3: {window_bytes: 62888}}}",
+     "window_bytes (62888) must exceed ack_every - 1 (7)"),
 ])
 def test_sweep_specs_have_the_commands_bounds(capsys, tmp_path, field, value, expected):
     spec = write(tmp_path, "s.yaml", f"""\

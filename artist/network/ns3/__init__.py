@@ -136,6 +136,14 @@ class TransportOptions:
             raise ValueError(f"unknown ns-3 transport {self.transport!r}; known: {', '.join(TRANSPORTS)}")
         if self.mtu < 64 or self.window_bytes < self.mtu or self.ack_every < 1 or self.queue_packets < 1:
             raise ValueError(f"invalid transport options {self}")
+        # the receiver acknowledges every ack_every frames (or a whole message) and the sender sends a frame
+        # while less than the window is unacknowledged (engine.cc Pump): unless ack_every - 1 full frames
+        # stay under the window, it stops before the first ack of any longer message, for ever
+        payload = self.mtu - 16  # engine.cc's transport header
+        if self.transport == "window" and self.window_bytes <= (self.ack_every - 1) * payload:
+            raise ValueError(f"window_bytes ({self.window_bytes}) must exceed ack_every - 1 ({self.ack_every - 1}) "
+                             f"frames of {payload} payload bytes (mtu {self.mtu}), {(self.ack_every - 1) * payload}: "
+                             f"the receiver acknowledges every ack_every frames, so a smaller window stalls")
 
 
 class Ns3Model:
