@@ -94,6 +94,8 @@ class PhaseBundle:
     burst_rate: float = 0.0  # bytes/s per edge while its channel bursts alone (model.burst_terms; 0: exposed 0)
     exposed: float = 0.0  # seconds per byte of hop latency shown when every burst of it collides
     shown: float = 0.0  # seconds per byte of hop latency shown at every round when slowed (its feeder slowed too)
+    ups: int = 0  # crossings[:ups] are links going up (towards the spine), crossings[ups:] down: two stages
+    # with bytes buffered between them when both are non-empty (run_component), one stage otherwise
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,10 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     None: $ARTIST_PHASE_ENGINE (native.py; default: compiled where it builds)."""
     alone_steps = None if alone is None else [a.step_seconds for a in alone]
     alone_comms = None if alone is None else [a.comm_seconds for a in alone]
-    runner = None if engine == "python" else native.compiled_runner(required=engine == "compiled")
+    staged = any(0 < b.ups < len(b.crossings) for job in jobs for node in job.nodes for b in node.bundles)
+    # WIP (branch): engine.cc does not have the buffered stages yet; a run with two-stage bundles uses this loop
+    runner = None if engine == "python" or (staged and len(jobs) > 1) else native.compiled_runner(
+        required=engine == "compiled")
     if runner is not None:
         windows = [window_for(native.packed(job).phases, window) for job in jobs]
         run = runner(jobs, links, capacity, steps, windows, tolerance, max_steps, max_events, event_budget,
@@ -163,26 +168,25 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     if links is not None:
         jobs = [_renumbered(job, mapping) for job, mapping in zip(jobs, links)]
     windows = [window_of(job, window) for job in jobs]
-    # bundle classes (crossings, cap) numbered in order of appearance: the rates memo's keys and the order
-    # max-min rates are computed in, the same in both engines. Where bursts can collide (bundles that show
-    # latency then, and other jobs to collide with), a class is (job, crossings, cap, burst rate, exposed):
-    # a bundle's collision cap depends on which of the bundles it meets are another job's
     bursty = len(jobs) > 1 and any(b.exposed > 0 for job in jobs for node in job.nodes for b in node.bundles)
 
     def class_key(j: int, b: PhaseBundle) -> tuple:
-        return (j, b.crossings, b.cap, b.burst_rate, b.exposed, b.shown) if bursty else (b.crossings, b.cap, b.shown)
+        return (j, b.crossings, b.cap, b.burst_rate, b.exposed, b.shown, b.ups) if bursty else (
+            b.crossings, b.cap, b.shown, b.ups)
 
+    # classes: per bundle kind, three: its whole (both stages moving as one), its up stage, its down stage
     class_of: dict = {}
-    class_bursts: list = []  # per class: (job, burst rate, exposed), read by _collision_caps
-    class_shown: list = []  # per class: seconds per byte shown when slowed, read by _rates_shown
+    class_bursts: list = []
+    class_shown: list = []
     for j, job in enumerate(jobs):
         for node in job.nodes:
             for b in node.bundles:
                 key = class_key(j, b)
                 if key not in class_of:
-                    class_of[key] = len(class_of)
-                    class_bursts.append((j, b.burst_rate, b.exposed))
-                    class_shown.append(b.shown)
+                    class_of[key] = len(class_bursts)
+                    for _ in range(3):
+                        class_bursts.append((j, b.burst_rate, b.exposed))
+                        class_shown.append(b.shown)
     showing = any(class_shown)
     state = [_Job(j) for j in jobs]
     capacity = np.asarray(capacity, dtype=np.float64)
@@ -190,21 +194,13 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     seq = 0
     now = 0.0
     events = 0
-    # slot -> [job, node, remaining (bytes left at `since`), work, cap, crossings, rate, class, slot, since]:
-    # a bundle's bytes are brought up to date only when its rate changes, and its drain time
-    # (since + remaining / rate) is on `drains` as (time, slot, version), stale once the slot's version
-    # moves on; drains pop in (time, slot) order, whatever order they were pushed in
-    active: dict[int, list] = {}
-    drains: list = []
-    free_slots: list[int] = []  # slots of drained bundles, reused last freed first
-    versions: list[int] = []  # per slot: the version of its live drain entry
-    # rates depend only on the active bundles' classes (crossings and cap): a step's phases recur, so the
-    # sets recur; computed in class order, one answer per set whatever the order the bundles started in,
-    # per group of bundles that share links
+    live: dict[int, _Bundle] = {}
+    drains: list = []  # (time of its next event, id, version)
+    next_id = 0
     rates_of: dict = {}
-    changed = False
-    users = [0] * len(capacity)  # active bundles crossing each shared link
+    dirty: set = set()
     done = False
+    single = len(jobs) == 1
 
     def push(when: float, job: int, node: int) -> None:
         nonlocal seq
@@ -248,22 +244,19 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                     skip_undisturbed(j)
 
     def skip_undisturbed(j: int) -> None:
-        """Whole steps of job j at its alone time while no other job can start a bundle (before another
-        job's next event, with no other job's bundle flowing): j shares no link with anyone meanwhile,
-        so each of those steps is its step alone. Called when j has just started a step."""
         nonlocal now
-        if active or alone_steps[j] <= 0:
+        if live or alone_steps[j] <= 0:
             return
         horizon = min((t for t, _, job, _ in heap if job != j), default=math.inf)
-        if not math.isfinite(horizon):  # another job between events at this instant: nothing known ahead
+        if not math.isfinite(horizon):
             return
-        k = math.floor((horizon - now) / alone_steps[j]) - 1  # the step that meets the event is simulated
+        k = math.floor((horizon - now) / alone_steps[j]) - 1
         if steps is not None:
             k = min(k, steps - len(state[j].ends))
         if k < 1:
             return
         s = state[j]
-        heap[:] = [e for e in heap if e[2] != j]  # j's step just started: drop it, add k steps alone
+        heap[:] = [e for e in heap if e[2] != j]
         heapq.heapify(heap)
         base = now
         for n in range(1, k + 1):
@@ -273,110 +266,207 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         start_step(j)
         now = saved
 
-    def set_rate(a: list, rate: float) -> None:
-        """Bundle a drains at `rate` from now: its bytes left brought to now, its drain time re-pushed
-        (the old entry goes stale: a bundle's bytes are touched only when its own rate changes)."""
-        a[2] -= a[6] * (now - a[9])
-        a[9] = now
-        a[6] = rate
-        schedule_drain(a)
-
-    def schedule_drain(a: list) -> None:
-        versions[a[8]] += 1
-        if a[6] > 0:
-            heapq.heappush(drains, (a[9] + a[2] / a[6], a[8], versions[a[8]]))
-
-    def next_drain() -> list | None:
-        """The live bundle first to drain (stale entries dropped), left on the heap."""
-        while drains:
-            _, slot, version = drains[0]
-            if slot in active and versions[slot] == version:
-                return active[slot]
-            heapq.heappop(drains)
-        return None
+    def reschedule(b: _Bundle) -> None:
+        b.version += 1
+        t = b.next_event()
+        if t < math.inf:
+            heapq.heappush(drains, (now + t, b.ident, b.version))
 
     for j in range(len(state)):
         start_step(j)
-    while heap or active:
+    while heap or live:
         if done or events >= max_events:
             break
-        t_timer = heap[0][0] if heap else math.inf
-        first = next_drain() if active else None
-        t_drain = drains[0][0] if first is not None else math.inf
-        now = min(t_timer, t_drain)
-        if now == math.inf:  # bundles at rate 0 and nothing else to come (a link of no capacity)
-            break
-        # every bundle whose bytes left at this instant are within 1e-9 of its work drains now: those
-        # first on the heap (in drain time, then slot order), as long as the next one qualifies
-        finished = []
-        while first is not None and drains[0][0] - now <= 1e-9 * first[3] / first[6]:
+        while drains and (drains[0][1] not in live or live[drains[0][1]].version != drains[0][2]):
             heapq.heappop(drains)
-            del active[first[8]]
-            free_slots.append(first[8])
-            finished.append(first)
-            first = next_drain()
-        for a in finished:  # the others' rates change only where a finished bundle shared a link
-            for link, _ in a[5]:
-                users[link] -= 1
-                if users[link]:
-                    changed = True
-        for a in finished:
+        t_timer = heap[0][0] if heap else math.inf
+        t_bundle = drains[0][0] if drains else math.inf
+        now = min(t_timer, t_bundle)
+        if now == math.inf:
+            break
+        finished = []
+        while drains and drains[0][0] <= now:
+            _, ident, version = heapq.heappop(drains)
+            b = live.get(ident)
+            if b is None or b.version != version:
+                continue
+            b.advance(now)
+            if b.drained():
+                finished.append(b)
+                del live[ident]
+            dirty.update(link for link, _ in b.all)
+        for b in finished:
             events += 1
-            s = state[a[0]]
-            s.bundles_left[a[1]] -= 1
-            if s.bundles_left[a[1]] == 0:
-                end_node(a[0], a[1])
+            s = state[b.job]
+            s.bundles_left[b.node] -= 1
+            if s.bundles_left[b.node] == 0:
+                end_node(b.job, b.node)
         while heap and heap[0][0] <= now and not done:
             _, _, j, i = heapq.heappop(heap)
             events += 1
             node = state[j].spec.nodes[i]
             if node.bundles:
                 state[j].bundles_left[i] = len(node.bundles)
-                for b in node.bundles:
-                    # a bundle alone on its links takes min(its cap, link / load) and changes no one's rate
-                    # (one that shows its latency when slowed: its mean rate at that sending rate, as
-                    # _rates_shown gives it alone)
-                    for link, m in b.crossings:
-                        users[link] += 1
-                        if users[link] > 1:
-                            changed = True
-                    if b.shown > 0:
-                        v = _sending_cap(b.cap, b.shown, b.crossings, capacity)
-                        rate = v * (1.0 / (1.0 + b.shown * v))
-                    else:
-                        rate = b.cap
-                        for link, m in b.crossings:
-                            rate = min(rate, float(capacity[link]) / m)
-                    if free_slots:
-                        slot = free_slots.pop()
-                    else:
-                        slot = len(versions)
-                        versions.append(0)
-                    a = active[slot] = [j, i, b.work, b.work, b.cap, b.crossings, rate,
-                                        class_of[class_key(j, b)], slot, now]
-                    schedule_drain(a)
+                for pb in node.bundles:
+                    b = _Bundle(next_id, j, i, pb, class_of[class_key(j, pb)], now, single)
+                    live[next_id] = b
+                    next_id += 1
+                    if pb.crossings:
+                        dirty.update(link for link, _ in pb.crossings)
+                    else:  # no shared link: its cap
+                        b.rate_up = b.rate_down = pb.cap
+                        reschedule(b)
             else:
                 end_node(j, i)
-        if changed and active:
-            # max-min is independent per group of bundles linked by shared links: each group's rates are
-            # memoised by its classes (groups recur where a whole active set does not)
-            for group in groups_sharing({slot: [link for link, _ in a[5]] for slot, a in active.items()}):
-                members = [active[slot] for slot in group]
-                key = tuple(sorted([a[7] for a in members]))
-                found = rates_of.get(key)
-                if found is None:
-                    if len(rates_of) >= MAX_RATE_MEMO:
-                        rates_of.clear()
-                    ordered = sorted(members, key=lambda a: a[7])
-                    if bursty:
-                        ordered = _collision_caps(ordered, class_bursts, capacity)
-                    rates = _rates_shown(ordered, class_shown, capacity) if showing else _rates(ordered, capacity)
-                    found = rates_of[key] = dict(zip([a[7] for a in ordered], rates.tolist()))
-                for a in members:
-                    if found[a[7]] != a[6]:
-                        set_rate(a, found[a[7]])
-        changed = False
+        if dirty and live:
+            touched = [b for b in live.values() if b.all and any(link in dirty for link, _ in b.all)]
+            if touched:
+                for group in groups_sharing({b.ident: [link for link, _ in b.all] for b in live.values() if b.all}):
+                    members = [live[ident] for ident in group]
+                    if not any(link in dirty for b in members for link, _ in b.all):
+                        continue
+                    for b in members:
+                        b.advance(now)
+                    bounds = [b.bound() for b in members]
+                    key = tuple(sorted((b.cls, k) for b, k in zip(members, bounds)))
+                    found = rates_of.get(key)
+                    if found is None:
+                        if len(rates_of) >= MAX_RATE_MEMO:
+                            rates_of.clear()
+                        found = rates_of[key] = _staged_rates(members, bounds, class_bursts, class_shown, capacity,
+                                                              bursty, showing)
+                    for b, k in zip(members, bounds):
+                        up, down = found[(b.cls, k)]
+                        if up != b.rate_up or down != b.rate_down or b.version == 0:
+                            b.rate_up, b.rate_down = up, down
+                            reschedule(b)
+                        elif k != b.last_bound:
+                            reschedule(b)
+                        b.last_bound = k
+        dirty.clear()
     return [_result(state, j, windows, tolerance, done and steps is None, now) for j in range(len(state))]
+
+
+
+
+BUFFER_BYTES = float(1 << 20)  # per edge between a bundle's stages: the transport window (ns-3's and the
+# flow engine's window_bytes, 1 MiB; TransportOptions says why that size)
+EMPTY, BETWEEN, FULL, UP_DONE = 0, 1, 2, 3
+
+
+class _Bundle:
+    """A bundle's progress through its two stages (PhaseBundle.ups): up (its up links) then down, x_up and
+    x_down bytes per edge past each, 0 <= x_up - x_down <= BUFFER_BYTES. A one-stage bundle (all its shared
+    links one way, or a job alone) has both stages on all its links, moving as one."""
+
+    __slots__ = ("ident", "job", "node", "work", "cap", "all", "up", "down", "cls", "x_up", "x_down", "rate_up",
+                 "rate_down", "since", "version", "last_bound")
+
+    def __init__(self, ident, job, node, pb: PhaseBundle, cls: int, now: float, single: bool):
+        self.ident, self.job, self.node = ident, job, node
+        self.work, self.cap, self.all = pb.work, pb.cap, pb.crossings
+        two = not single and 0 < pb.ups < len(pb.crossings)
+        self.up = pb.crossings[:pb.ups] if two else ()
+        self.down = pb.crossings[pb.ups:] if two else ()
+        self.cls = cls
+        self.x_up = self.x_down = 0.0
+        self.rate_up = self.rate_down = 0.0
+        self.since = now
+        self.version = 0
+        self.last_bound = -1
+
+    def advance(self, now: float) -> None:
+        dt = now - self.since
+        if dt > 0:
+            eps = 1e-9 * self.work
+            self.x_up = min(self.work, self.x_up + self.rate_up * dt)
+            self.x_down = min(self.x_up, self.x_down + self.rate_down * dt)
+            if self.work - self.x_up <= eps:
+                self.x_up = self.work
+            gap = self.x_up - self.x_down
+            if gap <= eps:
+                self.x_down = self.x_up
+            elif gap >= BUFFER_BYTES - eps:
+                self.x_down = self.x_up - BUFFER_BYTES
+        self.since = now
+
+    def drained(self) -> bool:
+        return self.work - self.x_down <= 1e-9 * self.work
+
+    def bound(self) -> int:
+        if not self.up:
+            return BETWEEN if self.x_up < self.work else UP_DONE  # one stage: no buffer
+        if self.x_up >= self.work:
+            return UP_DONE
+        gap = self.x_up - self.x_down
+        return EMPTY if gap <= 0 else FULL if gap >= BUFFER_BYTES else BETWEEN
+
+    def next_event(self) -> float:
+        """Seconds from its last update to its next event: a stage drains, or its buffer empties or fills."""
+        t = math.inf
+        up, down = self.rate_up, self.rate_down
+        if not self.up:
+            return (self.work - self.x_down) / down if down > 0 else math.inf
+        if down > 0:
+            t = (self.work - self.x_down) / down
+        if self.x_up < self.work:
+            if up > 0:
+                t = min(t, (self.work - self.x_up) / up)
+            gap = self.x_up - self.x_down
+            if down > up and gap > 0:
+                t = min(t, gap / (down - up))
+            if up > down and gap < BUFFER_BYTES:
+                t = min(t, (BUFFER_BYTES - gap) / (up - down))
+        return t
+
+
+def _staged_rates(members: list, bounds: list, class_bursts: list, class_shown: list, capacity: np.ndarray,
+                  bursty: bool, showing: bool) -> dict:
+    """{(class, bound): (up rate, down rate)} for a group of bundles: max-min over flows, a two-stage bundle
+    two flows (its stages on their own links) while its buffer is between its bounds, one flow on all its
+    links (coupled) where a bound binds: empty while the down stage could go faster, full while the up
+    stage could. Start with every such bundle split, couple those whose bound binds, recompute, until none."""
+    coupled = [not b.up or k == UP_DONE for b, k in zip(members, bounds)]
+    for _ in range(len(members) + 1):
+        flows, owner = [], []
+        for n, (b, k) in enumerate(zip(members, bounds)):
+            if b.up and k == UP_DONE:
+                flows.append([b.job, b.node, None, b.work, b.cap, b.down, None, b.cls + 2])
+                owner.append((n, "down"))
+            elif coupled[n]:
+                flows.append([b.job, b.node, None, b.work, b.cap, b.all, None, b.cls])
+                owner.append((n, "both"))
+            else:
+                flows.append([b.job, b.node, None, b.work, b.cap, b.up, None, b.cls + 1])
+                owner.append((n, "up"))
+                flows.append([b.job, b.node, None, b.work, b.cap, b.down, None, b.cls + 2])
+                owner.append((n, "down"))
+        order = sorted(range(len(flows)), key=lambda f: flows[f][7])
+        ordered = [flows[f] for f in order]
+        if bursty:
+            ordered = _collision_caps(ordered, class_bursts, capacity)
+        rates = (_rates_shown(ordered, class_shown, capacity) if showing else _rates(ordered, capacity)).tolist()
+        up = [0.0] * len(members)
+        down = [0.0] * len(members)
+        for f, v in zip(order, rates):
+            n, stage = owner[f]
+            if stage in ("both", "up"):
+                up[n] = v
+            if stage in ("both", "down"):
+                down[n] = v
+        more = False
+        for n, (b, k) in enumerate(zip(members, bounds)):
+            if coupled[n]:
+                continue
+            if (k == EMPTY and down[n] > up[n]) or (k == FULL and up[n] > down[n]):
+                coupled[n] = True
+                more = True
+        if not more:
+            break
+    for n, (b, k) in enumerate(zip(members, bounds)):
+        if b.up and k == UP_DONE:
+            up[n] = 0.0
+    return {(b.cls, k): (u, d) for b, k, u, d in zip(members, bounds, up, down)}
 
 
 def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarray) -> list[list]:
