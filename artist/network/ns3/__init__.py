@@ -71,6 +71,7 @@ from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
 from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
 from artist.network import fastpath
+from artist.network.fastpath.timing import payload_per_frame
 from artist.network.links import path
 from artist.network.ns3.builder import EngineCollective, build_engine_input
 from artist.network.ns3.reuse import ExactReuse
@@ -139,7 +140,7 @@ class TransportOptions:
         # the receiver acknowledges every ack_every frames (or a whole message) and the sender sends a frame
         # while less than the window is unacknowledged (engine.cc Pump): unless ack_every - 1 full frames
         # stay under the window, it stops before the first ack of any longer message, for ever
-        payload = self.mtu - 16  # engine.cc's transport header
+        payload = payload_per_frame(self.mtu)
         if self.transport == "window" and self.window_bytes <= (self.ack_every - 1) * payload:
             raise ValueError(f"window_bytes ({self.window_bytes}) must exceed ack_every - 1 ({self.ack_every - 1}) "
                              f"frames of {payload} payload bytes (mtu {self.mtu}), {(self.ack_every - 1) * payload}: "
