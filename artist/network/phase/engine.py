@@ -174,17 +174,25 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         return (j, b.crossings, b.cap, b.burst_rate, b.exposed, b.shown, b.ups) if bursty else (
             b.crossings, b.cap, b.shown, b.ups)
 
-    # classes: per bundle kind, three: its whole (both stages moving as one), its up stage, its down stage
+    # bundle classes numbered in order of appearance, three numbers each: the whole bundle (c), its up stage
+    # (c + UP), its down stage (c + DOWN); the rates memo's keys and the order max-min rates are computed in,
+    # the same in both engines. class_flows: per number, the flow max-min sees (cap, crossings, number)
     class_of: dict = {}
-    class_bursts: list = []
-    class_shown: list = []
+    class_flows: list = []
+    class_two: list = []  # per number: the bundle has two stages (both kinds of shared links, several jobs)
+    class_bursts: list = []  # per number: (job, burst rate, exposed), read by _collision_caps
+    class_shown: list = []  # per number: seconds per byte shown when slowed, read by _rates_shown
     for j, job in enumerate(jobs):
         for node in job.nodes:
             for b in node.bundles:
                 key = class_key(j, b)
                 if key not in class_of:
-                    class_of[key] = len(class_bursts)
-                    for _ in range(3):
+                    c = class_of[key] = len(class_flows)
+                    two = len(jobs) > 1 and 0 < b.ups < len(b.crossings)
+                    for number, crossings in ((c + BOTH, b.crossings), (c + UP, b.crossings[:b.ups]),
+                                              (c + DOWN, b.crossings[b.ups:])):
+                        class_flows.append([j, None, None, b.work, b.cap, crossings, None, number])
+                        class_two.append(two)
                         class_bursts.append((j, b.burst_rate, b.exposed))
                         class_shown.append(b.shown)
     showing = any(class_shown)
@@ -194,13 +202,12 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     seq = 0
     now = 0.0
     events = 0
-    live: dict[int, _Bundle] = {}
-    drains: list = []  # (time of its next event, id, version)
+    live: dict[int, _Bundle] = {}  # active bundles by id (ids in order of start)
+    bundle_events: list = []  # (time of a bundle's next event, its id, its version): stale once it moves on
     next_id = 0
-    rates_of: dict = {}
-    dirty: set = set()
+    rates_of: dict = {}  # the rates memo: (class, bound) pairs of a group -> their rates
+    dirty: set = set()  # shared links where a bundle started, ended or met an event at this instant
     done = False
-    single = len(jobs) == 1
 
     def push(when: float, job: int, node: int) -> None:
         nonlocal seq
@@ -267,34 +274,38 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         now = saved
 
     def reschedule(b: _Bundle) -> None:
+        """b's next event on `bundle_events` (its older entries go stale): its rates or bound just changed."""
         b.version += 1
-        t = b.next_event()
+        t, b.kind = b.next_event()
         if t < math.inf:
-            heapq.heappush(drains, (now + t, b.ident, b.version))
+            heapq.heappush(bundle_events, (now + t, b.ident, b.version))
 
     for j in range(len(state)):
         start_step(j)
     while heap or live:
         if done or events >= max_events:
             break
-        while drains and (drains[0][1] not in live or live[drains[0][1]].version != drains[0][2]):
-            heapq.heappop(drains)
+        while bundle_events and not _current(bundle_events[0], live):
+            heapq.heappop(bundle_events)
         t_timer = heap[0][0] if heap else math.inf
-        t_bundle = drains[0][0] if drains else math.inf
+        t_bundle = bundle_events[0][0] if bundle_events else math.inf
         now = min(t_timer, t_bundle)
-        if now == math.inf:
+        if now == math.inf:  # bundles at rate 0 and nothing else to come (a link of no capacity)
             break
+        # bundles whose event is due: brought to now, at the point the event names exactly (a stage's last
+        # byte, an empty or a full buffer), their links re-shared below
         finished = []
-        while drains and drains[0][0] <= now:
-            _, ident, version = heapq.heappop(drains)
-            b = live.get(ident)
-            if b is None or b.version != version:
+        while bundle_events and bundle_events[0][0] <= now:
+            entry = heapq.heappop(bundle_events)
+            if not _current(entry, live):
                 continue
+            b = live[entry[1]]
             b.advance(now)
+            b.reach(b.kind)
             if b.drained():
                 finished.append(b)
-                del live[ident]
-            dirty.update(link for link, _ in b.all)
+                del live[b.ident]
+            dirty.update(link for link, _ in b.crossings)
         for b in finished:
             events += 1
             s = state[b.job]
@@ -308,8 +319,8 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
             if node.bundles:
                 state[j].bundles_left[i] = len(node.bundles)
                 for pb in node.bundles:
-                    b = _Bundle(next_id, j, i, pb, class_of[class_key(j, pb)], now, single)
-                    live[next_id] = b
+                    cls = class_of[class_key(j, pb)]
+                    b = live[next_id] = _Bundle(next_id, j, i, pb.work, pb.crossings, cls, class_two[cls], now)
                     next_id += 1
                     if pb.crossings:
                         dirty.update(link for link, _ in pb.crossings)
@@ -319,66 +330,69 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
             else:
                 end_node(j, i)
         if dirty and live:
-            touched = [b for b in live.values() if b.all and any(link in dirty for link, _ in b.all)]
-            if touched:
-                for group in groups_sharing({b.ident: [link for link, _ in b.all] for b in live.values() if b.all}):
-                    members = [live[ident] for ident in group]
-                    if not any(link in dirty for b in members for link, _ in b.all):
-                        continue
-                    for b in members:
-                        b.advance(now)
-                    bounds = [b.bound() for b in members]
-                    key = tuple(sorted((b.cls, k) for b, k in zip(members, bounds)))
-                    found = rates_of.get(key)
-                    if found is None:
-                        if len(rates_of) >= MAX_RATE_MEMO:
-                            rates_of.clear()
-                        found = rates_of[key] = _staged_rates(members, bounds, class_bursts, class_shown, capacity,
-                                                              bursty, showing)
-                    for b, k in zip(members, bounds):
-                        up, down = found[(b.cls, k)]
-                        if up != b.rate_up or down != b.rate_down or b.version == 0:
-                            b.rate_up, b.rate_down = up, down
-                            reschedule(b)
-                        elif k != b.last_bound:
-                            reschedule(b)
-                        b.last_bound = k
+            # max-min is independent per group of bundles linked by shared links: the groups holding a link
+            # where something changed are re-shared, each memoised by its bundles' (class, bound) pairs
+            for group in groups_sharing({b.ident: [link for link, _ in b.crossings]
+                                         for b in live.values() if b.crossings}):
+                members = [live[ident] for ident in group]
+                if not any(link in dirty for b in members for link, _ in b.crossings):
+                    continue
+                for b in members:
+                    b.advance(now)
+                bounds = [b.bound() for b in members]
+                key = tuple(sorted(zip([b.cls for b in members], bounds)))
+                found = rates_of.get(key)
+                if found is None:
+                    if len(rates_of) >= MAX_RATE_MEMO:
+                        rates_of.clear()
+                    found = rates_of[key] = _staged_rates(key, class_flows, class_two, class_bursts, class_shown,
+                                                          capacity, bursty, showing)
+                for b, k in zip(members, bounds):
+                    up, down = found[(b.cls, k)]
+                    if up != b.rate_up or down != b.rate_down or b.version == 0 or k != b.bound_seen:
+                        b.rate_up, b.rate_down = up, down
+                        reschedule(b)
+                    b.bound_seen = k
         dirty.clear()
     return [_result(state, j, windows, tolerance, done and steps is None, now) for j in range(len(state))]
 
 
+def _current(entry: tuple, live: dict) -> bool:
+    """Whether a bundle event (time, id, version) is its bundle's live one."""
+    b = live.get(entry[1])
+    return b is not None and b.version == entry[2]
 
 
 BUFFER_BYTES = float(1 << 20)  # per edge between a bundle's stages: the transport window (ns-3's and the
-# flow engine's window_bytes, 1 MiB; TransportOptions says why that size)
-EMPTY, BETWEEN, FULL, UP_DONE = 0, 1, 2, 3
+# flow engine's window_bytes, 1 MiB; TransportOptions says why that size); decision record 0002
+EMPTY, BETWEEN, FULL, UP_DONE = 0, 1, 2, 3  # a bundle's bound: its buffer empty, neither, full; its up stage done
+DRAINS, UP_DRAINS, EMPTIES, FILLS = 0, 1, 2, 3  # a bundle's next event
 
 
 class _Bundle:
-    """A bundle's progress through its two stages (PhaseBundle.ups): up (its up links) then down, x_up and
-    x_down bytes per edge past each, 0 <= x_up - x_down <= BUFFER_BYTES. A one-stage bundle (all its shared
-    links one way, or a job alone) has both stages on all its links, moving as one."""
+    """An active bundle's bytes per edge past its up stage (x_up) and its down stage (x_down), 0 <= x_up -
+    x_down <= BUFFER_BYTES, as of `since`, at rates rate_up and rate_down. A two-stage bundle's up stage crosses
+    its shared links going up (towards the spine), its down stage the others; a one-stage bundle (its shared
+    links all one way, or a job alone) moves both as one over all of them (rate_up == rate_down)."""
 
-    __slots__ = ("ident", "job", "node", "work", "cap", "all", "up", "down", "cls", "x_up", "x_down", "rate_up",
-                 "rate_down", "since", "version", "last_bound")
+    __slots__ = ("ident", "job", "node", "work", "crossings", "cls", "two", "x_up", "x_down", "rate_up",
+                 "rate_down", "since", "version", "kind", "bound_seen")
 
-    def __init__(self, ident, job, node, pb: PhaseBundle, cls: int, now: float, single: bool):
-        self.ident, self.job, self.node = ident, job, node
-        self.work, self.cap, self.all = pb.work, pb.cap, pb.crossings
-        two = not single and 0 < pb.ups < len(pb.crossings)
-        self.up = pb.crossings[:pb.ups] if two else ()
-        self.down = pb.crossings[pb.ups:] if two else ()
-        self.cls = cls
+    def __init__(self, ident: int, job: int, node: int, work: float, crossings: tuple, cls: int, two: bool,
+                 now: float):
+        self.ident, self.job, self.node, self.work, self.crossings = ident, job, node, work, crossings
+        self.cls, self.two = cls, two
         self.x_up = self.x_down = 0.0
         self.rate_up = self.rate_down = 0.0
         self.since = now
-        self.version = 0
-        self.last_bound = -1
+        self.version = 0  # of its live entry on the event heap (0: no rates yet)
+        self.kind = DRAINS  # what its live entry is
+        self.bound_seen = -1  # its bound when its rates were last looked up
 
     def advance(self, now: float) -> None:
         dt = now - self.since
         if dt > 0:
-            eps = 1e-9 * self.work
+            eps = 1e-9 * self.work  # within this of a bound is at it (events of other bundles at the same time)
             self.x_up = min(self.work, self.x_up + self.rate_up * dt)
             self.x_down = min(self.x_up, self.x_down + self.rate_down * dt)
             if self.work - self.x_up <= eps:
@@ -390,83 +404,88 @@ class _Bundle:
                 self.x_down = self.x_up - BUFFER_BYTES
         self.since = now
 
+    def reach(self, kind: int) -> None:
+        """At its event: exactly the point the event names (rounding in now + t must not leave it short)."""
+        if kind == DRAINS:
+            self.x_up = self.x_down = self.work
+        elif kind == UP_DRAINS:
+            self.x_up = self.work
+        elif kind == EMPTIES:
+            self.x_down = self.x_up
+        else:
+            self.x_down = self.x_up - BUFFER_BYTES
+
     def drained(self) -> bool:
         return self.work - self.x_down <= 1e-9 * self.work
 
     def bound(self) -> int:
-        if not self.up:
-            return BETWEEN if self.x_up < self.work else UP_DONE  # one stage: no buffer
+        if not self.two:
+            return BETWEEN if self.x_up < self.work else UP_DONE
         if self.x_up >= self.work:
             return UP_DONE
         gap = self.x_up - self.x_down
         return EMPTY if gap <= 0 else FULL if gap >= BUFFER_BYTES else BETWEEN
 
-    def next_event(self) -> float:
-        """Seconds from its last update to its next event: a stage drains, or its buffer empties or fills."""
-        t = math.inf
+    def next_event(self) -> tuple[float, int]:
+        """Seconds from now (its `since`) to its next event, and which: its down stage drains, its up stage
+        drains, its buffer empties or fills (the first of them; inf where none comes at these rates)."""
         up, down = self.rate_up, self.rate_down
-        if not self.up:
-            return (self.work - self.x_down) / down if down > 0 else math.inf
-        if down > 0:
-            t = (self.work - self.x_down) / down
-        if self.x_up < self.work:
-            if up > 0:
-                t = min(t, (self.work - self.x_up) / up)
+        t, kind = (self.work - self.x_down) / down if down > 0 else math.inf, DRAINS
+        if self.two and self.x_up < self.work:
             gap = self.x_up - self.x_down
-            if down > up and gap > 0:
-                t = min(t, gap / (down - up))
-            if up > down and gap < BUFFER_BYTES:
-                t = min(t, (BUFFER_BYTES - gap) / (up - down))
-        return t
+            for when, what in (((self.work - self.x_up) / up if up > 0 else math.inf, UP_DRAINS),
+                               (gap / (down - up) if down > up and gap > 0 else math.inf, EMPTIES),
+                               ((BUFFER_BYTES - gap) / (up - down) if up > down and gap < BUFFER_BYTES else math.inf,
+                                FILLS)):
+                if when < t:
+                    t, kind = when, what
+        return t, kind
 
 
-def _staged_rates(members: list, bounds: list, class_bursts: list, class_shown: list, capacity: np.ndarray,
-                  bursty: bool, showing: bool) -> dict:
-    """{(class, bound): (up rate, down rate)} for a group of bundles: max-min over flows, a two-stage bundle
-    two flows (its stages on their own links) while its buffer is between its bounds, one flow on all its
-    links (coupled) where a bound binds: empty while the down stage could go faster, full while the up
-    stage could. Start with every such bundle split, couple those whose bound binds, recompute, until none."""
-    coupled = [not b.up or k == UP_DONE for b, k in zip(members, bounds)]
-    for _ in range(len(members) + 1):
-        flows, owner = [], []
-        for n, (b, k) in enumerate(zip(members, bounds)):
-            if b.up and k == UP_DONE:
-                flows.append([b.job, b.node, None, b.work, b.cap, b.down, None, b.cls + 2])
-                owner.append((n, "down"))
+UP, DOWN, BOTH = 1, 2, 0  # a flow of a bundle in _staged_rates: its class is the bundle's + this
+
+
+def _staged_rates(key: tuple, class_flows: list, class_two: list, class_bursts: list, class_shown: list,
+                  capacity: np.ndarray, bursty: bool, showing: bool) -> dict:
+    """{(class, bound): (up rate, down rate)} for a group of bundles given by its sorted (class, bound) pairs.
+    Max-min over flows: a two-stage bundle is two flows (each stage on its own links) while its buffer is
+    between its bounds, and one flow on all its links (coupled, as a one-stage bundle) where a bound binds:
+    empty while its down stage would go faster than its up stage, full while its up stage would go faster
+    than its down stage; its down stage alone once its up stage is done. Every two-stage bundle starts split;
+    those whose bound binds are coupled and the rates recomputed, until none binds (at most once each)."""
+    coupled = [not class_two[c] or k == UP_DONE for c, k in key]
+    for _ in range(len(key) + 1):
+        flows = []  # (flow class, member, stage)
+        for n, (c, k) in enumerate(key):
+            if class_two[c] and k == UP_DONE:
+                flows.append((c + DOWN, n, DOWN))
             elif coupled[n]:
-                flows.append([b.job, b.node, None, b.work, b.cap, b.all, None, b.cls])
-                owner.append((n, "both"))
+                flows.append((c + BOTH, n, BOTH))
             else:
-                flows.append([b.job, b.node, None, b.work, b.cap, b.up, None, b.cls + 1])
-                owner.append((n, "up"))
-                flows.append([b.job, b.node, None, b.work, b.cap, b.down, None, b.cls + 2])
-                owner.append((n, "down"))
-        order = sorted(range(len(flows)), key=lambda f: flows[f][7])
-        ordered = [flows[f] for f in order]
+                flows.append((c + UP, n, UP))
+                flows.append((c + DOWN, n, DOWN))
+        flows.sort(key=lambda f: f[0])  # class order (flows of one class are alike: their order is moot)
+        ordered = [class_flows[f[0]] for f in flows]
         if bursty:
             ordered = _collision_caps(ordered, class_bursts, capacity)
         rates = (_rates_shown(ordered, class_shown, capacity) if showing else _rates(ordered, capacity)).tolist()
-        up = [0.0] * len(members)
-        down = [0.0] * len(members)
-        for f, v in zip(order, rates):
-            n, stage = owner[f]
-            if stage in ("both", "up"):
+        up = [0.0] * len(key)
+        down = [0.0] * len(key)
+        for (_, n, stage), v in zip(flows, rates):
+            if stage != DOWN:
                 up[n] = v
-            if stage in ("both", "down"):
+            if stage != UP:
                 down[n] = v
         more = False
-        for n, (b, k) in enumerate(zip(members, bounds)):
-            if coupled[n]:
-                continue
-            if (k == EMPTY and down[n] > up[n]) or (k == FULL and up[n] > down[n]):
-                coupled[n] = True
-                more = True
+        for n, (c, k) in enumerate(key):
+            if not coupled[n] and ((k == EMPTY and down[n] > up[n]) or (k == FULL and up[n] > down[n])):
+                coupled[n] = more = True
         if not more:
             break
-    for n, (b, k) in enumerate(zip(members, bounds)):
-        if b.up and k == UP_DONE:
+    for n, (c, k) in enumerate(key):
+        if class_two[c] and k == UP_DONE:
             up[n] = 0.0
-    return {(b.cls, k): (u, d) for b, k, u, d in zip(members, bounds, up, down)}
+    return {pair: (u, d) for pair, u, d in zip(key, up, down)}
 
 
 def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarray) -> list[list]:
