@@ -21,6 +21,11 @@ constexpr std::size_t MAX_RATE_MEMO = 50000;  // engine.py's MAX_RATE_MEMO
 constexpr int SHOWN_ITERATIONS = 64;  // engine.py's SHOWN_ITERATIONS
 const double INF = std::numeric_limits<double>::infinity();
 
+constexpr double BUFFER_BYTES = 1048576.0;  // engine.py's BUFFER_BYTES
+enum Bound { EMPTY = 0, BETWEEN = 1, FULL = 2, UP_DONE = 3 };  // engine.py's bounds
+enum Kind { DRAINS = 0, UP_DRAINS = 1, EMPTIES = 2, FILLS = 3 };  // engine.py's bundle events
+enum Stage { BOTH = 0, UP = 1, DOWN = 2 };  // engine.py's flow stages (a flow's class is its bundle's + this)
+
 struct Timer {
   double when;
   int64_t seq;
@@ -35,32 +40,101 @@ struct Later {
   }
 };
 
-// engine.py's active bundle (its slot is its index in Run::active_)
-struct Active {
+// engine.py's _Bundle, in a slot of Run::bundles_ (slots reused; its ident is engine.py's id)
+struct Bundle {
+  int64_t ident;
   int job;
   int node;
-  double remaining;  // bytes left at `since`
   double work;
   int cls;
-  double rate;
-  double since;
-  bool live;
-  bool pending;  // started at this instant: its drain entry is pushed once the instant's rates are known
-};
-
-// engine.py's drain entry (time, slot, version): heapq's order on the tuple, a total order
-struct Drain {
-  double when;
-  int slot;
+  bool two;
+  double x_up, x_down, rate_up, rate_down, since;
   int64_t version;
+  int kind;
+  int bound_seen;
+  bool live;
+
+  void advance(double now) {
+    double dt = now - since;
+    if (dt > 0) {
+      double eps = 1e-9 * work;
+      x_up = std::min(work, x_up + rate_up * dt);
+      x_down = std::min(x_up, x_down + rate_down * dt);
+      if (work - x_up <= eps) x_up = work;
+      double gap = x_up - x_down;
+      if (gap <= eps) {
+        x_down = x_up;
+      } else if (gap >= BUFFER_BYTES - eps) {
+        x_down = x_up - BUFFER_BYTES;
+      }
+    }
+    since = now;
+  }
+
+  void reach() {
+    if (kind == DRAINS) {
+      x_up = work;
+      x_down = work;
+    } else if (kind == UP_DRAINS) {
+      x_up = work;
+    } else if (kind == EMPTIES) {
+      x_down = x_up;
+    } else {
+      x_down = x_up - BUFFER_BYTES;
+    }
+  }
+
+  bool drained() const { return work - x_down <= 1e-9 * work; }
+
+  int bound() const {
+    if (!two) return x_up < work ? BETWEEN : UP_DONE;
+    if (x_up >= work) return UP_DONE;
+    double gap = x_up - x_down;
+    return gap <= 0 ? EMPTY : gap >= BUFFER_BYTES ? FULL : BETWEEN;
+  }
+
+  // seconds from `since` to its next event, and which (engine.py's next_event: the first, ties to the earlier)
+  double next_event(int* what) const {
+    double up = rate_up, down = rate_down;
+    double t = down > 0 ? (work - x_down) / down : INF;
+    *what = DRAINS;
+    if (two && x_up < work) {
+      double gap = x_up - x_down;
+      double when[3] = {up > 0 ? (work - x_up) / up : INF, down > up && gap > 0 ? gap / (down - up) : INF,
+                        up > down && gap < BUFFER_BYTES ? (BUFFER_BYTES - gap) / (up - down) : INF};
+      int kinds[3] = {UP_DRAINS, EMPTIES, FILLS};
+      for (int k = 0; k < 3; ++k) {
+        if (when[k] < t) {
+          t = when[k];
+          *what = kinds[k];
+        }
+      }
+    }
+    return t;
+  }
 };
 
-struct DrainLater {
-  bool operator()(const Drain& a, const Drain& b) const {
+// engine.py's bundle event (time, id, version): heapq's order on the tuple, a total order
+struct BundleEvent {
+  double when;
+  int64_t ident;
+  int64_t version;
+  int slot;
+};
+
+struct EventLater {
+  bool operator()(const BundleEvent& a, const BundleEvent& b) const {
     if (a.when != b.when) return a.when > b.when;
-    if (a.slot != b.slot) return a.slot > b.slot;
+    if (a.ident != b.ident) return a.ident > b.ident;
     return a.version > b.version;
   }
+};
+
+// a group's rates: per (class, bound) pair of the memo key, its up and down rates
+struct StageRates {
+  int pair;  // class * 4 + bound
+  double up;
+  double down;
 };
 
 struct JobState {
@@ -108,6 +182,7 @@ struct Input {
   const double* class_burst;  // per class: its burst rate (PhaseBundle.burst_rate)
   const double* class_exposed;  // per class: PhaseBundle.exposed; all 0 where bursts cannot collide
   const double* class_shown;  // per class: PhaseBundle.shown (seconds per byte shown when slowed)
+  const uint8_t* class_two;  // per class: its bundles have two stages (engine.py's class_two)
   int n_links;
   const double* capacity;
   int64_t steps;  // < 0: steady state
@@ -150,47 +225,49 @@ class Run {
   void run() {
     for (int j = 0; j < in_.n_jobs; ++j) start_step(j);
     std::vector<int> finished;
-    while (!heap_.empty() || active_count_ > 0) {
+    while (!heap_.empty() || live_count_ > 0) {
       if (done_ || events_ >= in_.max_events) break;
+      while (!events_at_.empty() && !current(events_at_.front())) pop_event();
       double t_timer = heap_.empty() ? INF : heap_.front().when;
-      int first = active_count_ > 0 ? next_drain() : -1;
-      double t_drain = first >= 0 ? drains_.front().when : INF;
-      now_ = std::min(t_timer, t_drain);
+      double t_bundle = events_at_.empty() ? INF : events_at_.front().when;
+      now_ = std::min(t_timer, t_bundle);
       if (now_ == INF) break;
       finished.clear();
-      while (first >= 0 && drains_.front().when - now_ <= 1e-9 * active_[first].work / active_[first].rate) {
-        std::pop_heap(drains_.begin(), drains_.end(), DrainLater());
-        drains_.pop_back();
-        active_[first].live = false;
-        active_count_ -= 1;
-        free_slots_.push_back(first);
-        finished.push_back(first);
-        first = next_drain();
-      }
-      for (int slot : finished) {
-        const Active& a = active_[slot];
-        for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
-          int link = in_.cross_link[c];
-          mark_dirty(link);
-          std::vector<int>& on = link_users_[link];
-          for (std::size_t u = 0; u < on.size(); ++u) {
-            if (on[u] == slot) {
-              on[u] = on.back();
-              on.pop_back();
-              break;
+      while (!events_at_.empty() && events_at_.front().when <= now_) {
+        BundleEvent e = events_at_.front();
+        pop_event();
+        if (!current(e)) continue;
+        Bundle& b = bundles_[e.slot];
+        b.advance(now_);
+        b.reach();
+        for (int64_t c = in_.class_cross_off[b.cls]; c < in_.class_cross_off[b.cls + 1]; ++c) {
+          mark_dirty(in_.cross_link[c]);
+        }
+        if (b.drained()) {
+          b.live = false;
+          live_count_ -= 1;
+          finished.push_back(e.slot);
+          for (int64_t c = in_.class_cross_off[b.cls]; c < in_.class_cross_off[b.cls + 1]; ++c) {
+            std::vector<int>& on = link_users_[in_.cross_link[c]];
+            for (std::size_t u = 0; u < on.size(); ++u) {
+              if (on[u] == e.slot) {
+                on[u] = on.back();
+                on.pop_back();
+                break;
+              }
             }
           }
-          if (!on.empty()) changed_ = true;  // engine.py: users left on the link
         }
       }
       for (int slot : finished) {
-        // end_node only pushes timers: no bundle starts (nor reuses a slot) before the timer loop below
-        const Active& a = active_[slot];
+        // end_node only pushes timers: no bundle starts before the timer loop below, so the slot is freed after
+        const Bundle& b = bundles_[slot];
         events_ += 1;
-        JobState& s = jobs_[a.job];
-        s.bundles_left[a.node] -= 1;
-        if (s.bundles_left[a.node] == 0) end_node(a.job, a.node);
+        JobState& s = jobs_[b.job];
+        s.bundles_left[b.node] -= 1;
+        if (s.bundles_left[b.node] == 0) end_node(b.job, b.node);
       }
+      for (int slot : finished) free_slots_.push_back(slot);
       while (!heap_.empty() && heap_.front().when <= now_ && !done_) {
         std::pop_heap(heap_.begin(), heap_.end(), Later());
         Timer timer = heap_.back();
@@ -201,48 +278,14 @@ class Run {
         int64_t b0 = in_.node_bundle_off[g], b1 = in_.node_bundle_off[g + 1];
         if (b1 > b0) {
           jobs_[j].bundles_left[i] = static_cast<int>(b1 - b0);
-          for (int64_t b = b0; b < b1; ++b) {
-            int slot;
-            if (free_slots_.empty()) {
-              slot = static_cast<int>(active_.size());
-              active_.emplace_back();
-              versions_.push_back(0);
-              slot_seen_.push_back(0);
-            } else {
-              slot = free_slots_.back();
-              free_slots_.pop_back();
-            }
-            int cls = in_.bundle_class[b];
-            double rate = in_.class_cap[cls];
-            for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
-              int link = in_.cross_link[c];
-              link_users_[link].push_back(slot);
-              mark_dirty(link);
-              if (link_users_[link].size() > 1) changed_ = true;
-              rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
-            }
-            double shown = in_.class_shown[cls];
-            if (shown > 0) {  // engine.py: its mean rate at its sending rate, as rates_shown gives it alone
-              double v = sending_cap(cls, in_.class_cap[cls], shown);
-              rate = v * (1.0 / (1.0 + shown * v));
-            }
-            active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true, true};
-            active_count_ += 1;
-            pending_.push_back(slot);  // its drain time once this instant's rates are known
-          }
+          for (int64_t k = b0; k < b1; ++k) start_bundle(j, i, k);
         } else {
           end_node(j, i);
         }
       }
-      if (changed_ && active_count_ > 0) assign_rates();
-      changed_ = false;
-      // bundles started at this instant: one drain entry at their rate after re-sharing (engine.py pushes
-      // one at start and another if the rate changes; the live entry is the same)
-      for (int slot : pending_) {
-        active_[slot].pending = false;
-        schedule_drain(slot);
-      }
-      pending_.clear();
+      if (!dirty_list_.empty() && live_count_ > 0) assign_rates();
+      for (int link : dirty_list_) dirty_link_[link] = 0;
+      dirty_list_.clear();
     }
   }
 
@@ -305,7 +348,7 @@ class Run {
 
   void skip_undisturbed(int j) {
     double alone = in_.alone_steps[j];
-    if (active_count_ > 0 || alone <= 0) return;
+    if (live_count_ > 0 || alone <= 0) return;
     double horizon = INF;
     for (const Timer& t : heap_) {
       if (t.job != j) horizon = std::min(horizon, t.when);
@@ -334,40 +377,54 @@ class Run {
     now_ = saved;
   }
 
-  static double lookup(const std::vector<std::pair<int, double>>& found, int cls) {
-    // the last entry of the class, as a Python dict built from the pairs keeps (equal values anyway)
-    for (std::size_t k = found.size(); k-- > 0;) {
-      if (found[k].first == cls) return found[k].second;
+  // engine.py: a bundle of node i of job j starts (a new _Bundle); one crossing no shared link at its cap
+  void start_bundle(int j, int i, int64_t k) {
+    int slot;
+    if (free_slots_.empty()) {
+      slot = static_cast<int>(bundles_.size());
+      bundles_.emplace_back();
+      slot_seen_.push_back(0);
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
     }
-    return 0.0;
+    int cls = in_.bundle_class[k];
+    bundles_[slot] = Bundle{next_ident_++, j, i, in_.bundle_work[k], cls, in_.class_two[cls] != 0, 0.0, 0.0, 0.0,
+                            0.0, now_, 0, DRAINS, -1, true};
+    live_count_ += 1;
+    int64_t c0 = in_.class_cross_off[cls], c1 = in_.class_cross_off[cls + 1];
+    for (int64_t c = c0; c < c1; ++c) {
+      link_users_[in_.cross_link[c]].push_back(slot);
+      mark_dirty(in_.cross_link[c]);
+    }
+    if (c1 == c0) {
+      bundles_[slot].rate_up = in_.class_cap[cls];
+      bundles_[slot].rate_down = in_.class_cap[cls];
+      reschedule(slot);
+    }
   }
 
-  // engine.py set_rate, schedule_drain, next_drain
-  void set_rate(int slot, double rate) {
-    Active& a = active_[slot];
-    a.remaining -= a.rate * (now_ - a.since);
-    a.since = now_;
-    a.rate = rate;
-    if (!a.pending) schedule_drain(slot);
-  }
-
-  void schedule_drain(int slot) {
-    versions_[slot] += 1;
-    const Active& a = active_[slot];
-    if (a.rate > 0) {
-      drains_.push_back(Drain{a.since + a.remaining / a.rate, slot, versions_[slot]});
-      std::push_heap(drains_.begin(), drains_.end(), DrainLater());
+  // engine.py reschedule, _current, and heapq's pop
+  void reschedule(int slot) {
+    Bundle& b = bundles_[slot];
+    b.version += 1;
+    int kind;
+    double t = b.next_event(&kind);
+    b.kind = kind;
+    if (t < INF) {
+      events_at_.push_back(BundleEvent{now_ + t, b.ident, b.version, slot});
+      std::push_heap(events_at_.begin(), events_at_.end(), EventLater());
     }
   }
 
-  int next_drain() {
-    while (!drains_.empty()) {
-      const Drain& d = drains_.front();
-      if (active_[d.slot].live && versions_[d.slot] == d.version) return d.slot;
-      std::pop_heap(drains_.begin(), drains_.end(), DrainLater());
-      drains_.pop_back();
-    }
-    return -1;
+  bool current(const BundleEvent& e) const {
+    const Bundle& b = bundles_[e.slot];
+    return b.live && b.ident == e.ident && b.version == e.version;
+  }
+
+  void pop_event() {
+    std::pop_heap(events_at_.begin(), events_at_.end(), EventLater());
+    events_at_.pop_back();
   }
 
   void mark_dirty(int link) {
@@ -377,19 +434,16 @@ class Run {
     }
   }
 
-  // engine.py: groups_sharing over the active bundles' links, then each group's rates from the memo by
-  // its sorted classes. Only the groups holding a link where a bundle started or drained since the last
-  // call are looked up again: every other group keeps its set of classes, so the memo would give it the
-  // rates it has (engine.py looks every group up; the same values). Each such group is found by a search
-  // from that link over the links its bundles cross (link_users_): a cost of the groups' size, not of
-  // every active bundle (a 30-job component holds ~75 active bundles, its changed groups 2-4).
+  // engine.py: groups_sharing over the live bundles' links, and each group holding a dirty link re-shared:
+  // its members brought to now, their rates from the memo by the group's sorted (class, bound) pairs. Each
+  // such group is found by a search from a dirty link over the links its bundles cross (link_users_): a cost
+  // of the groups' size, not of every live bundle. Groups are disjoint and each one's rates are a function
+  // of its pairs alone, so the order they are visited in changes nothing.
   void assign_rates() {
     ++epoch_;
     for (int start : dirty_list_) {
-      dirty_link_[start] = 0;
       if (link_users_[start].empty() || slot_seen_[link_users_[start][0]] == epoch_) continue;
       group_.clear();
-      key_.clear();
       for (int slot : link_users_[start]) {
         if (slot_seen_[slot] != epoch_) {
           slot_seen_[slot] = epoch_;
@@ -397,9 +451,8 @@ class Run {
         }
       }
       for (std::size_t g = 0; g < group_.size(); ++g) {
-        const Active& a = active_[group_[g]];
-        key_.push_back(a.cls);
-        for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+        int cls = bundles_[group_[g]].cls;
+        for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
           for (int slot : link_users_[in_.cross_link[c]]) {
             if (slot_seen_[slot] != epoch_) {
               slot_seen_[slot] = epoch_;
@@ -408,28 +461,109 @@ class Run {
           }
         }
       }
-      std::sort(key_.begin(), key_.end());
-      const std::vector<std::pair<int, double>>& found = rates_for(key_);
+      key_.clear();
+      bounds_.clear();
       for (int slot : group_) {
-        double rate = lookup(found, active_[slot].cls);
-        if (rate != active_[slot].rate) set_rate(slot, rate);
+        Bundle& b = bundles_[slot];
+        b.advance(now_);
+        bounds_.push_back(b.bound());
+        key_.push_back(b.cls * 4 + bounds_.back());
+      }
+      std::sort(key_.begin(), key_.end());
+      const std::vector<StageRates>& found = rates_for(key_);
+      for (std::size_t g = 0; g < group_.size(); ++g) {
+        Bundle& b = bundles_[group_[g]];
+        int k = bounds_[g];
+        const StageRates& r = lookup(found, b.cls * 4 + k);
+        if (r.up != b.rate_up || r.down != b.rate_down || b.version == 0 || k != b.bound_seen) {
+          b.rate_up = r.up;
+          b.rate_down = r.down;
+          reschedule(group_[g]);
+        }
+        b.bound_seen = k;
       }
     }
-    dirty_list_.clear();
   }
 
-  const std::vector<std::pair<int, double>>& rates_for(const std::vector<int>& key) {
+  static const StageRates& lookup(const std::vector<StageRates>& found, int pair) {
+    // the last entry of the pair, as a Python dict built from the pairs keeps (equal values anyway)
+    for (std::size_t k = found.size(); k-- > 0;) {
+      if (found[k].pair == pair) return found[k];
+    }
+    throw std::logic_error("a bundle's pair missing from its group's rates");
+  }
+
+  const std::vector<StageRates>& rates_for(const std::vector<int>& key) {
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
-    std::vector<double> caps(key.size());
-    for (std::size_t f = 0; f < key.size(); ++f) caps[f] = in_.class_cap[key[f]];
-    collision_caps(key, caps);
-    std::vector<double> rates = rates_shown(key, caps);
-    std::vector<std::pair<int, double>> found;
-    found.reserve(key.size());
-    for (std::size_t f = 0; f < key.size(); ++f) found.emplace_back(key[f], rates[f]);
-    return memo_.emplace(key, std::move(found)).first->second;
+    return memo_.emplace(key, staged_rates(key)).first->second;
+  }
+
+  // engine.py _staged_rates: max-min over flows, a two-stage bundle split into its up and down stages until
+  // its bound binds (then coupled: one flow on all its links), recomputed until no bound binds
+  std::vector<StageRates> staged_rates(const std::vector<int>& key) {
+    const std::size_t n = key.size();
+    std::vector<char> coupled(n);
+    for (std::size_t m = 0; m < n; ++m) {
+      int c = key[m] / 4, k = key[m] % 4;
+      coupled[m] = !in_.class_two[c] || k == UP_DONE;
+    }
+    std::vector<double> up(n), down(n);
+    struct Flow {
+      int cls;
+      int member;
+      int stage;
+    };
+    std::vector<Flow> flows;
+    std::vector<int> classes;
+    std::vector<double> caps;
+    for (std::size_t round = 0; round < n + 1; ++round) {
+      flows.clear();
+      for (std::size_t m = 0; m < n; ++m) {
+        int c = key[m] / 4, k = key[m] % 4;
+        int member = static_cast<int>(m);
+        if (in_.class_two[c] && k == UP_DONE) {
+          flows.push_back(Flow{c + DOWN, member, DOWN});
+        } else if (coupled[m]) {
+          flows.push_back(Flow{c + BOTH, member, BOTH});
+        } else {
+          flows.push_back(Flow{c + UP, member, UP});
+          flows.push_back(Flow{c + DOWN, member, DOWN});
+        }
+      }
+      std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.cls < b.cls; });
+      classes.clear();
+      caps.clear();
+      for (const Flow& f : flows) {
+        classes.push_back(f.cls);
+        caps.push_back(in_.class_cap[f.cls]);
+      }
+      collision_caps(classes, caps);
+      std::vector<double> rates = rates_shown(classes, caps);
+      std::fill(up.begin(), up.end(), 0.0);
+      std::fill(down.begin(), down.end(), 0.0);
+      for (std::size_t f = 0; f < flows.size(); ++f) {
+        if (flows[f].stage != DOWN) up[flows[f].member] = rates[f];
+        if (flows[f].stage != UP) down[flows[f].member] = rates[f];
+      }
+      bool more = false;
+      for (std::size_t m = 0; m < n; ++m) {
+        int k = key[m] % 4;
+        if (!coupled[m] && ((k == EMPTY && down[m] > up[m]) || (k == FULL && up[m] > down[m]))) {
+          coupled[m] = 1;
+          more = true;
+        }
+      }
+      if (!more) break;
+    }
+    std::vector<StageRates> found;
+    found.reserve(n);
+    for (std::size_t m = 0; m < n; ++m) {
+      int c = key[m] / 4, k = key[m] % 4;
+      found.push_back(StageRates{key[m], in_.class_two[c] && k == UP_DONE ? 0.0 : up[m], down[m]});
+    }
+    return found;
   }
 
   // engine.py _collision_caps: per flow (classes in order) that shows latency when its bursts collide,
@@ -741,25 +875,22 @@ class Run {
   const Input& in_;
   std::vector<JobState> jobs_;
   std::vector<Timer> heap_;
-  std::vector<Active> active_;
-  std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
+  std::vector<Bundle> bundles_;  // by slot: live ones and freed slots
+  std::unordered_map<std::vector<int>, std::vector<StageRates>, VecHash> memo_;
   std::vector<char> dirty_link_;
-  std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once
-  std::vector<std::vector<int>> link_users_;  // per shared link: slots of the active bundles crossing it
-  // (its size is engine.py's `users`)
+  std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once (engine.py's `dirty`)
+  std::vector<std::vector<int>> link_users_;  // per shared link: slots of the live bundles crossing it
   std::vector<int> free_slots_;  // slots of drained bundles, reused last freed first
-  std::vector<int64_t> versions_;  // per slot: the version of its live drain entry
-  std::vector<Drain> drains_;
-  std::vector<int> pending_;  // slots of the bundles started at this instant
-  int active_count_ = 0;
+  std::vector<BundleEvent> events_at_;  // engine.py's bundle_events
+  int live_count_ = 0;
+  int64_t next_ident_ = 0;
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
   int64_t epoch_ = 0;
-  std::vector<int> group_, key_;
+  std::vector<int> group_, key_, bounds_;
   int64_t seq_ = 0;
   int64_t events_ = 0;
   double now_ = 0.0;
   bool done_ = false;
-  bool changed_ = false;
 };
 
 struct Result {
@@ -779,7 +910,7 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
                 const double* cross_load, const int32_t* class_job, const double* class_burst,
-                const double* class_exposed, const double* class_shown, int n_links, const double* capacity,
+                const double* class_exposed, const double* class_shown, const uint8_t* class_two, int n_links, const double* capacity,
                 int64_t steps, const int32_t* windows,
                 double tolerance, int64_t max_steps, int64_t max_events, int64_t event_budget,
                 const double* alone_steps,
@@ -787,7 +918,7 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
   Result* r = new Result();
   r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
-                   cross_load, class_job, class_burst, class_exposed, class_shown, n_links, capacity, steps, windows,
+                   cross_load, class_job, class_burst, class_exposed, class_shown, class_two, n_links, capacity, steps, windows,
                    tolerance,
                    max_steps, max_events, event_budget,
                    alone_steps,

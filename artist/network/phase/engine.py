@@ -155,10 +155,7 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     None: $ARTIST_PHASE_ENGINE (native.py; default: compiled where it builds)."""
     alone_steps = None if alone is None else [a.step_seconds for a in alone]
     alone_comms = None if alone is None else [a.comm_seconds for a in alone]
-    staged = any(0 < b.ups < len(b.crossings) for job in jobs for node in job.nodes for b in node.bundles)
-    # WIP (branch): engine.cc does not have the buffered stages yet; a run with two-stage bundles uses this loop
-    runner = None if engine == "python" or (staged and len(jobs) > 1) else native.compiled_runner(
-        required=engine == "compiled")
+    runner = None if engine == "python" else native.compiled_runner(required=engine == "compiled")
     if runner is not None:
         windows = [window_for(native.packed(job).phases, window) for job in jobs]
         run = runner(jobs, links, capacity, steps, windows, tolerance, max_steps, max_events, event_budget,
