@@ -470,7 +470,7 @@ class Run {
         key_.push_back(b.cls * 4 + bounds_.back());
       }
       std::sort(key_.begin(), key_.end());
-      const std::vector<StageRates>& found = rates_for(key_);
+      std::vector<StageRates> found = staged_rates(key_);
       for (std::size_t g = 0; g < group_.size(); ++g) {
         Bundle& b = bundles_[group_[g]];
         int k = bounds_[g];
@@ -493,11 +493,15 @@ class Run {
     throw std::logic_error("a bundle's pair missing from its group's rates");
   }
 
-  const std::vector<StageRates>& rates_for(const std::vector<int>& key) {
-    auto it = memo_.find(key);
+  // engine.py flow_rates: max-min rates of flows of these class numbers (sorted), memoised
+  const std::vector<double>& flow_rates(const std::vector<int>& classes) {
+    auto it = memo_.find(classes);
     if (it != memo_.end()) return it->second;
     if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
-    return memo_.emplace(key, staged_rates(key)).first->second;
+    std::vector<double> caps(classes.size());
+    for (std::size_t f = 0; f < classes.size(); ++f) caps[f] = in_.class_cap[classes[f]];
+    collision_caps(classes, caps);
+    return memo_.emplace(classes, rates_shown(classes, caps)).first->second;
   }
 
   // engine.py _staged_rates: max-min over flows, a two-stage bundle split into its up and down stages until
@@ -517,7 +521,6 @@ class Run {
     };
     std::vector<Flow> flows;
     std::vector<int> classes;
-    std::vector<double> caps;
     for (std::size_t round = 0; round < n + 1; ++round) {
       flows.clear();
       for (std::size_t m = 0; m < n; ++m) {
@@ -534,13 +537,8 @@ class Run {
       }
       std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.cls < b.cls; });
       classes.clear();
-      caps.clear();
-      for (const Flow& f : flows) {
-        classes.push_back(f.cls);
-        caps.push_back(in_.class_cap[f.cls]);
-      }
-      collision_caps(classes, caps);
-      std::vector<double> rates = rates_shown(classes, caps);
+      for (const Flow& f : flows) classes.push_back(f.cls);
+      const std::vector<double>& rates = flow_rates(classes);
       std::fill(up.begin(), up.end(), 0.0);
       std::fill(down.begin(), down.end(), 0.0);
       for (std::size_t f = 0; f < flows.size(); ++f) {
@@ -725,36 +723,45 @@ class Run {
   }
 
   // flow/maxmin.py max_min_rates (numpy, multiplicity = loads) with engine.py _rates' crossings:
-  // per flow its shared crossings then its private link L + f; bincount sums in crossing order.
+  // per flow its shared crossings then its private link L + f; bincount sums in crossing order. Only the
+  // links the flows cross take part (numbered here in order of first use) and only the crossings of flows
+  // still filling are visited: numpy's other links keep count 0 and their remaining capacity, and a min
+  // or a per-link sum in crossing order is the same over fewer terms that are 0 or absent, so the answers
+  // are numpy's bit for bit at a cost of the flows' crossings, not of every link of the component.
   std::vector<double> rates_numpy(const std::vector<int>& classes, const std::vector<double>& caps,
                                   const std::vector<double>* duty) {
     const std::size_t flows = classes.size();
-    const int L = in_.n_links;
-    const std::size_t links = L + flows;
-    std::vector<int> flow_of, link_of;
-    std::vector<double> load;
-    std::vector<double> remaining(in_.capacity, in_.capacity + L);
+    if (local_link_.empty()) local_link_.assign(in_.n_links, -1);
+    std::vector<int> flow_of, link_of, used;
+    std::vector<double> load, remaining;
     for (std::size_t f = 0; f < flows; ++f) {
       int cls = classes[f];
       for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+        int link = in_.cross_link[c];
+        if (local_link_[link] < 0) {
+          local_link_[link] = static_cast<int>(remaining.size());
+          used.push_back(link);
+          remaining.push_back(in_.capacity[link]);
+        }
         flow_of.push_back(static_cast<int>(f));
-        link_of.push_back(in_.cross_link[c]);
+        link_of.push_back(local_link_[link]);
         load.push_back(weighted(in_.cross_load[c], duty, f));
       }
       flow_of.push_back(static_cast<int>(f));
-      link_of.push_back(L + static_cast<int>(f));
+      link_of.push_back(static_cast<int>(remaining.size()));
       load.push_back(1.0);
       remaining.push_back(caps[f]);
     }
-    const std::size_t crossings = flow_of.size();
+    for (int link : used) local_link_[link] = -1;
+    const std::size_t links = remaining.size();
+    std::vector<int> live(flow_of.size());  // crossings of flows still filling, in crossing order
+    for (std::size_t c = 0; c < live.size(); ++c) live[c] = static_cast<int>(c);
     std::vector<double> rate(flows, 0.0);
-    std::vector<char> frozen(flows, 0), filling(flows, 1), active(crossings, 1), newly(flows, 0);
+    std::vector<char> frozen(flows, 0), newly(flows, 0);
     std::vector<double> count(links), share(links), minus(links);
     while (true) {
       std::fill(count.begin(), count.end(), 0.0);
-      for (std::size_t c = 0; c < crossings; ++c) {
-        if (active[c] && filling[flow_of[c]]) count[link_of[c]] += 1.0 * load[c];
-      }
+      for (int c : live) count[link_of[c]] += 1.0 * load[c];
       bool any = false;
       double level = INF;
       for (std::size_t l = 0; l < links; ++l) {
@@ -767,31 +774,30 @@ class Run {
         level = std::min(level, share[l]);
       }
       if (!any) break;
-      std::fill(newly.begin(), newly.end(), 0);
-      for (std::size_t c = 0; c < crossings; ++c) {
-        if (active[c] && share[link_of[c]] <= level * (1.0 + TIE)) newly[flow_of[c]] = 1;
+      for (int c : live) {
+        if (share[link_of[c]] <= level * (1.0 + TIE)) newly[flow_of[c]] = 1;
       }
       for (std::size_t f = 0; f < flows; ++f) {
-        if (newly[f] && frozen[f]) newly[f] = 0;
-      }
-      for (std::size_t f = 0; f < flows; ++f) {
-        if (newly[f] && filling[f]) rate[f] = 1.0 * level;
         if (newly[f]) {
+          rate[f] = 1.0 * level;
           frozen[f] = 1;
-          filling[f] = 0;
         }
       }
       std::fill(minus.begin(), minus.end(), 0.0);
-      for (std::size_t c = 0; c < crossings; ++c) {
-        if (active[c] && newly[flow_of[c]]) {
+      std::size_t kept = 0;
+      for (int c : live) {
+        if (newly[flow_of[c]]) {
           minus[link_of[c]] += rate[flow_of[c]] * load[c];
-          active[c] = 0;
+        } else {
+          live[kept++] = c;
         }
       }
+      live.resize(kept);
       for (std::size_t l = 0; l < links; ++l) {
         remaining[l] -= minus[l];
         remaining[l] = std::max(remaining[l], 0.0);
       }
+      std::fill(newly.begin(), newly.end(), 0);
     }
     for (std::size_t f = 0; f < flows; ++f) {
       if (!frozen[f]) throw std::runtime_error("a flow crosses no link");
@@ -876,7 +882,7 @@ class Run {
   std::vector<JobState> jobs_;
   std::vector<Timer> heap_;
   std::vector<Bundle> bundles_;  // by slot: live ones and freed slots
-  std::unordered_map<std::vector<int>, std::vector<StageRates>, VecHash> memo_;
+  std::unordered_map<std::vector<int>, std::vector<double>, VecHash> memo_;  // engine.py rates_of
   std::vector<char> dirty_link_;
   std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once (engine.py's `dirty`)
   std::vector<std::vector<int>> link_users_;  // per shared link: slots of the live bundles crossing it
@@ -887,6 +893,7 @@ class Run {
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
   int64_t epoch_ = 0;
   std::vector<int> group_, key_, bounds_;
+  std::vector<int> local_link_;  // rates_numpy's numbering of the links its flows cross (-1: none)
   int64_t seq_ = 0;
   int64_t events_ = 0;
   double now_ = 0.0;

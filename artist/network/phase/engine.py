@@ -202,7 +202,7 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     live: dict[int, _Bundle] = {}  # active bundles by id (ids in order of start)
     bundle_events: list = []  # (time of a bundle's next event, its id, its version): stale once it moves on
     next_id = 0
-    rates_of: dict = {}  # the rates memo: (class, bound) pairs of a group -> their rates
+    rates_of: dict = {}  # the rates memo: a group's flows (their sorted class numbers) -> their rates
     dirty: set = set()  # shared links where a bundle started, ended or met an event at this instant
     done = False
 
@@ -269,6 +269,20 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         saved, now = now, base + k * alone_steps[j]
         start_step(j)
         now = saved
+
+    def flow_rates(classes: tuple) -> list:
+        """Max-min rates of flows of these class numbers (sorted), memoised: a step's phases recur, and
+        so do the sets of flows (a group's bounds vary more than which of its bundles are split)."""
+        found = rates_of.get(classes)
+        if found is None:
+            if len(rates_of) >= MAX_RATE_MEMO:
+                rates_of.clear()
+            ordered = [class_flows[c] for c in classes]
+            if bursty:
+                ordered = _collision_caps(ordered, class_bursts, capacity)
+            found = rates_of[classes] = (_rates_shown(ordered, class_shown, capacity) if showing
+                                         else _rates(ordered, capacity)).tolist()
+        return found
 
     def reschedule(b: _Bundle) -> None:
         """b's next event on `bundle_events` (its older entries go stale): its rates or bound just changed."""
@@ -338,12 +352,7 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                     b.advance(now)
                 bounds = [b.bound() for b in members]
                 key = tuple(sorted(zip([b.cls for b in members], bounds)))
-                found = rates_of.get(key)
-                if found is None:
-                    if len(rates_of) >= MAX_RATE_MEMO:
-                        rates_of.clear()
-                    found = rates_of[key] = _staged_rates(key, class_flows, class_two, class_bursts, class_shown,
-                                                          capacity, bursty, showing)
+                found = _staged_rates(key, class_two, flow_rates)
                 for b, k in zip(members, bounds):
                     up, down = found[(b.cls, k)]
                     if up != b.rate_up or down != b.rate_down or b.version == 0 or k != b.bound_seen:
@@ -442,14 +451,14 @@ class _Bundle:
 UP, DOWN, BOTH = 1, 2, 0  # a flow of a bundle in _staged_rates: its class is the bundle's + this
 
 
-def _staged_rates(key: tuple, class_flows: list, class_two: list, class_bursts: list, class_shown: list,
-                  capacity: np.ndarray, bursty: bool, showing: bool) -> dict:
+def _staged_rates(key: tuple, class_two: list, flow_rates) -> dict:
     """{(class, bound): (up rate, down rate)} for a group of bundles given by its sorted (class, bound) pairs.
-    Max-min over flows: a two-stage bundle is two flows (each stage on its own links) while its buffer is
-    between its bounds, and one flow on all its links (coupled, as a one-stage bundle) where a bound binds:
-    empty while its down stage would go faster than its up stage, full while its up stage would go faster
-    than its down stage; its down stage alone once its up stage is done. Every two-stage bundle starts split;
-    those whose bound binds are coupled and the rates recomputed, until none binds (at most once each)."""
+    Max-min over flows (flow_rates: their rates by their sorted class numbers): a two-stage bundle is two
+    flows (each stage on its own links) while its buffer is between its bounds, and one flow on all its links
+    (coupled, as a one-stage bundle) where a bound binds: empty while its down stage would go faster than its
+    up stage, full while its up stage would go faster than its down stage; its down stage alone once its up
+    stage is done. Every two-stage bundle starts split; those whose bound binds are coupled and the rates
+    recomputed, until none binds (each is coupled at most once)."""
     coupled = [not class_two[c] or k == UP_DONE for c, k in key]
     for _ in range(len(key) + 1):
         flows = []  # (flow class, member, stage)
@@ -462,10 +471,7 @@ def _staged_rates(key: tuple, class_flows: list, class_two: list, class_bursts: 
                 flows.append((c + UP, n, UP))
                 flows.append((c + DOWN, n, DOWN))
         flows.sort(key=lambda f: f[0])  # class order (flows of one class are alike: their order is moot)
-        ordered = [class_flows[f[0]] for f in flows]
-        if bursty:
-            ordered = _collision_caps(ordered, class_bursts, capacity)
-        rates = (_rates_shown(ordered, class_shown, capacity) if showing else _rates(ordered, capacity)).tolist()
+        rates = flow_rates(tuple(f[0] for f in flows))
         up = [0.0] * len(key)
         down = [0.0] * len(key)
         for (_, n, stage), v in zip(flows, rates):
