@@ -732,8 +732,17 @@ class Run {
                                   const std::vector<double>* duty) {
     const std::size_t flows = classes.size();
     if (local_link_.empty()) local_link_.assign(in_.n_links, -1);
-    std::vector<int> flow_of, link_of, used;
-    std::vector<double> load, remaining;
+    // scratch vectors kept between calls (a run makes ~10^5 of them, most with a few rounds)
+    std::vector<int>& flow_of = mm_.flow_of;
+    std::vector<int>& link_of = mm_.link_of;
+    std::vector<int>& used = mm_.used;
+    std::vector<double>& load = mm_.load;
+    std::vector<double>& remaining = mm_.remaining;
+    flow_of.clear();
+    link_of.clear();
+    used.clear();
+    load.clear();
+    remaining.clear();
     for (std::size_t f = 0; f < flows; ++f) {
       int cls = classes[f];
       for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
@@ -754,11 +763,20 @@ class Run {
     }
     for (int link : used) local_link_[link] = -1;
     const std::size_t links = remaining.size();
-    std::vector<int> live(flow_of.size());  // crossings of flows still filling, in crossing order
+    std::vector<int>& live = mm_.live;  // crossings of flows still filling, in crossing order
+    live.resize(flow_of.size());
     for (std::size_t c = 0; c < live.size(); ++c) live[c] = static_cast<int>(c);
     std::vector<double> rate(flows, 0.0);
-    std::vector<char> frozen(flows, 0), newly(flows, 0);
-    std::vector<double> count(links), share(links), minus(links);
+    std::vector<char>& frozen = mm_.frozen;
+    std::vector<char>& newly = mm_.newly;
+    frozen.assign(flows, 0);
+    newly.assign(flows, 0);
+    std::vector<double>& count = mm_.count;
+    std::vector<double>& share = mm_.share;
+    std::vector<double>& minus = mm_.minus;
+    count.resize(links);
+    share.resize(links);
+    minus.resize(links);
     while (true) {
       std::fill(count.begin(), count.end(), 0.0);
       for (int c : live) count[link_of[c]] += 1.0 * load[c];
@@ -893,6 +911,11 @@ class Run {
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
   int64_t epoch_ = 0;
   std::vector<int> group_, key_, bounds_;
+  struct MaxMinScratch {
+    std::vector<int> flow_of, link_of, used, live;
+    std::vector<double> load, remaining, count, share, minus;
+    std::vector<char> frozen, newly;
+  } mm_;  // rates_numpy's working vectors, reused
   std::vector<int> local_link_;  // rates_numpy's numbering of the links its flows cross (-1: none)
   int64_t seq_ = 0;
   int64_t events_ = 0;
