@@ -723,104 +723,158 @@ class Run {
   }
 
   // flow/maxmin.py max_min_rates (numpy, multiplicity = loads) with engine.py _rates' crossings:
-  // per flow its shared crossings then its private link L + f; bincount sums in crossing order. Only the
-  // links the flows cross take part (numbered here in order of first use) and only the crossings of flows
-  // still filling are visited: numpy's other links keep count 0 and their remaining capacity, and a min
-  // or a per-link sum in crossing order is the same over fewer terms that are 0 or absent, so the answers
-  // are numpy's bit for bit at a cost of the flows' crossings, not of every link of the component.
+  // per flow its shared crossings then its private link L + f; bincount sums in crossing order. The same
+  // floating-point operations on every value that can change, so numpy's answers bit for bit, at a cost per
+  // round of the shared links and the crossings of the flows that freeze, not of every link and crossing
+  // (a call has ~15 shared links, ~70 private ones and 100-160 crossings over 14-20 rounds):
+  // - only the links the flows cross take part (numbered here in order of first use): numpy's other links
+  //   keep count 0 and their remaining capacity;
+  // - a link's count (the loads of its crossings still filling, summed in crossing order) and its share are
+  //   recomputed when a flow on it freezes; numpy recomputes them every round from the same terms;
+  // - a private link holds its own flow alone, so its share is that flow's cap until the flow freezes: the
+  //   smallest over the flows still filling is the first of them in cap order;
+  // - a round's frozen flows add their crossings to `minus` flow by flow in order: per link, crossing order.
   std::vector<double> rates_numpy(const std::vector<int>& classes, const std::vector<double>& caps,
                                   const std::vector<double>* duty) {
-    const std::size_t flows = classes.size();
+    MaxMinScratch& m = mm_;
+    const int flows = static_cast<int>(classes.size());
     if (local_link_.empty()) local_link_.assign(in_.n_links, -1);
-    // scratch vectors kept between calls (a run makes ~10^5 of them, most with a few rounds)
-    std::vector<int>& flow_of = mm_.flow_of;
-    std::vector<int>& link_of = mm_.link_of;
-    std::vector<int>& used = mm_.used;
-    std::vector<double>& load = mm_.load;
-    std::vector<double>& remaining = mm_.remaining;
-    flow_of.clear();
-    link_of.clear();
-    used.clear();
-    load.clear();
-    remaining.clear();
-    for (std::size_t f = 0; f < flows; ++f) {
-      int cls = classes[f];
-      for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+    m.used.clear();
+    m.link_of.clear();
+    m.load.clear();
+    m.remaining.clear();
+    m.cross_off.assign(flows + 1, 0);
+    // local numbers: the shared links in order of first use, then flow f's private link shared + f
+    for (int f = 0; f < flows; ++f) {
+      for (int64_t c = in_.class_cross_off[classes[f]]; c < in_.class_cross_off[classes[f] + 1]; ++c) {
         int link = in_.cross_link[c];
         if (local_link_[link] < 0) {
-          local_link_[link] = static_cast<int>(remaining.size());
-          used.push_back(link);
-          remaining.push_back(in_.capacity[link]);
+          local_link_[link] = static_cast<int>(m.remaining.size());
+          m.used.push_back(link);
+          m.remaining.push_back(in_.capacity[link]);
         }
-        flow_of.push_back(static_cast<int>(f));
-        link_of.push_back(local_link_[link]);
-        load.push_back(weighted(in_.cross_load[c], duty, f));
       }
-      flow_of.push_back(static_cast<int>(f));
-      link_of.push_back(static_cast<int>(remaining.size()));
-      load.push_back(1.0);
-      remaining.push_back(caps[f]);
     }
-    for (int link : used) local_link_[link] = -1;
-    const std::size_t links = remaining.size();
-    std::vector<int>& live = mm_.live;  // crossings of flows still filling, in crossing order
-    live.resize(flow_of.size());
-    for (std::size_t c = 0; c < live.size(); ++c) live[c] = static_cast<int>(c);
+    const int shared = static_cast<int>(m.used.size());
+    for (int f = 0; f < flows; ++f) {
+      int cls = classes[f];
+      for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
+        m.link_of.push_back(local_link_[in_.cross_link[c]]);
+        m.load.push_back(weighted(in_.cross_load[c], duty, f));
+      }
+      m.link_of.push_back(shared + f);
+      m.load.push_back(1.0);
+      m.remaining.push_back(caps[f]);
+      m.cross_off[f + 1] = static_cast<int>(m.link_of.size());
+    }
+    for (int link : m.used) local_link_[link] = -1;
+    const int links = static_cast<int>(m.remaining.size());
+    const int crossings = static_cast<int>(m.link_of.size());
+    // the crossings of each link in crossing order (CSR), and each crossing's flow
+    m.link_off.assign(links + 1, 0);
+    for (int c = 0; c < crossings; ++c) m.link_off[m.link_of[c] + 1] += 1;
+    for (int l = 0; l < links; ++l) m.link_off[l + 1] += m.link_off[l];
+    m.on_link.resize(crossings);
+    m.fill.assign(m.link_off.begin(), m.link_off.end() - 1);
+    m.flow_of.resize(crossings);
+    for (int f = 0; f < flows; ++f) {
+      for (int c = m.cross_off[f]; c < m.cross_off[f + 1]; ++c) {
+        m.flow_of[c] = f;
+        m.on_link[m.fill[m.link_of[c]]++] = c;
+      }
+    }
+    m.alive.assign(crossings, 1);
+    m.count.resize(links);
+    m.share.resize(links);
+    m.minus.assign(links, 0.0);
+    m.touched_flag.assign(links, 0);
+    for (int l = 0; l < links; ++l) recount(l);
+    m.by_cap.resize(flows);
+    m.cap_share.resize(flows);
+    for (int f = 0; f < flows; ++f) {
+      m.by_cap[f] = f;
+      m.cap_share[f] = m.share[shared + f];
+    }
+    std::stable_sort(m.by_cap.begin(), m.by_cap.end(), [&m](int a, int b) { return m.cap_share[a] < m.cap_share[b]; });
     std::vector<double> rate(flows, 0.0);
-    std::vector<char>& frozen = mm_.frozen;
-    std::vector<char>& newly = mm_.newly;
-    frozen.assign(flows, 0);
-    newly.assign(flows, 0);
-    std::vector<double>& count = mm_.count;
-    std::vector<double>& share = mm_.share;
-    std::vector<double>& minus = mm_.minus;
-    count.resize(links);
-    share.resize(links);
-    minus.resize(links);
+    m.frozen.assign(flows, 0);
+    m.newly.assign(flows, 0);
+    int next_cap = 0;
     while (true) {
-      std::fill(count.begin(), count.end(), 0.0);
-      for (int c : live) count[link_of[c]] += 1.0 * load[c];
+      while (next_cap < flows && m.frozen[m.by_cap[next_cap]]) ++next_cap;
       bool any = false;
       double level = INF;
-      for (std::size_t l = 0; l < links; ++l) {
-        if (count[l] > 0) {
+      for (int l = 0; l < shared; ++l) {
+        if (m.count[l] > 0) {
           any = true;
-          share[l] = remaining[l] / count[l];
-        } else {
-          share[l] = INF;
+          level = std::min(level, m.share[l]);
         }
-        level = std::min(level, share[l]);
+      }
+      if (next_cap < flows) {
+        any = true;
+        level = std::min(level, m.cap_share[m.by_cap[next_cap]]);
       }
       if (!any) break;
-      for (int c : live) {
-        if (share[link_of[c]] <= level * (1.0 + TIE)) newly[flow_of[c]] = 1;
-      }
-      for (std::size_t f = 0; f < flows; ++f) {
-        if (newly[f]) {
-          rate[f] = 1.0 * level;
-          frozen[f] = 1;
+      const double bottleneck = level * (1.0 + TIE);
+      m.froze.clear();
+      for (int l = 0; l < shared; ++l) {
+        if (m.count[l] > 0 && m.share[l] <= bottleneck) {
+          for (int k = m.link_off[l]; k < m.link_off[l + 1]; ++k) {
+            int c = m.on_link[k];
+            if (m.alive[c] && !m.newly[m.flow_of[c]]) {
+              m.newly[m.flow_of[c]] = 1;
+              m.froze.push_back(m.flow_of[c]);
+            }
+          }
         }
       }
-      std::fill(minus.begin(), minus.end(), 0.0);
-      std::size_t kept = 0;
-      for (int c : live) {
-        if (newly[flow_of[c]]) {
-          minus[link_of[c]] += rate[flow_of[c]] * load[c];
-        } else {
-          live[kept++] = c;
+      for (int k = next_cap; k < flows && m.cap_share[m.by_cap[k]] <= bottleneck; ++k) {
+        int f = m.by_cap[k];
+        if (!m.frozen[f] && !m.newly[f]) {
+          m.newly[f] = 1;
+          m.froze.push_back(f);
         }
       }
-      live.resize(kept);
-      for (std::size_t l = 0; l < links; ++l) {
-        remaining[l] -= minus[l];
-        remaining[l] = std::max(remaining[l], 0.0);
+      std::sort(m.froze.begin(), m.froze.end());
+      m.touched.clear();
+      for (int f : m.froze) {
+        rate[f] = 1.0 * level;
+        m.frozen[f] = 1;
+        m.newly[f] = 0;
+        for (int c = m.cross_off[f]; c < m.cross_off[f + 1]; ++c) {
+          int l = m.link_of[c];
+          if (!m.touched_flag[l]) {
+            m.touched_flag[l] = 1;
+            m.touched.push_back(l);
+          }
+          m.minus[l] += rate[f] * m.load[c];
+          m.alive[c] = 0;
+        }
       }
-      std::fill(newly.begin(), newly.end(), 0);
+      for (int l : m.touched) {
+        m.remaining[l] -= m.minus[l];
+        m.remaining[l] = std::max(m.remaining[l], 0.0);
+        m.minus[l] = 0.0;
+        m.touched_flag[l] = 0;
+        recount(l);
+      }
     }
-    for (std::size_t f = 0; f < flows; ++f) {
-      if (!frozen[f]) throw std::runtime_error("a flow crosses no link");
+    for (int f = 0; f < flows; ++f) {
+      if (!m.frozen[f]) throw std::runtime_error("a flow crosses no link");
     }
     return rate;
+  }
+
+  // rates_numpy: link l's count (its live crossings' loads in crossing order, as bincount sums them) and share
+  void recount(int l) {
+    MaxMinScratch& m = mm_;
+    double sum = 0.0;
+    for (int k = m.link_off[l]; k < m.link_off[l + 1]; ++k) {
+      int c = m.on_link[k];
+      if (m.alive[c]) sum += 1.0 * m.load[c];
+    }
+    m.count[l] = sum;
+    m.share[l] = sum > 0 ? m.remaining[l] / sum : INF;
   }
 
   // engine.py _slowest, _should_stop, _spans, _mean_over, _converged
@@ -912,9 +966,9 @@ class Run {
   int64_t epoch_ = 0;
   std::vector<int> group_, key_, bounds_;
   struct MaxMinScratch {
-    std::vector<int> flow_of, link_of, used, live;
-    std::vector<double> load, remaining, count, share, minus;
-    std::vector<char> frozen, newly;
+    std::vector<int> used, link_of, cross_off, link_off, on_link, fill, flow_of, by_cap, froze, touched;
+    std::vector<double> load, remaining, count, share, minus, cap_share;
+    std::vector<char> alive, frozen, newly, touched_flag;
   } mm_;  // rates_numpy's working vectors, reused
   std::vector<int> local_link_;  // rates_numpy's numbering of the links its flows cross (-1: none)
   int64_t seq_ = 0;
