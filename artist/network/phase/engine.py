@@ -9,13 +9,29 @@ edges, alike ones merged) draining their bytes. Active bundles share the
 links other jobs also cross max-min fairly per edge (flow/maxmin.py, with
 each bundle's edges as its load and its alone rate as its cap: its own links
 are accounted in that rate), computed per group of active bundles linked by
-shared links and memoised by the group's bundle classes (crossings and cap).
-Rates change only when a bundle starts or drains, so the cost of a step is a
-few events per collective, not per transfer. An event touches only the bundles
-whose rate it changes: each keeps its bytes left as of its last rate change and
-its drain time on a heap (older entries go stale), and the groups re-shared are
-found from the links where a bundle started or drained, so an event in a
-component of ~75 active bundles costs a few of them, not all.
+shared links and memoised by the group's flows (their class numbers).
+Rates change only when a bundle starts or drains or one of its buffers fills
+or empties, so the cost of a step is a few events per collective, not per
+transfer. An event touches only the bundles of the groups it changes: each
+bundle keeps its bytes as of its last rate change and its next event on a heap
+(older entries go stale), and the groups re-shared are found from the links
+where something happened, so an event in a component of ~75 active bundles
+costs a few groups, not all.
+
+Buffered stages (docs/pages/decisions/0002-buffered-stages.md): a bundle whose
+shared links include links going up (towards the spine) and links going down
+(PhaseBundle.ups) is two stages, its up links then its down links, with up to
+BUFFER_BYTES per edge waiting in the switch between them (the transport's
+window: no more can be in flight). While that buffer is neither empty nor full,
+each stage is a flow of its own on its own links; where a bound binds (empty
+while the down stage would go faster, full while the up stage would), the two
+move as one flow on all the bundle's links, as a bundle of one stage does
+(_staged_rates: every two-stage bundle split, those whose bound binds coupled,
+recomputed until none binds). Why: in ns-3 a flow across two shared ports gets
+the smaller of its two *mean* shares, its frames waiting between the ports,
+where one fluid flow gets the smaller share at every instant, which is less
+when the two ports are busy at different times (network/phase/__init__.py
+has the case). A job alone is one stage: nothing else moves its shares.
 
 Latency shown when slowed (model.contended_phase's `shown`): a bundle whose
 feeding edge is slowed too sends at its share and waits `shown` seconds per
