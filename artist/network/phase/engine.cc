@@ -172,8 +172,8 @@ struct Input {
   const int32_t* dep_idx;
   const int64_t* node_bundle_off;
   const double* bundle_work;
-  const int32_t* bundle_class;
-  int n_classes;
+  const int32_t* bundle_class;  // each bundle's class number (engine.py's: three per class, whole, up, down)
+  int n_classes;  // class numbers; the arrays below are per number
   const double* class_cap;
   const int64_t* class_cross_off;
   const int32_t* cross_link;
