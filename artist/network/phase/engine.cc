@@ -114,20 +114,87 @@ struct Bundle {
   }
 };
 
-// engine.py's bundle event (time, id, version): heapq's order on the tuple, a total order
+// engine.py's bundle_events, as an indexed heap: heapq keeps every entry a bundle was given and skips the
+// stale ones; here each bundle has at most its live one, moved in place when it changes. The live entries
+// come out in the same order, (time, id): ids are unique, so it is a total order.
 struct BundleEvent {
   double when;
   int64_t ident;
-  int64_t version;
   int slot;
 };
 
-struct EventLater {
-  bool operator()(const BundleEvent& a, const BundleEvent& b) const {
-    if (a.when != b.when) return a.when > b.when;
-    if (a.ident != b.ident) return a.ident > b.ident;
-    return a.version > b.version;
+class EventHeap {
+ public:
+  bool empty() const { return items_.empty(); }
+  const BundleEvent& top() const { return items_.front(); }
+
+  void set(int slot, double when, int64_t ident) {
+    if (slot >= static_cast<int>(pos_.size())) pos_.resize(slot + 1, -1);
+    int i = pos_[slot];
+    if (i < 0) {
+      i = static_cast<int>(items_.size());
+      items_.push_back(BundleEvent{when, ident, slot});
+      pos_[slot] = i;
+      up(i);
+    } else {
+      items_[i].when = when;
+      items_[i].ident = ident;
+      if (!up(i)) down(i);
+    }
   }
+
+  void remove(int slot) {
+    if (slot >= static_cast<int>(pos_.size()) || pos_[slot] < 0) return;
+    int i = pos_[slot];
+    pos_[slot] = -1;
+    int last = static_cast<int>(items_.size()) - 1;
+    if (i != last) {
+      items_[i] = items_[last];
+      pos_[items_[i].slot] = i;
+    }
+    items_.pop_back();
+    if (i != last && !up(i)) down(i);
+  }
+
+  void pop() { remove(items_.front().slot); }
+
+ private:
+  static bool before(const BundleEvent& a, const BundleEvent& b) {
+    return a.when < b.when || (a.when == b.when && a.ident < b.ident);
+  }
+
+  void swap_items(int i, int j) {
+    std::swap(items_[i], items_[j]);
+    pos_[items_[i].slot] = i;
+    pos_[items_[j].slot] = j;
+  }
+
+  bool up(int i) {
+    bool moved = false;
+    while (i > 0) {
+      int parent = (i - 1) / 2;
+      if (!before(items_[i], items_[parent])) break;
+      swap_items(i, parent);
+      i = parent;
+      moved = true;
+    }
+    return moved;
+  }
+
+  void down(int i) {
+    const int n = static_cast<int>(items_.size());
+    while (true) {
+      int first = i, l = 2 * i + 1, r = l + 1;
+      if (l < n && before(items_[l], items_[first])) first = l;
+      if (r < n && before(items_[r], items_[first])) first = r;
+      if (first == i) return;
+      swap_items(i, first);
+      i = first;
+    }
+  }
+
+  std::vector<BundleEvent> items_;
+  std::vector<int> pos_;  // per slot: its entry's index in items_, -1 for none
 };
 
 // a group's rates: per (class, bound) pair of the memo key, its up and down rates
@@ -227,16 +294,14 @@ class Run {
     std::vector<int> finished;
     while (!heap_.empty() || live_count_ > 0) {
       if (done_ || events_ >= in_.max_events) break;
-      while (!events_at_.empty() && !current(events_at_.front())) pop_event();
       double t_timer = heap_.empty() ? INF : heap_.front().when;
-      double t_bundle = events_at_.empty() ? INF : events_at_.front().when;
+      double t_bundle = events_at_.empty() ? INF : events_at_.top().when;
       now_ = std::min(t_timer, t_bundle);
       if (now_ == INF) break;
       finished.clear();
-      while (!events_at_.empty() && events_at_.front().when <= now_) {
-        BundleEvent e = events_at_.front();
-        pop_event();
-        if (!current(e)) continue;
+      while (!events_at_.empty() && events_at_.top().when <= now_) {
+        BundleEvent e = events_at_.top();
+        events_at_.pop();
         Bundle& b = bundles_[e.slot];
         b.advance(now_);
         b.reach();
@@ -404,7 +469,7 @@ class Run {
     }
   }
 
-  // engine.py reschedule, _current, and heapq's pop
+  // engine.py reschedule: the bundle's next event, in place of the one it had (none at rate 0)
   void reschedule(int slot) {
     Bundle& b = bundles_[slot];
     b.version += 1;
@@ -412,19 +477,10 @@ class Run {
     double t = b.next_event(&kind);
     b.kind = kind;
     if (t < INF) {
-      events_at_.push_back(BundleEvent{now_ + t, b.ident, b.version, slot});
-      std::push_heap(events_at_.begin(), events_at_.end(), EventLater());
+      events_at_.set(slot, now_ + t, b.ident);
+    } else {
+      events_at_.remove(slot);
     }
-  }
-
-  bool current(const BundleEvent& e) const {
-    const Bundle& b = bundles_[e.slot];
-    return b.live && b.ident == e.ident && b.version == e.version;
-  }
-
-  void pop_event() {
-    std::pop_heap(events_at_.begin(), events_at_.end(), EventLater());
-    events_at_.pop_back();
   }
 
   void mark_dirty(int link) {
@@ -470,7 +526,7 @@ class Run {
         key_.push_back(b.cls * 4 + bounds_.back());
       }
       std::sort(key_.begin(), key_.end());
-      std::vector<StageRates> found = staged_rates(key_);
+      const std::vector<StageRates>& found = staged_rates(key_);
       for (std::size_t g = 0; g < group_.size(); ++g) {
         Bundle& b = bundles_[group_[g]];
         int k = bounds_[g];
@@ -486,11 +542,12 @@ class Run {
   }
 
   static const StageRates& lookup(const std::vector<StageRates>& found, int pair) {
-    // the last entry of the pair, as a Python dict built from the pairs keeps (equal values anyway)
-    for (std::size_t k = found.size(); k-- > 0;) {
-      if (found[k].pair == pair) return found[k];
-    }
-    throw std::logic_error("a bundle's pair missing from its group's rates");
+    // found follows the sorted key: the last entry of the pair, as a Python dict built from the pairs keeps
+    // (all of them equal anyway)
+    auto it = std::upper_bound(found.begin(), found.end(), pair,
+                               [](int p, const StageRates& r) { return p < r.pair; });
+    if (it == found.begin() || (it - 1)->pair != pair) throw std::logic_error("a bundle's pair missing from its rates");
+    return *(it - 1);
   }
 
   // engine.py flow_rates: max-min rates of flows of these class numbers (sorted), memoised
@@ -506,38 +563,40 @@ class Run {
 
   // engine.py _staged_rates: max-min over flows, a two-stage bundle split into its up and down stages until
   // its bound binds (then coupled: one flow on all its links), recomputed until no bound binds
-  std::vector<StageRates> staged_rates(const std::vector<int>& key) {
+  const std::vector<StageRates>& staged_rates(const std::vector<int>& key) {
     const std::size_t n = key.size();
-    std::vector<char> coupled(n);
+    std::vector<char>& coupled = st_.coupled;
+    coupled.resize(n);
     for (std::size_t m = 0; m < n; ++m) {
       int c = key[m] / 4, k = key[m] % 4;
       coupled[m] = !in_.class_two[c] || k == UP_DONE;
     }
-    std::vector<double> up(n), down(n);
-    struct Flow {
-      int cls;
-      int member;
-      int stage;
-    };
-    std::vector<Flow> flows;
-    std::vector<int> classes;
+    std::vector<double>& up = st_.up;
+    std::vector<double>& down = st_.down;
+    up.resize(n);
+    down.resize(n);
+    std::vector<StagedFlow>& flows = st_.flows;
+    std::vector<int>& classes = st_.classes;
     for (std::size_t round = 0; round < n + 1; ++round) {
       flows.clear();
       for (std::size_t m = 0; m < n; ++m) {
         int c = key[m] / 4, k = key[m] % 4;
         int member = static_cast<int>(m);
         if (in_.class_two[c] && k == UP_DONE) {
-          flows.push_back(Flow{c + DOWN, member, DOWN});
+          flows.push_back(StagedFlow{c + DOWN, member, DOWN});
         } else if (coupled[m]) {
-          flows.push_back(Flow{c + BOTH, member, BOTH});
+          flows.push_back(StagedFlow{c + BOTH, member, BOTH});
         } else {
-          flows.push_back(Flow{c + UP, member, UP});
-          flows.push_back(Flow{c + DOWN, member, DOWN});
+          flows.push_back(StagedFlow{c + UP, member, UP});
+          flows.push_back(StagedFlow{c + DOWN, member, DOWN});
         }
       }
-      std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.cls < b.cls; });
+      // class order (flows of one class are alike: their order among themselves is moot; by member here)
+      std::sort(flows.begin(), flows.end(), [](const StagedFlow& a, const StagedFlow& b) {
+        return a.cls < b.cls || (a.cls == b.cls && (a.member < b.member || (a.member == b.member && a.stage < b.stage)));
+      });
       classes.clear();
-      for (const Flow& f : flows) classes.push_back(f.cls);
+      for (const StagedFlow& f : flows) classes.push_back(f.cls);
       const std::vector<double>& rates = flow_rates(classes);
       std::fill(up.begin(), up.end(), 0.0);
       std::fill(down.begin(), down.end(), 0.0);
@@ -555,8 +614,8 @@ class Run {
       }
       if (!more) break;
     }
-    std::vector<StageRates> found;
-    found.reserve(n);
+    std::vector<StageRates>& found = st_.found;
+    found.clear();
     for (std::size_t m = 0; m < n; ++m) {
       int c = key[m] / 4, k = key[m] % 4;
       found.push_back(StageRates{key[m], in_.class_two[c] && k == UP_DONE ? 0.0 : up[m], down[m]});
@@ -959,7 +1018,7 @@ class Run {
   std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once (engine.py's `dirty`)
   std::vector<std::vector<int>> link_users_;  // per shared link: slots of the live bundles crossing it
   std::vector<int> free_slots_;  // slots of drained bundles, reused last freed first
-  std::vector<BundleEvent> events_at_;  // engine.py's bundle_events
+  EventHeap events_at_;  // engine.py's bundle_events (their live entries)
   int live_count_ = 0;
   int64_t next_ident_ = 0;
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
@@ -970,6 +1029,18 @@ class Run {
     std::vector<double> load, remaining, count, share, minus, cap_share;
     std::vector<char> alive, frozen, newly, touched_flag;
   } mm_;  // rates_numpy's working vectors, reused
+  struct StagedFlow {
+    int cls;
+    int member;
+    int stage;
+  };
+  struct StagedScratch {
+    std::vector<char> coupled;
+    std::vector<double> up, down;
+    std::vector<StagedFlow> flows;
+    std::vector<int> classes;
+    std::vector<StageRates> found;
+  } st_;  // staged_rates' working vectors, reused
   std::vector<int> local_link_;  // rates_numpy's numbering of the links its flows cross (-1: none)
   int64_t seq_ = 0;
   int64_t events_ = 0;
