@@ -44,7 +44,9 @@ on 1 024 GPUs; version 8: the collision caps take 40 % more CPU on the 24
 larger scenarios below, but these jobs have one channel each, and Tiresias'
 1 000-job shared run took 24.5 CPU-s with version 9 against 24.3; version 10's
 shown latencies apply to these 1-channel rings: Tiresias 30.0 CPU-s, 2.7x its
-isolated run, FIFO 88.8 CPU-s): median 0.8, max 1.6 CPU-s a
+isolated run, FIFO 88.8 CPU-s; version 11's buffered stages: Tiresias 32.8,
+2.9x, FIFO 91.7, after the compiled max-min and event heap were made cheaper
+at the same answers; 114 and 37.5 before): median 0.8, max 1.6 CPU-s a
 component (163 components of a FIFO run; 5-6 M events for the largest, ~0.2 us an event), where the compiled loop
 that brought every active bundle's bytes up to date at every event took median
 1.5, max 3.8, and the Python loop with 4-step windows 4-6 CPU-s, stopped at its
@@ -87,8 +89,9 @@ prints the ns-3 rows below in seconds:
     ns-3 round-robin, long run         24 (s..)   114     0.70 %       13.54 %        0.010 / 0.233
     ns-3 round-robin, long run         24 (L..)   428     1.51 %       16.59 %        0.025 / 0.804
 
-    cost: phase COST_STANDARD CPU-s on the 24 standard scenarios, COST_LARGE on the 24 larger ones (version
-    10: 0.5 and 8.8); ns-3 354 and 1 602 CPU-s (long runs); the flow engine 123 and 1 033 CPU-s
+    cost: phase 0.5 CPU-s on the 24 standard scenarios, 26.6 on the 24 larger ones (version 10: 0.5 and
+    8.8; the buffers' events and states recur less); ns-3 354 and 1 602 CPU-s (long runs); the flow
+    engine 123 and 1 033 CPU-s
 
 The goals (median <= 3 %, max <= 10 %, slowdown within 0.05) hold for the
 median everywhere and for the maximum on the standard scenarios (largest
