@@ -41,6 +41,9 @@ def standard():
 
 def test_compiled_and_python_engines_agree_bit_for_bit_in_steady_state(standard):
     assert len(standard) >= 20
+    two_stage = [b for _, jobs, _, _ in standard for job in jobs for node in job.nodes for b in node.bundles
+                 if 0 < b.ups < len(b.crossings)]
+    assert len(two_stage) >= 20  # the buffered stages are exercised (up and down shared links)
     for name, jobs, capacity, alone in standard:
         python = run_component(jobs, capacity, alone=alone, engine="python")
         compiled = run_component(jobs, capacity, alone=alone, engine="compiled")

@@ -21,6 +21,11 @@ constexpr std::size_t MAX_RATE_MEMO = 50000;  // engine.py's MAX_RATE_MEMO
 constexpr int SHOWN_ITERATIONS = 64;  // engine.py's SHOWN_ITERATIONS
 const double INF = std::numeric_limits<double>::infinity();
 
+constexpr double BUFFER_BYTES = 1048576.0;  // engine.py's BUFFER_BYTES
+enum Bound { EMPTY = 0, BETWEEN = 1, FULL = 2, UP_DONE = 3 };  // engine.py's bounds
+enum Kind { DRAINS = 0, UP_DRAINS = 1, EMPTIES = 2, FILLS = 3 };  // engine.py's bundle events
+enum Stage { BOTH = 0, UP = 1, DOWN = 2 };  // engine.py's flow stages (a flow's class is its bundle's + this)
+
 struct Timer {
   double when;
   int64_t seq;
@@ -35,32 +40,168 @@ struct Later {
   }
 };
 
-// engine.py's active bundle (its slot is its index in Run::active_)
-struct Active {
+// engine.py's _Bundle, in a slot of Run::bundles_ (slots reused; its ident is engine.py's id)
+struct Bundle {
+  int64_t ident;
   int job;
   int node;
-  double remaining;  // bytes left at `since`
   double work;
   int cls;
-  double rate;
-  double since;
-  bool live;
-  bool pending;  // started at this instant: its drain entry is pushed once the instant's rates are known
-};
-
-// engine.py's drain entry (time, slot, version): heapq's order on the tuple, a total order
-struct Drain {
-  double when;
-  int slot;
+  bool two;
+  double x_up, x_down, rate_up, rate_down, since;
   int64_t version;
+  int kind;
+  int bound_seen;
+  bool live;
+
+  void advance(double now) {
+    double dt = now - since;
+    if (dt > 0) {
+      double eps = 1e-9 * work;
+      x_up = std::min(work, x_up + rate_up * dt);
+      x_down = std::min(x_up, x_down + rate_down * dt);
+      if (work - x_up <= eps) x_up = work;
+      double gap = x_up - x_down;
+      if (gap <= eps) {
+        x_down = x_up;
+      } else if (gap >= BUFFER_BYTES - eps) {
+        x_down = x_up - BUFFER_BYTES;
+      }
+    }
+    since = now;
+  }
+
+  void reach() {
+    if (kind == DRAINS) {
+      x_up = work;
+      x_down = work;
+    } else if (kind == UP_DRAINS) {
+      x_up = work;
+    } else if (kind == EMPTIES) {
+      x_down = x_up;
+    } else {
+      x_down = x_up - BUFFER_BYTES;
+    }
+  }
+
+  bool drained() const { return work - x_down <= 1e-9 * work; }
+
+  int bound() const {
+    if (!two) return x_up < work ? BETWEEN : UP_DONE;
+    if (x_up >= work) return UP_DONE;
+    double gap = x_up - x_down;
+    return gap <= 0 ? EMPTY : gap >= BUFFER_BYTES ? FULL : BETWEEN;
+  }
+
+  // seconds from `since` to its next event, and which (engine.py's next_event: the first, ties to the earlier)
+  double next_event(int* what) const {
+    double up = rate_up, down = rate_down;
+    double t = down > 0 ? (work - x_down) / down : INF;
+    *what = DRAINS;
+    if (two && x_up < work) {
+      double gap = x_up - x_down;
+      double when[3] = {up > 0 ? (work - x_up) / up : INF, down > up && gap > 0 ? gap / (down - up) : INF,
+                        up > down && gap < BUFFER_BYTES ? (BUFFER_BYTES - gap) / (up - down) : INF};
+      int kinds[3] = {UP_DRAINS, EMPTIES, FILLS};
+      for (int k = 0; k < 3; ++k) {
+        if (when[k] < t) {
+          t = when[k];
+          *what = kinds[k];
+        }
+      }
+    }
+    return t;
+  }
 };
 
-struct DrainLater {
-  bool operator()(const Drain& a, const Drain& b) const {
-    if (a.when != b.when) return a.when > b.when;
-    if (a.slot != b.slot) return a.slot > b.slot;
-    return a.version > b.version;
+// engine.py's bundle_events, as an indexed heap: heapq keeps every entry a bundle was given and skips the
+// stale ones; here each bundle has at most its live one, moved in place when it changes. The live entries
+// come out in the same order, (time, id): ids are unique, so it is a total order.
+struct BundleEvent {
+  double when;
+  int64_t ident;
+  int slot;
+};
+
+class EventHeap {
+ public:
+  bool empty() const { return items_.empty(); }
+  const BundleEvent& top() const { return items_.front(); }
+
+  void set(int slot, double when, int64_t ident) {
+    if (slot >= static_cast<int>(pos_.size())) pos_.resize(slot + 1, -1);
+    int i = pos_[slot];
+    if (i < 0) {
+      i = static_cast<int>(items_.size());
+      items_.push_back(BundleEvent{when, ident, slot});
+      pos_[slot] = i;
+      up(i);
+    } else {
+      items_[i].when = when;
+      items_[i].ident = ident;
+      if (!up(i)) down(i);
+    }
   }
+
+  void remove(int slot) {
+    if (slot >= static_cast<int>(pos_.size()) || pos_[slot] < 0) return;
+    int i = pos_[slot];
+    pos_[slot] = -1;
+    int last = static_cast<int>(items_.size()) - 1;
+    if (i != last) {
+      items_[i] = items_[last];
+      pos_[items_[i].slot] = i;
+    }
+    items_.pop_back();
+    if (i != last && !up(i)) down(i);
+  }
+
+  void pop() { remove(items_.front().slot); }
+
+ private:
+  static bool before(const BundleEvent& a, const BundleEvent& b) {
+    return a.when < b.when || (a.when == b.when && a.ident < b.ident);
+  }
+
+  void swap_items(int i, int j) {
+    std::swap(items_[i], items_[j]);
+    pos_[items_[i].slot] = i;
+    pos_[items_[j].slot] = j;
+  }
+
+  bool up(int i) {
+    bool moved = false;
+    while (i > 0) {
+      int parent = (i - 1) / 2;
+      if (!before(items_[i], items_[parent])) break;
+      swap_items(i, parent);
+      i = parent;
+      moved = true;
+    }
+    return moved;
+  }
+
+  void down(int i) {
+    const int n = static_cast<int>(items_.size());
+    while (true) {
+      int first = i, l = 2 * i + 1, r = l + 1;
+      if (l < n && before(items_[l], items_[first])) first = l;
+      if (r < n && before(items_[r], items_[first])) first = r;
+      if (first == i) return;
+      swap_items(i, first);
+      i = first;
+    }
+  }
+
+  std::vector<BundleEvent> items_;
+  std::vector<int> pos_;  // per slot: its entry's index in items_, -1 for none
+};
+
+// a group's rates: per (class, bound) pair of the memo key, its up and down rates
+struct StageRates {
+  int pair;  // class * 4 + bound
+  double up;
+  double down;
 };
 
 struct JobState {
@@ -98,8 +239,8 @@ struct Input {
   const int32_t* dep_idx;
   const int64_t* node_bundle_off;
   const double* bundle_work;
-  const int32_t* bundle_class;
-  int n_classes;
+  const int32_t* bundle_class;  // each bundle's class number (engine.py's: three per class, whole, up, down)
+  int n_classes;  // class numbers; the arrays below are per number
   const double* class_cap;
   const int64_t* class_cross_off;
   const int32_t* cross_link;
@@ -108,6 +249,7 @@ struct Input {
   const double* class_burst;  // per class: its burst rate (PhaseBundle.burst_rate)
   const double* class_exposed;  // per class: PhaseBundle.exposed; all 0 where bursts cannot collide
   const double* class_shown;  // per class: PhaseBundle.shown (seconds per byte shown when slowed)
+  const uint8_t* class_two;  // per class: its bundles have two stages (engine.py's class_two)
   int n_links;
   const double* capacity;
   int64_t steps;  // < 0: steady state
@@ -150,47 +292,47 @@ class Run {
   void run() {
     for (int j = 0; j < in_.n_jobs; ++j) start_step(j);
     std::vector<int> finished;
-    while (!heap_.empty() || active_count_ > 0) {
+    while (!heap_.empty() || live_count_ > 0) {
       if (done_ || events_ >= in_.max_events) break;
       double t_timer = heap_.empty() ? INF : heap_.front().when;
-      int first = active_count_ > 0 ? next_drain() : -1;
-      double t_drain = first >= 0 ? drains_.front().when : INF;
-      now_ = std::min(t_timer, t_drain);
+      double t_bundle = events_at_.empty() ? INF : events_at_.top().when;
+      now_ = std::min(t_timer, t_bundle);
       if (now_ == INF) break;
       finished.clear();
-      while (first >= 0 && drains_.front().when - now_ <= 1e-9 * active_[first].work / active_[first].rate) {
-        std::pop_heap(drains_.begin(), drains_.end(), DrainLater());
-        drains_.pop_back();
-        active_[first].live = false;
-        active_count_ -= 1;
-        free_slots_.push_back(first);
-        finished.push_back(first);
-        first = next_drain();
-      }
-      for (int slot : finished) {
-        const Active& a = active_[slot];
-        for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
-          int link = in_.cross_link[c];
-          mark_dirty(link);
-          std::vector<int>& on = link_users_[link];
-          for (std::size_t u = 0; u < on.size(); ++u) {
-            if (on[u] == slot) {
-              on[u] = on.back();
-              on.pop_back();
-              break;
+      while (!events_at_.empty() && events_at_.top().when <= now_) {
+        BundleEvent e = events_at_.top();
+        events_at_.pop();
+        Bundle& b = bundles_[e.slot];
+        b.advance(now_);
+        b.reach();
+        for (int64_t c = in_.class_cross_off[b.cls]; c < in_.class_cross_off[b.cls + 1]; ++c) {
+          mark_dirty(in_.cross_link[c]);
+        }
+        if (b.drained()) {
+          b.live = false;
+          live_count_ -= 1;
+          finished.push_back(e.slot);
+          for (int64_t c = in_.class_cross_off[b.cls]; c < in_.class_cross_off[b.cls + 1]; ++c) {
+            std::vector<int>& on = link_users_[in_.cross_link[c]];
+            for (std::size_t u = 0; u < on.size(); ++u) {
+              if (on[u] == e.slot) {
+                on[u] = on.back();
+                on.pop_back();
+                break;
+              }
             }
           }
-          if (!on.empty()) changed_ = true;  // engine.py: users left on the link
         }
       }
       for (int slot : finished) {
-        // end_node only pushes timers: no bundle starts (nor reuses a slot) before the timer loop below
-        const Active& a = active_[slot];
+        // end_node only pushes timers: no bundle starts before the timer loop below, so the slot is freed after
+        const Bundle& b = bundles_[slot];
         events_ += 1;
-        JobState& s = jobs_[a.job];
-        s.bundles_left[a.node] -= 1;
-        if (s.bundles_left[a.node] == 0) end_node(a.job, a.node);
+        JobState& s = jobs_[b.job];
+        s.bundles_left[b.node] -= 1;
+        if (s.bundles_left[b.node] == 0) end_node(b.job, b.node);
       }
+      for (int slot : finished) free_slots_.push_back(slot);
       while (!heap_.empty() && heap_.front().when <= now_ && !done_) {
         std::pop_heap(heap_.begin(), heap_.end(), Later());
         Timer timer = heap_.back();
@@ -201,48 +343,14 @@ class Run {
         int64_t b0 = in_.node_bundle_off[g], b1 = in_.node_bundle_off[g + 1];
         if (b1 > b0) {
           jobs_[j].bundles_left[i] = static_cast<int>(b1 - b0);
-          for (int64_t b = b0; b < b1; ++b) {
-            int slot;
-            if (free_slots_.empty()) {
-              slot = static_cast<int>(active_.size());
-              active_.emplace_back();
-              versions_.push_back(0);
-              slot_seen_.push_back(0);
-            } else {
-              slot = free_slots_.back();
-              free_slots_.pop_back();
-            }
-            int cls = in_.bundle_class[b];
-            double rate = in_.class_cap[cls];
-            for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
-              int link = in_.cross_link[c];
-              link_users_[link].push_back(slot);
-              mark_dirty(link);
-              if (link_users_[link].size() > 1) changed_ = true;
-              rate = std::min(rate, in_.capacity[link] / in_.cross_load[c]);
-            }
-            double shown = in_.class_shown[cls];
-            if (shown > 0) {  // engine.py: its mean rate at its sending rate, as rates_shown gives it alone
-              double v = sending_cap(cls, in_.class_cap[cls], shown);
-              rate = v * (1.0 / (1.0 + shown * v));
-            }
-            active_[slot] = Active{j, i, in_.bundle_work[b], in_.bundle_work[b], cls, rate, now_, true, true};
-            active_count_ += 1;
-            pending_.push_back(slot);  // its drain time once this instant's rates are known
-          }
+          for (int64_t k = b0; k < b1; ++k) start_bundle(j, i, k);
         } else {
           end_node(j, i);
         }
       }
-      if (changed_ && active_count_ > 0) assign_rates();
-      changed_ = false;
-      // bundles started at this instant: one drain entry at their rate after re-sharing (engine.py pushes
-      // one at start and another if the rate changes; the live entry is the same)
-      for (int slot : pending_) {
-        active_[slot].pending = false;
-        schedule_drain(slot);
-      }
-      pending_.clear();
+      if (!dirty_list_.empty() && live_count_ > 0) assign_rates();
+      for (int link : dirty_list_) dirty_link_[link] = 0;
+      dirty_list_.clear();
     }
   }
 
@@ -305,7 +413,7 @@ class Run {
 
   void skip_undisturbed(int j) {
     double alone = in_.alone_steps[j];
-    if (active_count_ > 0 || alone <= 0) return;
+    if (live_count_ > 0 || alone <= 0) return;
     double horizon = INF;
     for (const Timer& t : heap_) {
       if (t.job != j) horizon = std::min(horizon, t.when);
@@ -334,40 +442,45 @@ class Run {
     now_ = saved;
   }
 
-  static double lookup(const std::vector<std::pair<int, double>>& found, int cls) {
-    // the last entry of the class, as a Python dict built from the pairs keeps (equal values anyway)
-    for (std::size_t k = found.size(); k-- > 0;) {
-      if (found[k].first == cls) return found[k].second;
+  // engine.py: a bundle of node i of job j starts (a new _Bundle); one crossing no shared link at its cap
+  void start_bundle(int j, int i, int64_t k) {
+    int slot;
+    if (free_slots_.empty()) {
+      slot = static_cast<int>(bundles_.size());
+      bundles_.emplace_back();
+      slot_seen_.push_back(0);
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
     }
-    return 0.0;
+    int cls = in_.bundle_class[k];
+    bundles_[slot] = Bundle{next_ident_++, j, i, in_.bundle_work[k], cls, in_.class_two[cls] != 0, 0.0, 0.0, 0.0,
+                            0.0, now_, 0, DRAINS, -1, true};
+    live_count_ += 1;
+    int64_t c0 = in_.class_cross_off[cls], c1 = in_.class_cross_off[cls + 1];
+    for (int64_t c = c0; c < c1; ++c) {
+      link_users_[in_.cross_link[c]].push_back(slot);
+      mark_dirty(in_.cross_link[c]);
+    }
+    if (c1 == c0) {
+      bundles_[slot].rate_up = in_.class_cap[cls];
+      bundles_[slot].rate_down = in_.class_cap[cls];
+      reschedule(slot);
+    }
   }
 
-  // engine.py set_rate, schedule_drain, next_drain
-  void set_rate(int slot, double rate) {
-    Active& a = active_[slot];
-    a.remaining -= a.rate * (now_ - a.since);
-    a.since = now_;
-    a.rate = rate;
-    if (!a.pending) schedule_drain(slot);
-  }
-
-  void schedule_drain(int slot) {
-    versions_[slot] += 1;
-    const Active& a = active_[slot];
-    if (a.rate > 0) {
-      drains_.push_back(Drain{a.since + a.remaining / a.rate, slot, versions_[slot]});
-      std::push_heap(drains_.begin(), drains_.end(), DrainLater());
+  // engine.py reschedule: the bundle's next event, in place of the one it had (none at rate 0)
+  void reschedule(int slot) {
+    Bundle& b = bundles_[slot];
+    b.version += 1;
+    int kind;
+    double t = b.next_event(&kind);
+    b.kind = kind;
+    if (t < INF) {
+      events_at_.set(slot, now_ + t, b.ident);
+    } else {
+      events_at_.remove(slot);
     }
-  }
-
-  int next_drain() {
-    while (!drains_.empty()) {
-      const Drain& d = drains_.front();
-      if (active_[d.slot].live && versions_[d.slot] == d.version) return d.slot;
-      std::pop_heap(drains_.begin(), drains_.end(), DrainLater());
-      drains_.pop_back();
-    }
-    return -1;
   }
 
   void mark_dirty(int link) {
@@ -377,19 +490,16 @@ class Run {
     }
   }
 
-  // engine.py: groups_sharing over the active bundles' links, then each group's rates from the memo by
-  // its sorted classes. Only the groups holding a link where a bundle started or drained since the last
-  // call are looked up again: every other group keeps its set of classes, so the memo would give it the
-  // rates it has (engine.py looks every group up; the same values). Each such group is found by a search
-  // from that link over the links its bundles cross (link_users_): a cost of the groups' size, not of
-  // every active bundle (a 30-job component holds ~75 active bundles, its changed groups 2-4).
+  // engine.py: groups_sharing over the live bundles' links, and each group holding a dirty link re-shared:
+  // its members brought to now, their rates from the memo by the group's sorted (class, bound) pairs. Each
+  // such group is found by a search from a dirty link over the links its bundles cross (link_users_): a cost
+  // of the groups' size, not of every live bundle. Groups are disjoint and each one's rates are a function
+  // of its pairs alone, so the order they are visited in changes nothing.
   void assign_rates() {
     ++epoch_;
     for (int start : dirty_list_) {
-      dirty_link_[start] = 0;
       if (link_users_[start].empty() || slot_seen_[link_users_[start][0]] == epoch_) continue;
       group_.clear();
-      key_.clear();
       for (int slot : link_users_[start]) {
         if (slot_seen_[slot] != epoch_) {
           slot_seen_[slot] = epoch_;
@@ -397,9 +507,8 @@ class Run {
         }
       }
       for (std::size_t g = 0; g < group_.size(); ++g) {
-        const Active& a = active_[group_[g]];
-        key_.push_back(a.cls);
-        for (int64_t c = in_.class_cross_off[a.cls]; c < in_.class_cross_off[a.cls + 1]; ++c) {
+        int cls = bundles_[group_[g]].cls;
+        for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
           for (int slot : link_users_[in_.cross_link[c]]) {
             if (slot_seen_[slot] != epoch_) {
               slot_seen_[slot] = epoch_;
@@ -408,28 +517,110 @@ class Run {
           }
         }
       }
-      std::sort(key_.begin(), key_.end());
-      const std::vector<std::pair<int, double>>& found = rates_for(key_);
+      key_.clear();
+      bounds_.clear();
       for (int slot : group_) {
-        double rate = lookup(found, active_[slot].cls);
-        if (rate != active_[slot].rate) set_rate(slot, rate);
+        Bundle& b = bundles_[slot];
+        b.advance(now_);
+        bounds_.push_back(b.bound());
+        key_.push_back(b.cls * 4 + bounds_.back());
+      }
+      std::sort(key_.begin(), key_.end());
+      const std::vector<StageRates>& found = staged_rates(key_);
+      for (std::size_t g = 0; g < group_.size(); ++g) {
+        Bundle& b = bundles_[group_[g]];
+        int k = bounds_[g];
+        const StageRates& r = lookup(found, b.cls * 4 + k);
+        if (r.up != b.rate_up || r.down != b.rate_down || b.version == 0 || k != b.bound_seen) {
+          b.rate_up = r.up;
+          b.rate_down = r.down;
+          reschedule(group_[g]);
+        }
+        b.bound_seen = k;
       }
     }
-    dirty_list_.clear();
   }
 
-  const std::vector<std::pair<int, double>>& rates_for(const std::vector<int>& key) {
-    auto it = memo_.find(key);
+  static const StageRates& lookup(const std::vector<StageRates>& found, int pair) {
+    // found follows the sorted key: the last entry of the pair, as a Python dict built from the pairs keeps
+    // (all of them equal anyway)
+    auto it = std::upper_bound(found.begin(), found.end(), pair,
+                               [](int p, const StageRates& r) { return p < r.pair; });
+    if (it == found.begin() || (it - 1)->pair != pair) throw std::logic_error("a bundle's pair missing from its rates");
+    return *(it - 1);
+  }
+
+  // engine.py flow_rates: max-min rates of flows of these class numbers (sorted), memoised
+  const std::vector<double>& flow_rates(const std::vector<int>& classes) {
+    auto it = memo_.find(classes);
     if (it != memo_.end()) return it->second;
     if (memo_.size() >= MAX_RATE_MEMO) memo_.clear();
-    std::vector<double> caps(key.size());
-    for (std::size_t f = 0; f < key.size(); ++f) caps[f] = in_.class_cap[key[f]];
-    collision_caps(key, caps);
-    std::vector<double> rates = rates_shown(key, caps);
-    std::vector<std::pair<int, double>> found;
-    found.reserve(key.size());
-    for (std::size_t f = 0; f < key.size(); ++f) found.emplace_back(key[f], rates[f]);
-    return memo_.emplace(key, std::move(found)).first->second;
+    std::vector<double> caps(classes.size());
+    for (std::size_t f = 0; f < classes.size(); ++f) caps[f] = in_.class_cap[classes[f]];
+    collision_caps(classes, caps);
+    return memo_.emplace(classes, rates_shown(classes, caps)).first->second;
+  }
+
+  // engine.py _staged_rates: max-min over flows, a two-stage bundle split into its up and down stages until
+  // its bound binds (then coupled: one flow on all its links), recomputed until no bound binds
+  const std::vector<StageRates>& staged_rates(const std::vector<int>& key) {
+    const std::size_t n = key.size();
+    std::vector<char>& coupled = st_.coupled;
+    coupled.resize(n);
+    for (std::size_t m = 0; m < n; ++m) {
+      int c = key[m] / 4, k = key[m] % 4;
+      coupled[m] = !in_.class_two[c] || k == UP_DONE;
+    }
+    std::vector<double>& up = st_.up;
+    std::vector<double>& down = st_.down;
+    up.resize(n);
+    down.resize(n);
+    std::vector<StagedFlow>& flows = st_.flows;
+    std::vector<int>& classes = st_.classes;
+    for (std::size_t round = 0; round < n + 1; ++round) {
+      flows.clear();
+      for (std::size_t m = 0; m < n; ++m) {
+        int c = key[m] / 4, k = key[m] % 4;
+        int member = static_cast<int>(m);
+        if (in_.class_two[c] && k == UP_DONE) {
+          flows.push_back(StagedFlow{c + DOWN, member, DOWN});
+        } else if (coupled[m]) {
+          flows.push_back(StagedFlow{c + BOTH, member, BOTH});
+        } else {
+          flows.push_back(StagedFlow{c + UP, member, UP});
+          flows.push_back(StagedFlow{c + DOWN, member, DOWN});
+        }
+      }
+      // class order (flows of one class are alike: their order among themselves is moot; by member here)
+      std::sort(flows.begin(), flows.end(), [](const StagedFlow& a, const StagedFlow& b) {
+        return a.cls < b.cls || (a.cls == b.cls && (a.member < b.member || (a.member == b.member && a.stage < b.stage)));
+      });
+      classes.clear();
+      for (const StagedFlow& f : flows) classes.push_back(f.cls);
+      const std::vector<double>& rates = flow_rates(classes);
+      std::fill(up.begin(), up.end(), 0.0);
+      std::fill(down.begin(), down.end(), 0.0);
+      for (std::size_t f = 0; f < flows.size(); ++f) {
+        if (flows[f].stage != DOWN) up[flows[f].member] = rates[f];
+        if (flows[f].stage != UP) down[flows[f].member] = rates[f];
+      }
+      bool more = false;
+      for (std::size_t m = 0; m < n; ++m) {
+        int k = key[m] % 4;
+        if (!coupled[m] && ((k == EMPTY && down[m] > up[m]) || (k == FULL && up[m] > down[m]))) {
+          coupled[m] = 1;
+          more = true;
+        }
+      }
+      if (!more) break;
+    }
+    std::vector<StageRates>& found = st_.found;
+    found.clear();
+    for (std::size_t m = 0; m < n; ++m) {
+      int c = key[m] / 4, k = key[m] % 4;
+      found.push_back(StageRates{key[m], in_.class_two[c] && k == UP_DONE ? 0.0 : up[m], down[m]});
+    }
+    return found;
   }
 
   // engine.py _collision_caps: per flow (classes in order) that shows latency when its bursts collide,
@@ -591,78 +782,158 @@ class Run {
   }
 
   // flow/maxmin.py max_min_rates (numpy, multiplicity = loads) with engine.py _rates' crossings:
-  // per flow its shared crossings then its private link L + f; bincount sums in crossing order.
+  // per flow its shared crossings then its private link L + f; bincount sums in crossing order. The same
+  // floating-point operations on every value that can change, so numpy's answers bit for bit, at a cost per
+  // round of the shared links and the crossings of the flows that freeze, not of every link and crossing
+  // (a call has ~15 shared links, ~70 private ones and 100-160 crossings over 14-20 rounds):
+  // - only the links the flows cross take part (numbered here in order of first use): numpy's other links
+  //   keep count 0 and their remaining capacity;
+  // - a link's count (the loads of its crossings still filling, summed in crossing order) and its share are
+  //   recomputed when a flow on it freezes; numpy recomputes them every round from the same terms;
+  // - a private link holds its own flow alone, so its share is that flow's cap until the flow freezes: the
+  //   smallest over the flows still filling is the first of them in cap order;
+  // - a round's frozen flows add their crossings to `minus` flow by flow in order: per link, crossing order.
   std::vector<double> rates_numpy(const std::vector<int>& classes, const std::vector<double>& caps,
                                   const std::vector<double>* duty) {
-    const std::size_t flows = classes.size();
-    const int L = in_.n_links;
-    const std::size_t links = L + flows;
-    std::vector<int> flow_of, link_of;
-    std::vector<double> load;
-    std::vector<double> remaining(in_.capacity, in_.capacity + L);
-    for (std::size_t f = 0; f < flows; ++f) {
+    MaxMinScratch& m = mm_;
+    const int flows = static_cast<int>(classes.size());
+    if (local_link_.empty()) local_link_.assign(in_.n_links, -1);
+    m.used.clear();
+    m.link_of.clear();
+    m.load.clear();
+    m.remaining.clear();
+    m.cross_off.assign(flows + 1, 0);
+    // local numbers: the shared links in order of first use, then flow f's private link shared + f
+    for (int f = 0; f < flows; ++f) {
+      for (int64_t c = in_.class_cross_off[classes[f]]; c < in_.class_cross_off[classes[f] + 1]; ++c) {
+        int link = in_.cross_link[c];
+        if (local_link_[link] < 0) {
+          local_link_[link] = static_cast<int>(m.remaining.size());
+          m.used.push_back(link);
+          m.remaining.push_back(in_.capacity[link]);
+        }
+      }
+    }
+    const int shared = static_cast<int>(m.used.size());
+    for (int f = 0; f < flows; ++f) {
       int cls = classes[f];
       for (int64_t c = in_.class_cross_off[cls]; c < in_.class_cross_off[cls + 1]; ++c) {
-        flow_of.push_back(static_cast<int>(f));
-        link_of.push_back(in_.cross_link[c]);
-        load.push_back(weighted(in_.cross_load[c], duty, f));
+        m.link_of.push_back(local_link_[in_.cross_link[c]]);
+        m.load.push_back(weighted(in_.cross_load[c], duty, f));
       }
-      flow_of.push_back(static_cast<int>(f));
-      link_of.push_back(L + static_cast<int>(f));
-      load.push_back(1.0);
-      remaining.push_back(caps[f]);
+      m.link_of.push_back(shared + f);
+      m.load.push_back(1.0);
+      m.remaining.push_back(caps[f]);
+      m.cross_off[f + 1] = static_cast<int>(m.link_of.size());
     }
-    const std::size_t crossings = flow_of.size();
-    std::vector<double> rate(flows, 0.0);
-    std::vector<char> frozen(flows, 0), filling(flows, 1), active(crossings, 1), newly(flows, 0);
-    std::vector<double> count(links), share(links), minus(links);
-    while (true) {
-      std::fill(count.begin(), count.end(), 0.0);
-      for (std::size_t c = 0; c < crossings; ++c) {
-        if (active[c] && filling[flow_of[c]]) count[link_of[c]] += 1.0 * load[c];
+    for (int link : m.used) local_link_[link] = -1;
+    const int links = static_cast<int>(m.remaining.size());
+    const int crossings = static_cast<int>(m.link_of.size());
+    // the crossings of each link in crossing order (CSR), and each crossing's flow
+    m.link_off.assign(links + 1, 0);
+    for (int c = 0; c < crossings; ++c) m.link_off[m.link_of[c] + 1] += 1;
+    for (int l = 0; l < links; ++l) m.link_off[l + 1] += m.link_off[l];
+    m.on_link.resize(crossings);
+    m.fill.assign(m.link_off.begin(), m.link_off.end() - 1);
+    m.flow_of.resize(crossings);
+    for (int f = 0; f < flows; ++f) {
+      for (int c = m.cross_off[f]; c < m.cross_off[f + 1]; ++c) {
+        m.flow_of[c] = f;
+        m.on_link[m.fill[m.link_of[c]]++] = c;
       }
+    }
+    m.alive.assign(crossings, 1);
+    m.count.resize(links);
+    m.share.resize(links);
+    m.minus.assign(links, 0.0);
+    m.touched_flag.assign(links, 0);
+    for (int l = 0; l < links; ++l) recount(l);
+    m.by_cap.resize(flows);
+    m.cap_share.resize(flows);
+    for (int f = 0; f < flows; ++f) {
+      m.by_cap[f] = f;
+      m.cap_share[f] = m.share[shared + f];
+    }
+    std::stable_sort(m.by_cap.begin(), m.by_cap.end(), [&m](int a, int b) { return m.cap_share[a] < m.cap_share[b]; });
+    std::vector<double> rate(flows, 0.0);
+    m.frozen.assign(flows, 0);
+    m.newly.assign(flows, 0);
+    int next_cap = 0;
+    while (true) {
+      while (next_cap < flows && m.frozen[m.by_cap[next_cap]]) ++next_cap;
       bool any = false;
       double level = INF;
-      for (std::size_t l = 0; l < links; ++l) {
-        if (count[l] > 0) {
+      for (int l = 0; l < shared; ++l) {
+        if (m.count[l] > 0) {
           any = true;
-          share[l] = remaining[l] / count[l];
-        } else {
-          share[l] = INF;
+          level = std::min(level, m.share[l]);
         }
-        level = std::min(level, share[l]);
+      }
+      if (next_cap < flows) {
+        any = true;
+        level = std::min(level, m.cap_share[m.by_cap[next_cap]]);
       }
       if (!any) break;
-      std::fill(newly.begin(), newly.end(), 0);
-      for (std::size_t c = 0; c < crossings; ++c) {
-        if (active[c] && share[link_of[c]] <= level * (1.0 + TIE)) newly[flow_of[c]] = 1;
-      }
-      for (std::size_t f = 0; f < flows; ++f) {
-        if (newly[f] && frozen[f]) newly[f] = 0;
-      }
-      for (std::size_t f = 0; f < flows; ++f) {
-        if (newly[f] && filling[f]) rate[f] = 1.0 * level;
-        if (newly[f]) {
-          frozen[f] = 1;
-          filling[f] = 0;
+      const double bottleneck = level * (1.0 + TIE);
+      m.froze.clear();
+      for (int l = 0; l < shared; ++l) {
+        if (m.count[l] > 0 && m.share[l] <= bottleneck) {
+          for (int k = m.link_off[l]; k < m.link_off[l + 1]; ++k) {
+            int c = m.on_link[k];
+            if (m.alive[c] && !m.newly[m.flow_of[c]]) {
+              m.newly[m.flow_of[c]] = 1;
+              m.froze.push_back(m.flow_of[c]);
+            }
+          }
         }
       }
-      std::fill(minus.begin(), minus.end(), 0.0);
-      for (std::size_t c = 0; c < crossings; ++c) {
-        if (active[c] && newly[flow_of[c]]) {
-          minus[link_of[c]] += rate[flow_of[c]] * load[c];
-          active[c] = 0;
+      for (int k = next_cap; k < flows && m.cap_share[m.by_cap[k]] <= bottleneck; ++k) {
+        int f = m.by_cap[k];
+        if (!m.frozen[f] && !m.newly[f]) {
+          m.newly[f] = 1;
+          m.froze.push_back(f);
         }
       }
-      for (std::size_t l = 0; l < links; ++l) {
-        remaining[l] -= minus[l];
-        remaining[l] = std::max(remaining[l], 0.0);
+      std::sort(m.froze.begin(), m.froze.end());
+      m.touched.clear();
+      for (int f : m.froze) {
+        rate[f] = 1.0 * level;
+        m.frozen[f] = 1;
+        m.newly[f] = 0;
+        for (int c = m.cross_off[f]; c < m.cross_off[f + 1]; ++c) {
+          int l = m.link_of[c];
+          if (!m.touched_flag[l]) {
+            m.touched_flag[l] = 1;
+            m.touched.push_back(l);
+          }
+          m.minus[l] += rate[f] * m.load[c];
+          m.alive[c] = 0;
+        }
+      }
+      for (int l : m.touched) {
+        m.remaining[l] -= m.minus[l];
+        m.remaining[l] = std::max(m.remaining[l], 0.0);
+        m.minus[l] = 0.0;
+        m.touched_flag[l] = 0;
+        recount(l);
       }
     }
-    for (std::size_t f = 0; f < flows; ++f) {
-      if (!frozen[f]) throw std::runtime_error("a flow crosses no link");
+    for (int f = 0; f < flows; ++f) {
+      if (!m.frozen[f]) throw std::runtime_error("a flow crosses no link");
     }
     return rate;
+  }
+
+  // rates_numpy: link l's count (its live crossings' loads in crossing order, as bincount sums them) and share
+  void recount(int l) {
+    MaxMinScratch& m = mm_;
+    double sum = 0.0;
+    for (int k = m.link_off[l]; k < m.link_off[l + 1]; ++k) {
+      int c = m.on_link[k];
+      if (m.alive[c]) sum += 1.0 * m.load[c];
+    }
+    m.count[l] = sum;
+    m.share[l] = sum > 0 ? m.remaining[l] / sum : INF;
   }
 
   // engine.py _slowest, _should_stop, _spans, _mean_over, _converged
@@ -741,25 +1012,40 @@ class Run {
   const Input& in_;
   std::vector<JobState> jobs_;
   std::vector<Timer> heap_;
-  std::vector<Active> active_;
-  std::unordered_map<std::vector<int>, std::vector<std::pair<int, double>>, VecHash> memo_;
+  std::vector<Bundle> bundles_;  // by slot: live ones and freed slots
+  std::unordered_map<std::vector<int>, std::vector<double>, VecHash> memo_;  // engine.py rates_of
   std::vector<char> dirty_link_;
-  std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once
-  std::vector<std::vector<int>> link_users_;  // per shared link: slots of the active bundles crossing it
-  // (its size is engine.py's `users`)
+  std::vector<int> dirty_list_;  // the links marked in dirty_link_, each once (engine.py's `dirty`)
+  std::vector<std::vector<int>> link_users_;  // per shared link: slots of the live bundles crossing it
   std::vector<int> free_slots_;  // slots of drained bundles, reused last freed first
-  std::vector<int64_t> versions_;  // per slot: the version of its live drain entry
-  std::vector<Drain> drains_;
-  std::vector<int> pending_;  // slots of the bundles started at this instant
-  int active_count_ = 0;
+  EventHeap events_at_;  // engine.py's bundle_events (their live entries)
+  int live_count_ = 0;
+  int64_t next_ident_ = 0;
   std::vector<int64_t> slot_seen_;  // per slot: the assign_rates call (epoch_) that last reached it
   int64_t epoch_ = 0;
-  std::vector<int> group_, key_;
+  std::vector<int> group_, key_, bounds_;
+  struct MaxMinScratch {
+    std::vector<int> used, link_of, cross_off, link_off, on_link, fill, flow_of, by_cap, froze, touched;
+    std::vector<double> load, remaining, count, share, minus, cap_share;
+    std::vector<char> alive, frozen, newly, touched_flag;
+  } mm_;  // rates_numpy's working vectors, reused
+  struct StagedFlow {
+    int cls;
+    int member;
+    int stage;
+  };
+  struct StagedScratch {
+    std::vector<char> coupled;
+    std::vector<double> up, down;
+    std::vector<StagedFlow> flows;
+    std::vector<int> classes;
+    std::vector<StageRates> found;
+  } st_;  // staged_rates' working vectors, reused
+  std::vector<int> local_link_;  // rates_numpy's numbering of the links its flows cross (-1: none)
   int64_t seq_ = 0;
   int64_t events_ = 0;
   double now_ = 0.0;
   bool done_ = false;
-  bool changed_ = false;
 };
 
 struct Result {
@@ -779,7 +1065,7 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
                 const int64_t* node_bundle_off, const double* bundle_work, const int32_t* bundle_class,
                 int n_classes, const double* class_cap, const int64_t* class_cross_off, const int32_t* cross_link,
                 const double* cross_load, const int32_t* class_job, const double* class_burst,
-                const double* class_exposed, const double* class_shown, int n_links, const double* capacity,
+                const double* class_exposed, const double* class_shown, const uint8_t* class_two, int n_links, const double* capacity,
                 int64_t steps, const int32_t* windows,
                 double tolerance, int64_t max_steps, int64_t max_events, int64_t event_budget,
                 const double* alone_steps,
@@ -787,7 +1073,7 @@ void* phase_run(int n_jobs, const int64_t* job_node_off, const double* node_seco
   Result* r = new Result();
   r->input = Input{n_jobs, job_node_off, node_seconds, node_comm, node_comm_seconds, node_dep_off, dep_idx,
                    node_bundle_off, bundle_work, bundle_class, n_classes, class_cap, class_cross_off, cross_link,
-                   cross_load, class_job, class_burst, class_exposed, class_shown, n_links, capacity, steps, windows,
+                   cross_load, class_job, class_burst, class_exposed, class_shown, class_two, n_links, capacity, steps, windows,
                    tolerance,
                    max_steps, max_events, event_budget,
                    alone_steps,

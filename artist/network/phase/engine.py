@@ -9,13 +9,29 @@ edges, alike ones merged) draining their bytes. Active bundles share the
 links other jobs also cross max-min fairly per edge (flow/maxmin.py, with
 each bundle's edges as its load and its alone rate as its cap: its own links
 are accounted in that rate), computed per group of active bundles linked by
-shared links and memoised by the group's bundle classes (crossings and cap).
-Rates change only when a bundle starts or drains, so the cost of a step is a
-few events per collective, not per transfer. An event touches only the bundles
-whose rate it changes: each keeps its bytes left as of its last rate change and
-its drain time on a heap (older entries go stale), and the groups re-shared are
-found from the links where a bundle started or drained, so an event in a
-component of ~75 active bundles costs a few of them, not all.
+shared links and memoised by the group's flows (their class numbers).
+Rates change only when a bundle starts or drains or one of its buffers fills
+or empties, so the cost of a step is a few events per collective, not per
+transfer. An event touches only the bundles of the groups it changes: each
+bundle keeps its bytes as of its last rate change and its next event on a heap
+(older entries go stale), and the groups re-shared are found from the links
+where something happened, so an event in a component of ~75 active bundles
+costs a few groups, not all.
+
+Buffered stages (docs/pages/decisions/0002-buffered-stages.md): a bundle whose
+shared links include links going up (towards the spine) and links going down
+(PhaseBundle.ups) is two stages, its up links then its down links, with up to
+BUFFER_BYTES per edge waiting in the switch between them (the transport's
+window: no more can be in flight). While that buffer is neither empty nor full,
+each stage is a flow of its own on its own links; where a bound binds (empty
+while the down stage would go faster, full while the up stage would), the two
+move as one flow on all the bundle's links, as a bundle of one stage does
+(_staged_rates: every two-stage bundle split, those whose bound binds coupled,
+recomputed until none binds). Why: in ns-3 a flow across two shared ports gets
+the smaller of its two *mean* shares, its frames waiting between the ports,
+where one fluid flow gets the smaller share at every instant, which is less
+when the two ports are busy at different times (network/phase/__init__.py
+has the case). A job alone is one stage: nothing else moves its shares.
 
 Latency shown when slowed (model.contended_phase's `shown`): a bundle whose
 feeding edge is slowed too sends at its share and waits `shown` seconds per
@@ -94,6 +110,8 @@ class PhaseBundle:
     burst_rate: float = 0.0  # bytes/s per edge while its channel bursts alone (model.burst_terms; 0: exposed 0)
     exposed: float = 0.0  # seconds per byte of hop latency shown when every burst of it collides
     shown: float = 0.0  # seconds per byte of hop latency shown at every round when slowed (its feeder slowed too)
+    ups: int = 0  # crossings[:ups] are links going up (towards the spine), crossings[ups:] down: two stages
+    # with bytes buffered between them when both are non-empty (run_component), one stage otherwise
 
 
 @dataclass(frozen=True)
@@ -163,26 +181,33 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     if links is not None:
         jobs = [_renumbered(job, mapping) for job, mapping in zip(jobs, links)]
     windows = [window_of(job, window) for job in jobs]
-    # bundle classes (crossings, cap) numbered in order of appearance: the rates memo's keys and the order
-    # max-min rates are computed in, the same in both engines. Where bursts can collide (bundles that show
-    # latency then, and other jobs to collide with), a class is (job, crossings, cap, burst rate, exposed):
-    # a bundle's collision cap depends on which of the bundles it meets are another job's
     bursty = len(jobs) > 1 and any(b.exposed > 0 for job in jobs for node in job.nodes for b in node.bundles)
 
     def class_key(j: int, b: PhaseBundle) -> tuple:
-        return (j, b.crossings, b.cap, b.burst_rate, b.exposed, b.shown) if bursty else (b.crossings, b.cap, b.shown)
+        return (j, b.crossings, b.cap, b.burst_rate, b.exposed, b.shown, b.ups) if bursty else (
+            b.crossings, b.cap, b.shown, b.ups)
 
+    # bundle classes numbered in order of appearance, three numbers each: the whole bundle (c), its up stage
+    # (c + UP), its down stage (c + DOWN); the rates memo's keys and the order max-min rates are computed in,
+    # the same in both engines. class_flows: per number, the flow max-min sees (cap, crossings, number)
     class_of: dict = {}
-    class_bursts: list = []  # per class: (job, burst rate, exposed), read by _collision_caps
-    class_shown: list = []  # per class: seconds per byte shown when slowed, read by _rates_shown
+    class_flows: list = []
+    class_two: list = []  # per number: the bundle has two stages (both kinds of shared links, several jobs)
+    class_bursts: list = []  # per number: (job, burst rate, exposed), read by _collision_caps
+    class_shown: list = []  # per number: seconds per byte shown when slowed, read by _rates_shown
     for j, job in enumerate(jobs):
         for node in job.nodes:
             for b in node.bundles:
                 key = class_key(j, b)
                 if key not in class_of:
-                    class_of[key] = len(class_of)
-                    class_bursts.append((j, b.burst_rate, b.exposed))
-                    class_shown.append(b.shown)
+                    c = class_of[key] = len(class_flows)
+                    two = len(jobs) > 1 and 0 < b.ups < len(b.crossings)
+                    for number, crossings in ((c + BOTH, b.crossings), (c + UP, b.crossings[:b.ups]),
+                                              (c + DOWN, b.crossings[b.ups:])):
+                        class_flows.append([j, None, None, b.work, b.cap, crossings, None, number])
+                        class_two.append(two)
+                        class_bursts.append((j, b.burst_rate, b.exposed))
+                        class_shown.append(b.shown)
     showing = any(class_shown)
     state = [_Job(j) for j in jobs]
     capacity = np.asarray(capacity, dtype=np.float64)
@@ -190,20 +215,11 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
     seq = 0
     now = 0.0
     events = 0
-    # slot -> [job, node, remaining (bytes left at `since`), work, cap, crossings, rate, class, slot, since]:
-    # a bundle's bytes are brought up to date only when its rate changes, and its drain time
-    # (since + remaining / rate) is on `drains` as (time, slot, version), stale once the slot's version
-    # moves on; drains pop in (time, slot) order, whatever order they were pushed in
-    active: dict[int, list] = {}
-    drains: list = []
-    free_slots: list[int] = []  # slots of drained bundles, reused last freed first
-    versions: list[int] = []  # per slot: the version of its live drain entry
-    # rates depend only on the active bundles' classes (crossings and cap): a step's phases recur, so the
-    # sets recur; computed in class order, one answer per set whatever the order the bundles started in,
-    # per group of bundles that share links
-    rates_of: dict = {}
-    changed = False
-    users = [0] * len(capacity)  # active bundles crossing each shared link
+    live: dict[int, _Bundle] = {}  # active bundles by id (ids in order of start)
+    bundle_events: list = []  # (time of a bundle's next event, its id, its version): stale once it moves on
+    next_id = 0
+    rates_of: dict = {}  # the rates memo: a group's flows (their sorted class numbers) -> their rates
+    dirty: set = set()  # shared links where a bundle started, ended or met an event at this instant
     done = False
 
     def push(when: float, job: int, node: int) -> None:
@@ -248,22 +264,19 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
                     skip_undisturbed(j)
 
     def skip_undisturbed(j: int) -> None:
-        """Whole steps of job j at its alone time while no other job can start a bundle (before another
-        job's next event, with no other job's bundle flowing): j shares no link with anyone meanwhile,
-        so each of those steps is its step alone. Called when j has just started a step."""
         nonlocal now
-        if active or alone_steps[j] <= 0:
+        if live or alone_steps[j] <= 0:
             return
         horizon = min((t for t, _, job, _ in heap if job != j), default=math.inf)
-        if not math.isfinite(horizon):  # another job between events at this instant: nothing known ahead
+        if not math.isfinite(horizon):
             return
-        k = math.floor((horizon - now) / alone_steps[j]) - 1  # the step that meets the event is simulated
+        k = math.floor((horizon - now) / alone_steps[j]) - 1
         if steps is not None:
             k = min(k, steps - len(state[j].ends))
         if k < 1:
             return
         s = state[j]
-        heap[:] = [e for e in heap if e[2] != j]  # j's step just started: drop it, add k steps alone
+        heap[:] = [e for e in heap if e[2] != j]
         heapq.heapify(heap)
         base = now
         for n in range(1, k + 1):
@@ -273,110 +286,225 @@ def run_component(jobs: Sequence[PhaseJob], capacity: Sequence[float], steps: in
         start_step(j)
         now = saved
 
-    def set_rate(a: list, rate: float) -> None:
-        """Bundle a drains at `rate` from now: its bytes left brought to now, its drain time re-pushed
-        (the old entry goes stale: a bundle's bytes are touched only when its own rate changes)."""
-        a[2] -= a[6] * (now - a[9])
-        a[9] = now
-        a[6] = rate
-        schedule_drain(a)
+    def flow_rates(classes: tuple) -> list:
+        """Max-min rates of flows of these class numbers (sorted), memoised: a step's phases recur, and
+        so do the sets of flows (a group's bounds vary more than which of its bundles are split)."""
+        found = rates_of.get(classes)
+        if found is None:
+            if len(rates_of) >= MAX_RATE_MEMO:
+                rates_of.clear()
+            ordered = [class_flows[c] for c in classes]
+            if bursty:
+                ordered = _collision_caps(ordered, class_bursts, capacity)
+            found = rates_of[classes] = (_rates_shown(ordered, class_shown, capacity) if showing
+                                         else _rates(ordered, capacity)).tolist()
+        return found
 
-    def schedule_drain(a: list) -> None:
-        versions[a[8]] += 1
-        if a[6] > 0:
-            heapq.heappush(drains, (a[9] + a[2] / a[6], a[8], versions[a[8]]))
-
-    def next_drain() -> list | None:
-        """The live bundle first to drain (stale entries dropped), left on the heap."""
-        while drains:
-            _, slot, version = drains[0]
-            if slot in active and versions[slot] == version:
-                return active[slot]
-            heapq.heappop(drains)
-        return None
+    def reschedule(b: _Bundle) -> None:
+        """b's next event on `bundle_events` (its older entries go stale): its rates or bound just changed."""
+        b.version += 1
+        t, b.kind = b.next_event()
+        if t < math.inf:
+            heapq.heappush(bundle_events, (now + t, b.ident, b.version))
 
     for j in range(len(state)):
         start_step(j)
-    while heap or active:
+    while heap or live:
         if done or events >= max_events:
             break
+        while bundle_events and not _current(bundle_events[0], live):
+            heapq.heappop(bundle_events)
         t_timer = heap[0][0] if heap else math.inf
-        first = next_drain() if active else None
-        t_drain = drains[0][0] if first is not None else math.inf
-        now = min(t_timer, t_drain)
+        t_bundle = bundle_events[0][0] if bundle_events else math.inf
+        now = min(t_timer, t_bundle)
         if now == math.inf:  # bundles at rate 0 and nothing else to come (a link of no capacity)
             break
-        # every bundle whose bytes left at this instant are within 1e-9 of its work drains now: those
-        # first on the heap (in drain time, then slot order), as long as the next one qualifies
+        # bundles whose event is due: brought to now, at the point the event names exactly (a stage's last
+        # byte, an empty or a full buffer), their links re-shared below
         finished = []
-        while first is not None and drains[0][0] - now <= 1e-9 * first[3] / first[6]:
-            heapq.heappop(drains)
-            del active[first[8]]
-            free_slots.append(first[8])
-            finished.append(first)
-            first = next_drain()
-        for a in finished:  # the others' rates change only where a finished bundle shared a link
-            for link, _ in a[5]:
-                users[link] -= 1
-                if users[link]:
-                    changed = True
-        for a in finished:
+        while bundle_events and bundle_events[0][0] <= now:
+            entry = heapq.heappop(bundle_events)
+            if not _current(entry, live):
+                continue
+            b = live[entry[1]]
+            b.advance(now)
+            b.reach(b.kind)
+            if b.drained():
+                finished.append(b)
+                del live[b.ident]
+            dirty.update(link for link, _ in b.crossings)
+        for b in finished:
             events += 1
-            s = state[a[0]]
-            s.bundles_left[a[1]] -= 1
-            if s.bundles_left[a[1]] == 0:
-                end_node(a[0], a[1])
+            s = state[b.job]
+            s.bundles_left[b.node] -= 1
+            if s.bundles_left[b.node] == 0:
+                end_node(b.job, b.node)
         while heap and heap[0][0] <= now and not done:
             _, _, j, i = heapq.heappop(heap)
             events += 1
             node = state[j].spec.nodes[i]
             if node.bundles:
                 state[j].bundles_left[i] = len(node.bundles)
-                for b in node.bundles:
-                    # a bundle alone on its links takes min(its cap, link / load) and changes no one's rate
-                    # (one that shows its latency when slowed: its mean rate at that sending rate, as
-                    # _rates_shown gives it alone)
-                    for link, m in b.crossings:
-                        users[link] += 1
-                        if users[link] > 1:
-                            changed = True
-                    if b.shown > 0:
-                        v = _sending_cap(b.cap, b.shown, b.crossings, capacity)
-                        rate = v * (1.0 / (1.0 + b.shown * v))
-                    else:
-                        rate = b.cap
-                        for link, m in b.crossings:
-                            rate = min(rate, float(capacity[link]) / m)
-                    if free_slots:
-                        slot = free_slots.pop()
-                    else:
-                        slot = len(versions)
-                        versions.append(0)
-                    a = active[slot] = [j, i, b.work, b.work, b.cap, b.crossings, rate,
-                                        class_of[class_key(j, b)], slot, now]
-                    schedule_drain(a)
+                for pb in node.bundles:
+                    cls = class_of[class_key(j, pb)]
+                    b = live[next_id] = _Bundle(next_id, j, i, pb.work, pb.crossings, cls, class_two[cls], now)
+                    next_id += 1
+                    if pb.crossings:
+                        dirty.update(link for link, _ in pb.crossings)
+                    else:  # no shared link: its cap
+                        b.rate_up = b.rate_down = pb.cap
+                        reschedule(b)
             else:
                 end_node(j, i)
-        if changed and active:
-            # max-min is independent per group of bundles linked by shared links: each group's rates are
-            # memoised by its classes (groups recur where a whole active set does not)
-            for group in groups_sharing({slot: [link for link, _ in a[5]] for slot, a in active.items()}):
-                members = [active[slot] for slot in group]
-                key = tuple(sorted([a[7] for a in members]))
-                found = rates_of.get(key)
-                if found is None:
-                    if len(rates_of) >= MAX_RATE_MEMO:
-                        rates_of.clear()
-                    ordered = sorted(members, key=lambda a: a[7])
-                    if bursty:
-                        ordered = _collision_caps(ordered, class_bursts, capacity)
-                    rates = _rates_shown(ordered, class_shown, capacity) if showing else _rates(ordered, capacity)
-                    found = rates_of[key] = dict(zip([a[7] for a in ordered], rates.tolist()))
-                for a in members:
-                    if found[a[7]] != a[6]:
-                        set_rate(a, found[a[7]])
-        changed = False
+        if dirty and live:
+            # max-min is independent per group of bundles linked by shared links: the groups holding a link
+            # where something changed are re-shared, each memoised by its bundles' (class, bound) pairs
+            for group in groups_sharing({b.ident: [link for link, _ in b.crossings]
+                                         for b in live.values() if b.crossings}):
+                members = [live[ident] for ident in group]
+                if not any(link in dirty for b in members for link, _ in b.crossings):
+                    continue
+                for b in members:
+                    b.advance(now)
+                bounds = [b.bound() for b in members]
+                key = tuple(sorted(zip([b.cls for b in members], bounds)))
+                found = _staged_rates(key, class_two, flow_rates)
+                for b, k in zip(members, bounds):
+                    up, down = found[(b.cls, k)]
+                    if up != b.rate_up or down != b.rate_down or b.version == 0 or k != b.bound_seen:
+                        b.rate_up, b.rate_down = up, down
+                        reschedule(b)
+                    b.bound_seen = k
+        dirty.clear()
     return [_result(state, j, windows, tolerance, done and steps is None, now) for j in range(len(state))]
+
+
+def _current(entry: tuple, live: dict) -> bool:
+    """Whether a bundle event (time, id, version) is its bundle's live one."""
+    b = live.get(entry[1])
+    return b is not None and b.version == entry[2]
+
+
+BUFFER_BYTES = float(1 << 20)  # per edge between a bundle's stages: the transport window (ns-3's and the
+# flow engine's window_bytes, 1 MiB; TransportOptions says why that size); decision record 0002
+EMPTY, BETWEEN, FULL, UP_DONE = 0, 1, 2, 3  # a bundle's bound: its buffer empty, neither, full; its up stage done
+DRAINS, UP_DRAINS, EMPTIES, FILLS = 0, 1, 2, 3  # a bundle's next event
+
+
+class _Bundle:
+    """An active bundle's bytes per edge past its up stage (x_up) and its down stage (x_down), 0 <= x_up -
+    x_down <= BUFFER_BYTES, as of `since`, at rates rate_up and rate_down. A two-stage bundle's up stage crosses
+    its shared links going up (towards the spine), its down stage the others; a one-stage bundle (its shared
+    links all one way, or a job alone) moves both as one over all of them (rate_up == rate_down)."""
+
+    __slots__ = ("ident", "job", "node", "work", "crossings", "cls", "two", "x_up", "x_down", "rate_up",
+                 "rate_down", "since", "version", "kind", "bound_seen")
+
+    def __init__(self, ident: int, job: int, node: int, work: float, crossings: tuple, cls: int, two: bool,
+                 now: float):
+        self.ident, self.job, self.node, self.work, self.crossings = ident, job, node, work, crossings
+        self.cls, self.two = cls, two
+        self.x_up = self.x_down = 0.0
+        self.rate_up = self.rate_down = 0.0
+        self.since = now
+        self.version = 0  # of its live entry on the event heap (0: no rates yet)
+        self.kind = DRAINS  # what its live entry is
+        self.bound_seen = -1  # its bound when its rates were last looked up
+
+    def advance(self, now: float) -> None:
+        dt = now - self.since
+        if dt > 0:
+            eps = 1e-9 * self.work  # within this of a bound is at it (events of other bundles at the same time)
+            self.x_up = min(self.work, self.x_up + self.rate_up * dt)
+            self.x_down = min(self.x_up, self.x_down + self.rate_down * dt)
+            if self.work - self.x_up <= eps:
+                self.x_up = self.work
+            gap = self.x_up - self.x_down
+            if gap <= eps:
+                self.x_down = self.x_up
+            elif gap >= BUFFER_BYTES - eps:
+                self.x_down = self.x_up - BUFFER_BYTES
+        self.since = now
+
+    def reach(self, kind: int) -> None:
+        """At its event: exactly the point the event names (rounding in now + t must not leave it short)."""
+        if kind == DRAINS:
+            self.x_up = self.x_down = self.work
+        elif kind == UP_DRAINS:
+            self.x_up = self.work
+        elif kind == EMPTIES:
+            self.x_down = self.x_up
+        else:
+            self.x_down = self.x_up - BUFFER_BYTES
+
+    def drained(self) -> bool:
+        return self.work - self.x_down <= 1e-9 * self.work
+
+    def bound(self) -> int:
+        if not self.two:
+            return BETWEEN if self.x_up < self.work else UP_DONE
+        if self.x_up >= self.work:
+            return UP_DONE
+        gap = self.x_up - self.x_down
+        return EMPTY if gap <= 0 else FULL if gap >= BUFFER_BYTES else BETWEEN
+
+    def next_event(self) -> tuple[float, int]:
+        """Seconds from now (its `since`) to its next event, and which: its down stage drains, its up stage
+        drains, its buffer empties or fills (the first of them; inf where none comes at these rates)."""
+        up, down = self.rate_up, self.rate_down
+        t, kind = (self.work - self.x_down) / down if down > 0 else math.inf, DRAINS
+        if self.two and self.x_up < self.work:
+            gap = self.x_up - self.x_down
+            for when, what in (((self.work - self.x_up) / up if up > 0 else math.inf, UP_DRAINS),
+                               (gap / (down - up) if down > up and gap > 0 else math.inf, EMPTIES),
+                               ((BUFFER_BYTES - gap) / (up - down) if up > down and gap < BUFFER_BYTES else math.inf,
+                                FILLS)):
+                if when < t:
+                    t, kind = when, what
+        return t, kind
+
+
+UP, DOWN, BOTH = 1, 2, 0  # a flow of a bundle in _staged_rates: its class is the bundle's + this
+
+
+def _staged_rates(key: tuple, class_two: list, flow_rates) -> dict:
+    """{(class, bound): (up rate, down rate)} for a group of bundles given by its sorted (class, bound) pairs.
+    Max-min over flows (flow_rates: their rates by their sorted class numbers): a two-stage bundle is two
+    flows (each stage on its own links) while its buffer is between its bounds, and one flow on all its links
+    (coupled, as a one-stage bundle) where a bound binds: empty while its down stage would go faster than its
+    up stage, full while its up stage would go faster than its down stage; its down stage alone once its up
+    stage is done. Every two-stage bundle starts split; those whose bound binds are coupled and the rates
+    recomputed, until none binds (each is coupled at most once)."""
+    coupled = [not class_two[c] or k == UP_DONE for c, k in key]
+    for _ in range(len(key) + 1):
+        flows = []  # (flow class, member, stage)
+        for n, (c, k) in enumerate(key):
+            if class_two[c] and k == UP_DONE:
+                flows.append((c + DOWN, n, DOWN))
+            elif coupled[n]:
+                flows.append((c + BOTH, n, BOTH))
+            else:
+                flows.append((c + UP, n, UP))
+                flows.append((c + DOWN, n, DOWN))
+        flows.sort(key=lambda f: f[0])  # class order (flows of one class are alike: their order is moot)
+        rates = flow_rates(tuple(f[0] for f in flows))
+        up = [0.0] * len(key)
+        down = [0.0] * len(key)
+        for (_, n, stage), v in zip(flows, rates):
+            if stage != DOWN:
+                up[n] = v
+            if stage != UP:
+                down[n] = v
+        more = False
+        for n, (c, k) in enumerate(key):
+            if not coupled[n] and ((k == EMPTY and down[n] > up[n]) or (k == FULL and up[n] > down[n])):
+                coupled[n] = more = True
+        if not more:
+            break
+    for n, (c, k) in enumerate(key):
+        if class_two[c] and k == UP_DONE:
+            up[n] = 0.0
+    return {pair: (u, d) for pair, u, d in zip(key, up, down)}
 
 
 def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarray) -> list[list]:

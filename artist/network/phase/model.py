@@ -29,13 +29,14 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "10"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
+PHASE_VERSION = "11"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
 # 7: one flow per edge, not a lock-step bundle per channel; 8: a bundle's bytes brought up to date only when
 # its rate changes, drains taken from a heap: rounding differs, and with it the alignment of long runs;
 # 9: channels that share a NIC show their hop latency when another job's burst collides with theirs:
 # burst_terms, engine.py's collision caps; 10: a slowed ring edge whose feeding edge is slowed too shows its
 # hop latency at every round and leaves those gaps to the others: contended_phase's shown, engine.py's
-# _rates_shown)
+# _rates_shown; 11: a bundle across up and down shared links is two stages with a switch buffer between
+# them, engine.py's _Bundle and _staged_rates)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
@@ -241,13 +242,19 @@ def contended_phase(demand: CollectiveDemand, alone: float, shared) -> tuple[flo
         burst_rate, exposed = burst_terms(work, rate, burst, hop, k)
         fed_slowed = feeder >= 0 and any(link in shared for link in demand.bundles[feeder].links)
         shown = max(0.0, 1.0 / cap - 1.0 / rate) if k > 0 and fed_slowed and cap > 0 else 0.0
-        key = (work, cap, burst_rate, exposed, shown,
-               tuple((link, m) for link, m in zip(b.links, b.load) if link in shared))
+        crossed = [(link, m) for link, m in zip(b.links, b.load) if link in shared]
+        up = tuple(c for c in crossed if not is_down(c[0]))  # the path's order: up links, then down ones
+        key = (work, cap, burst_rate, exposed, shown, up + tuple(c for c in crossed if is_down(c[0])), len(up))
         merged[key] = merged.get(key, 0.0) + 1.0
     # edges alike drain alike: one bundle of them, each shared link loaded once per edge
     return first, tuple(PhaseBundle(work, cap, tuple((link, m * count) for link, m in crossings), burst_rate, exposed,
-                                    shown)
-                        for (work, cap, burst_rate, exposed, shown, crossings), count in merged.items())
+                                    shown, ups)
+                        for (work, cap, burst_rate, exposed, shown, crossings, ups), count in merged.items())
+
+
+def is_down(link) -> bool:
+    """A link that carries traffic down from a switch towards GPUs (links.py's *_down kinds)."""
+    return str(link[0]).endswith("_down")
 
 
 def burst_terms(work: float, rate: float, burst: float, hop: float, rounds: int) -> tuple[float, float]:
@@ -322,7 +329,7 @@ def _relabel(jobs: list[tuple[PhaseNode, ...]]) -> tuple[tuple[PhaseJob, ...], t
                     bundles = done[id(node.bundles)] = tuple(
                         PhaseBundle(b.work, b.cap, tuple((index.setdefault(link, len(index)), m)
                                                          for link, m in b.crossings), b.burst_rate, b.exposed,
-                                    b.shown)
+                                    b.shown, b.ups)
                         for b in node.bundles)
                 node = PhaseNode(node.deps, node.seconds, node.communication, bundles, node.comm_seconds)
             renumbered.append(node)
@@ -342,7 +349,7 @@ def _digest(relabelled) -> str:
             k = of_object.get(id(node.bundles))
             if k is None:
                 value = tuple((b.work, b.cap, b.crossings) + ((b.burst_rate, b.exposed) if b.exposed > 0 else ())
-                              + ((b.shown,) if b.shown > 0 else ())
+                              + ((b.shown,) if b.shown > 0 else ()) + (b.ups,)
                               for b in node.bundles)
                 k = of_object[id(node.bundles)] = of_value.setdefault(value, len(of_value))
             rows.append((node.deps, node.seconds, node.communication, node.comm_seconds, k))

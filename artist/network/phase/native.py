@@ -115,7 +115,7 @@ _U8 = ctypes.POINTER(ctypes.c_uint8)
 def _declare(lib) -> None:
     lib.phase_run.restype = _P
     lib.phase_run.argtypes = [ctypes.c_int, _I64, _D, _U8, _D, _I64, _I32, _I64, _D, _I32, ctypes.c_int, _D, _I64,
-                              _I32, _D, _I32, _D, _D, _D, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
+                              _I32, _D, _I32, _D, _D, _D, _U8, ctypes.c_int, _D, ctypes.c_int64, _I32, ctypes.c_double,
                               ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, _D, _D]
     lib.phase_error.restype = ctypes.c_char_p
     lib.phase_error.argtypes = [_P]
@@ -153,7 +153,7 @@ class PackedJob:
     bundle_off: np.ndarray  # per node, the start of its bundles (one more entry: the end)
     work: np.ndarray
     bundle_class: np.ndarray  # local class of each bundle
-    classes: tuple  # ((crossings, cap, burst rate, exposed, shown), ...) by local class number
+    classes: tuple  # ((crossings, cap, burst rate, exposed, shown, ups), ...) by local class number
     phases: int  # nodes with bundles (engine.window_of)
 
 
@@ -181,7 +181,8 @@ def _pack(job) -> PackedJob:
             numbers = of_bundles.get(id(node.bundles))
             if numbers is None:
                 numbers = of_bundles[id(node.bundles)] = [
-                    class_of.setdefault((b.crossings, b.cap, b.burst_rate, b.exposed, b.shown), len(class_of))
+                    class_of.setdefault((b.crossings, b.cap, b.burst_rate, b.exposed, b.shown, b.ups),
+                                        len(class_of))
                     for b in node.bundles]
             work.extend(b.work for b in node.bundles)
             bundle_class.extend(numbers)
@@ -200,40 +201,41 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
          alone_comms: Sequence[float] | None) -> NativeRun:
     """engine.run_component's loop on flat arrays: the jobs' packed arrays end to end, their link numbers
     mapped through links[j] (None: already the component's), bundle classes numbered in order of
-    appearance over the jobs with engine.py's keys: (crossings, cap, shown), or where bursts can collide (job,
-    crossings, cap, burst rate, exposed, shown); elsewhere every class's exposed is passed as 0 (no collision
-    caps)."""
+    appearance over the jobs with engine.py's keys: (crossings, cap, shown, ups), or where bursts can collide
+    (job, crossings, cap, burst rate, exposed, shown, ups); elsewhere every class's exposed is passed as 0 (no
+    collision caps). Each class has three numbers, as in engine.py: the whole bundle, its up stage, its down
+    stage (their crossings), and whether its bundles have two stages."""
     packs = [packed(job) for job in jobs]
-    bursty = len(jobs) > 1 and any(exposed > 0 for pack in packs for _, _, _, exposed, _ in pack.classes)
-    class_of: dict = {}
-    class_bursts = []  # per class: (job, burst rate, exposed)
-    class_shown = []  # per class: seconds per byte shown when slowed
+    bursty = len(jobs) > 1 and any(exposed > 0 for pack in packs for _, _, _, exposed, _, _ in pack.classes)
+    class_of: dict = {}  # engine.py's class key -> its first number (three each: whole, up stage, down stage)
+    numbers = []  # per number: (crossings, cap, job, burst rate, exposed, shown, two stages)
     parts = []
     for j, pack in enumerate(packs):
         mapping = None if links is None else links[j]
         local = []
-        for crossings, cap, burst_rate, exposed, shown in pack.classes:
+        for crossings, cap, burst_rate, exposed, shown, ups in pack.classes:
             if mapping is not None:
                 crossings = tuple((mapping[link], m) for link, m in crossings)
-            key = (j, crossings, cap, burst_rate, exposed, shown) if bursty else (crossings, cap, shown)
+            key = (j, crossings, cap, burst_rate, exposed, shown, ups) if bursty else (crossings, cap, shown, ups)
             if key not in class_of:
-                class_of[key] = len(class_of)
-                class_bursts.append((j, burst_rate, exposed) if bursty else (j, 0.0, 0.0))
-                class_shown.append(shown)
+                class_of[key] = len(numbers)
+                two = len(jobs) > 1 and 0 < ups < len(crossings)
+                burst = (burst_rate, exposed) if bursty else (0.0, 0.0)
+                for part in (crossings, crossings[:ups], crossings[ups:]):  # engine.py's BOTH, UP, DOWN
+                    numbers.append((part, cap, j, *burst, shown, two))
             local.append(class_of[key])
         parts.append(np.asarray(local, dtype=np.int32)[pack.bundle_class] if local else pack.bundle_class)
     node_counts = [len(p.seconds) for p in packs]
     job_off = np.concatenate(([0], np.cumsum(node_counts))).astype(np.int64)
     dep_base = np.cumsum([0] + [len(p.deps) for p in packs[:-1]])
     bundle_base = np.cumsum([0] + [len(p.work) for p in packs[:-1]])
-    class_cap, cross_off, cross_link, cross_load = [], [0], [], []
-    for key in class_of:
-        crossings, cap = key[1:3] if bursty else key[:2]  # (job, crossings, cap, burst rate, exposed, shown)
-        class_cap.append(cap)
+    cross_off, cross_link, cross_load = [0], [], []
+    for crossings, *_ in numbers:
         for link, load in crossings:
             cross_link.append(link)
             cross_load.append(load)
         cross_off.append(len(cross_link))
+    column = list(zip(*numbers)) if numbers else [()] * 7
     arrays = {
         "job_off": job_off, "seconds": np.concatenate([p.seconds for p in packs]),
         "comm": np.concatenate([p.comm for p in packs]),
@@ -245,13 +247,14 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
                                      + [[bundle_base[-1] + len(packs[-1].work)]]).astype(np.int64),
         "work": np.concatenate([p.work for p in packs]),
         "bundle_class": np.concatenate(parts).astype(np.int32),
-        "class_cap": np.asarray(class_cap, dtype=np.float64),
+        "class_cap": np.asarray(column[1], dtype=np.float64),
         "cross_off": np.asarray(cross_off, dtype=np.int64), "cross_link": np.asarray(cross_link, dtype=np.int32),
         "cross_load": np.asarray(cross_load, dtype=np.float64),
-        "class_job": np.asarray([job for job, _, _ in class_bursts], dtype=np.int32),
-        "class_burst": np.asarray([burst for _, burst, _ in class_bursts], dtype=np.float64),
-        "class_exposed": np.asarray([exposed for _, _, exposed in class_bursts], dtype=np.float64),
-        "class_shown": np.asarray(class_shown, dtype=np.float64),
+        "class_job": np.asarray(column[2], dtype=np.int32),
+        "class_burst": np.asarray(column[3], dtype=np.float64),
+        "class_exposed": np.asarray(column[4], dtype=np.float64),
+        "class_shown": np.asarray(column[5], dtype=np.float64),
+        "class_two": np.asarray(column[6], dtype=np.uint8),
         "capacity": np.asarray(capacity, dtype=np.float64), "windows": np.asarray(windows, dtype=np.int32),
         "alone_steps": None if alone_steps is None else np.asarray(alone_steps, dtype=np.float64),
         "alone_comms": None if alone_comms is None else np.asarray(alone_comms, dtype=np.float64),
@@ -261,9 +264,10 @@ def _run(lib, jobs: Sequence, links: Sequence[Sequence[int]] | None, capacity: S
         len(jobs), _ptr(a["job_off"], _I64), _ptr(a["seconds"], _D), _ptr(a["comm"], _U8), _ptr(a["comm_seconds"], _D),
         _ptr(a["dep_off"], _I64), _ptr(a["deps"], _I32), _ptr(a["bundle_off"], _I64),
         _ptr(a["work"], _D),
-        _ptr(a["bundle_class"], _I32), len(class_of), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
+        _ptr(a["bundle_class"], _I32), len(numbers), _ptr(a["class_cap"], _D), _ptr(a["cross_off"], _I64),
         _ptr(a["cross_link"], _I32), _ptr(a["cross_load"], _D), _ptr(a["class_job"], _I32),
-        _ptr(a["class_burst"], _D), _ptr(a["class_exposed"], _D), _ptr(a["class_shown"], _D), len(a["capacity"]),
+        _ptr(a["class_burst"], _D), _ptr(a["class_exposed"], _D), _ptr(a["class_shown"], _D),
+        _ptr(a["class_two"], _U8), len(a["capacity"]),
         _ptr(a["capacity"], _D),
         -1 if steps is None else int(steps), _ptr(a["windows"], _I32), float(tolerance), int(max_steps),
         int(max_events), int(event_budget),
