@@ -100,7 +100,13 @@ scenarios (8-32 jobs on 64 GPUs, DDP-, MoE- and 1F1B-like steps, spines 2:1 to
 8:1) are within 10 % of ns-3 for 426 of their 428 jobs; the other two are rings
 whose 2 channels share one NIC (collision caps): L12 j11 (2 GPUs, 2:1 spine,
 +12.5 %; version 10 +12.25 %) and L03 j22 (5 GPUs, 4:1 bundle spine, -11.6 %,
-too fast; version 10 -7.2 %). Slowdowns differ by up to 0.32 where ns-3 slows
+too fast; version 10 -7.2 %). L12 j11's error is not buffering: three of its
+component's rings, each of 2 channels (j11; j1, 4 GPUs; j6, 4 GPUs with
+compute), give +7.4 / +8.5 / +5.7 % here and +8.2 / +6.1 / +5.9 % in the flow
+engine (ns-3 1.237x / 1.274x / 1.254x), every pair of them within 1.4 %; with
+1 channel the same three are within 2.8 % of ns-3 in the flow engine (j1 +8.0 %
+here): what the fluid models miss is how ns-3 serves channels that share a NIC
+when three jobs meet. Slowdowns differ by up to 0.32 where ns-3 slows
 jobs 2-8x (a 10 % error on a 3x slowdown is 0.3). The per-transfer flow engine
 has 11 of 428 jobs above 10 % of ns-3, up to 19.3 %: it keeps one coupled flow
 per transfer, so the phase model now departs from it exactly where the buffers
