@@ -103,10 +103,11 @@ whose 2 channels share one NIC (collision caps): L12 j11 (2 GPUs, 2:1 spine,
 too fast; version 10 -7.2 %). L12 j11's error is not buffering: three of its
 component's rings, each of 2 channels (j11; j1, 4 GPUs; j6, 4 GPUs with
 compute), give +7.4 / +8.5 / +5.7 % here and +8.2 / +6.1 / +5.9 % in the flow
-engine (ns-3 1.237x / 1.274x / 1.254x), every pair of them within 1.4 %; with
-1 channel the same three are within 2.8 % of ns-3 in the flow engine (j1 +8.0 %
-here): what the fluid models miss is how ns-3 serves channels that share a NIC
-when three jobs meet. Slowdowns differ by up to 0.32 where ns-3 slows
+engine (ns-3 1.237x / 1.274x / 1.254x); j11 beside either of the other two
+alone is within 1.4 % here (the flow engine +7.5 / +9.2 %); with 1 channel
+the same three are within 2.8 % of ns-3 in the flow engine (j1 +8.0 % here):
+what the fluid models miss is how ns-3 serves channels that share a NIC when
+three jobs meet. Slowdowns differ by up to 0.32 where ns-3 slows
 jobs 2-8x (a 10 % error on a 3x slowdown is 0.3). The per-transfer flow engine
 has 11 of 428 jobs above 10 % of ns-3, up to 19.3 %: it keeps one coupled flow
 per transfer, so the phase model now departs from it exactly where the buffers
