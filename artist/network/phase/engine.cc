@@ -491,7 +491,7 @@ class Run {
   }
 
   // engine.py: groups_sharing over the live bundles' links, and each group holding a dirty link re-shared:
-  // its members brought to now, their rates from the memo by the group's sorted (class, bound) pairs. Each
+  // its members brought to now, their rates from the group's sorted (class, bound) pairs (staged_rates). Each
   // such group is found by a search from a dirty link over the links its bundles cross (link_users_): a cost
   // of the groups' size, not of every live bundle. Groups are disjoint and each one's rates are a function
   // of its pairs alone, so the order they are visited in changes nothing.
