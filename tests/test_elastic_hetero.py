@@ -50,6 +50,9 @@ def test_sia_mix_is_6_t4_3_rtx_2_a100_nodes(cluster):
     ("name: x\npools:\n  - {gpu_type: t4, topology: pollux-t4, speed: 2}\n", "pools.0."),
     ("name: x\npools:\n  - {gpu_type: t4, topology: pollux-t4}\n  - {gpu_type: t4, topology: pollux-t4}\n", "pools"),
     ("name: x\nextra: 1\npools:\n  - {gpu_type: t4, topology: pollux-t4}\n", "extra"),
+    ("name: x\npools:\n  - {gpu_type: t4, topology: pollux-t4, memory_gib: 0}\n", "pools.0.memory_gib"),
+    ("name: x\npools:\n  - {gpu_type: t4, topology: pollux-t4, memory_gib: 1.0e9}\n", "pools.0.memory_gib"),
+    ("name: x\npools:\n  - {gpu_type: t4, topology: pollux-t4, memory_gib: lots}\n", "pools.0.memory_gib"),
 ])
 def test_bad_cluster_files_name_the_file_and_field(tmp_path, text, field):
     path = tmp_path / "c.yaml"
@@ -175,6 +178,19 @@ CLUSTER_FACTS = {
         "a100": dict(machines=16, gpus_per_machine=8, machine_Bps=600e9 / 2, rack_Bps=400e9 / 8),
         "rtx": dict(machines=16, gpus_per_machine=8, machine_Bps=PCIE3_X16, rack_Bps=100e9 / 8 / 8),
         "t4": dict(machines=32, gpus_per_machine=4, machine_Bps=PCIE3_X16, rack_Bps=50e9 / 4 / 8),
+    },
+    # Crius Table 1 / sec. 8.1 machine counts; NICs as the pool files choose them (ConnectX-5 100 Gb/s, A10's
+    # ConnectX-6 200 Gb/s, one per server split over its GPUs; V100 8 x 100 Gb/s as a DGX-2), NVLink 3 on
+    # A100 (300 GB/s a direction), NVLink 2 on V100 (150 GB/s), PCIe 4.0 x16 on A40 / A10 (200 Gb/s chosen)
+    "crius-1280": {
+        "A100": dict(machines=80, gpus_per_machine=4, machine_Bps=300e9, rack_Bps=100e9 / 4 / 8),
+        "A40": dict(machines=160, gpus_per_machine=2, machine_Bps=200e9 / 8, rack_Bps=100e9 / 2 / 8),
+        "A10": dict(machines=160, gpus_per_machine=2, machine_Bps=200e9 / 8, rack_Bps=200e9 / 2 / 8),
+        "V100": dict(machines=20, gpus_per_machine=16, machine_Bps=150e9, rack_Bps=8 * 100e9 / 16 / 8),
+    },
+    "crius-testbed": {
+        "A40": dict(machines=16, gpus_per_machine=2, machine_Bps=200e9 / 8, rack_Bps=100e9 / 2 / 8),
+        "A10": dict(machines=16, gpus_per_machine=2, machine_Bps=200e9 / 8, rack_Bps=200e9 / 2 / 8),
     },
     "dally-hetero-congested": {   # dally-hetero's machine types at 3 x 1 x 8; t4 as g4dn.metal (100 Gb/s, 8 x T4)
         "a100": dict(machines=3, gpus_per_machine=8, machine_Bps=600e9 / 2, rack_Bps=400e9 / 8),

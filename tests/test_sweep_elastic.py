@@ -161,7 +161,7 @@ def test_bad_cluster_specs_name_the_field(tmp_path, policies, extra, field):
 def test_one_type_tables_are_refused_on_a_cluster(tmp_path):
     path = _cluster_spec(tmp_path)
     path.write_text(path.read_text().replace(str(ROOT / "workloads/sia"), str(ROOT / "workloads/pollux")))
-    with pytest.raises(InputError, match="no compute table"):
+    with pytest.raises(InputError, match="no measured compute for GPU type"):
         load_sweep_spec(path)
 
 

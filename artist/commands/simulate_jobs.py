@@ -8,7 +8,8 @@ workload's GPU count at batch M0 x GPUs): each job of --workload (a trace CSV, a
 generator) runs the measured application its model stands for at batch M0 x GPUs (artist/sweep/elastic.py
 _GeneratedJobs); a Pollux workload CSV runs as written. The cluster is --topology: a one-type topology
 times the jobs' compute with Pollux's measured T4 tables (workloads/pollux), a cluster file of several GPU
-types (topologies/clusters/) with Sia's tables of every type (workloads/sia).
+types (topologies/clusters/) with Sia's tables of every type (workloads/sia), modelled from the measured
+A100 tables on a type nobody measured (a Crius cluster's A40, A10, V100: artist/elastic/modelled.py).
 
 Crius' jobs: --topology names a Crius cluster (crius-testbed, crius-1280); --workload is Crius' generator,
 crius:jobs=N,arrivals_per_hour=R (the default trace stands for crius:jobs=60,arrivals_per_hour=20), or a
@@ -39,7 +40,8 @@ def dialect_of(policy: str, topology: str) -> str | None:
     """"elastic" or "crius" for a policy `artist simulate` runs through one of those dialects; None for a rigid
     one on a topology (or an unknown name). A name of both (gavel) goes by the topology: a Crius cluster ->
     crius. A rigid policy on a cluster file of several GPU types runs its rigid jobs as elastic specs do
-    (artist/policies/rigid_in_elastic.py). InputError for a Crius cluster under another policy."""
+    (artist/policies/rigid_in_elastic.py); so does every other policy on a Crius cluster (its cluster file:
+    the elastic applications, compute modelled where unmeasured, artist/elastic/modelled.py)."""
     from artist.policies.crius.cluster import CLUSTERS
     from artist.policies.crius.registry import POLICIES as CRIUS
     from artist.policies.pollux.registry import ELASTIC_POLICIES
@@ -47,12 +49,8 @@ def dialect_of(policy: str, topology: str) -> str | None:
     from artist.policies.registry import policy_names
 
     crius, elastic = policy in CRIUS, policy in ELASTIC_POLICIES
-    if topology in CLUSTERS:
-        if not crius:
-            raise InputError("command line", "--topology", f"{topology} is a Crius cluster: Crius' policies run on it "
-                                                           f"({', '.join(CRIUS)}), not {policy!r} (its GPU types have "
-                                                           "no measured compute of the other policies' applications)")
-        return "crius"
+    if topology in CLUSTERS:  # Crius' jobs under Crius' policies; the others' jobs on its cluster file
+        return "crius" if crius else "elastic"
     if crius and not elastic:
         return "crius"
     if elastic and (policy not in policy_names() or _is_cluster_file(topology)):
@@ -61,7 +59,12 @@ def dialect_of(policy: str, topology: str) -> str | None:
 
 
 def _topology_file(topology: str) -> Path | None:
-    """The topology or cluster file --topology names (a path, or a shipped one's name); None if none."""
+    """The topology or cluster file --topology names (a path, or a shipped one's name, a Crius cluster's
+    name included); None if none."""
+    from artist.policies.crius.cluster import CLUSTERS, cluster_file
+
+    if topology in CLUSTERS:
+        return cluster_file(topology)
     try:
         return shipped.topology_path(topology)
     except InputError:

@@ -78,3 +78,21 @@ def heterogeneous_applications(pollux_dir: str = str(POLLUX_DIR), sia_dir: str =
             raise InputError(str(path), "restart_seconds", f"no restart delay for {name}")
         out[name] = (app, dataclasses.replace(spec, local_batch=app.limits, restart_seconds=float(restarts[name])))
     return out
+
+
+def measured_memory_gib(directory: str | Path) -> dict[str, float]:
+    """Memory per GPU of the measured types whose gpu_types.yaml entry states it (memory_gib); {} for a
+    directory of one type's tables (Pollux's), which states none."""
+    path = Path(directory) / "gpu_types.yaml"
+    if not path.is_file():
+        return {}
+    types = load_yaml_mapping(path).get("gpu_types") or {}
+    out = {}
+    for gpu_type, entry in types.items():
+        if isinstance(entry, dict) and entry.get("memory_gib") is not None:
+            value = entry["memory_gib"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 4096:
+                raise InputError(str(path), f"gpu_types.{gpu_type}.memory_gib",
+                                 f"expected GiB in [1, 4096], got {value!r}")
+            out[str(gpu_type)] = float(value)
+    return out

@@ -22,8 +22,10 @@ does, collapsed to its dominant type (artist/elastic/jobs.py): that type's compu
 the other pools' machines laid out as extra machines of the dominant pool (a stated approximation).
 
 A cluster file (topologies/clusters/, e.g. sia-hetero-64.yaml) has `name`, `source` and
-`pools: [{gpu_type, topology}]` where topology is a mapping in the topology-file schema or the name of a
-shipped topology file. A plain topology file is a one-pool cluster whose GPU type is given by the caller.
+`pools: [{gpu_type, topology, memory_gib}]` where topology is a mapping in the topology-file schema or the
+name of a shipped topology file, and memory_gib (optional) the memory per GPU (Crius' clusters state it:
+its Cells check stage memory against it; a modelled compute table caps its local batch by it). A plain
+topology file is a one-pool cluster whose GPU type is given by the caller.
 """
 
 from __future__ import annotations
@@ -51,12 +53,15 @@ from artist.yamlio import Fields, load_yaml_mapping
 
 CLUSTERS_DIR = TOPOLOGIES_DIR / "clusters"   # cluster files (not topologies: kept apart from topologies/*.yaml)
 MAX_POOLS = 64  # far above any cluster of the papers (Sia's widest has 6 types); bounds a bad file
+MIN_MEMORY_GIB, MAX_MEMORY_GIB = 1.0, 4096.0  # memory per GPU a cluster file may state (bounds of a bad file)
 
 
 @dataclass(frozen=True)
 class Pool:
-    gpu_type: str          # key of the measured compute tables
+    gpu_type: str          # key of the compute tables (measured, or modelled: applications.with_modelled_types)
     topology: Topology     # this machine type's machines, links and NICs
+    memory_gib: float | None = None  # memory per GPU where the cluster file states it (Crius' clusters)
+    topology_file: Path | None = None  # the shipped topology file it names, if any (Crius' runs hash it)
 
 
 @dataclass(frozen=True)
@@ -188,16 +193,17 @@ class NodeLayout:
         return np.bincount(self.node_of_gpu[list(gpus)], minlength=len(self.node_gpus))
 
 
-def _pool_topology(value, where: Fields, key: str, name: str) -> Topology:
+def _pool_topology(value, where: Fields, key: str, name: str) -> tuple[Topology, Path | None]:
+    """The pool's topology and the file it was read from (None: given inline)."""
     if isinstance(value, str):
         path = Path(value) if Path(value).is_file() else TOPOLOGIES_DIR / (value if value.endswith(".yaml")
                                                                           else value + ".yaml")
         if not path.is_file():
             raise where.error(key, f"no topology file {value!r}")
-        return Topology.from_yaml(path)
+        return Topology.from_yaml(path), path
     if not isinstance(value, dict):
         raise where.error(key, "expected a topology mapping or the name of a topology file")
-    return Topology.from_mapping({"name": name, **value}, where.source)
+    return Topology.from_mapping({"name": name, **value}, where.source), None
 
 
 def load_cluster(path: str | Path, gpu_type: str | None = None) -> ElasticCluster:
@@ -218,9 +224,12 @@ def load_cluster(path: str | Path, gpu_type: str | None = None) -> ElasticCluste
     pools = []
     for i, entry in enumerate(raw):
         pf = Fields(entry, str(path), f"pools.{i}.")
-        pf.unknown_keys({"gpu_type", "topology", "source", "notes"})
+        pf.unknown_keys({"gpu_type", "topology", "memory_gib", "source", "notes"})
         t = pf.string("gpu_type")
-        pools.append(Pool(t, _pool_topology(pf.raw("topology"), pf, "topology", f"{name}/{t}")))
+        topology, file = _pool_topology(pf.raw("topology"), pf, "topology", f"{name}/{t}")
+        memory = pf.number("memory_gib", minimum=MIN_MEMORY_GIB, maximum=MAX_MEMORY_GIB) if pf.has("memory_gib") \
+            else None
+        pools.append(Pool(t, topology, memory, file))
     try:
         return ElasticCluster.of(name, pools, source=f.string("source", ""))
     except ValueError as exc:

@@ -2,7 +2,7 @@
 
     name: crius-fig16
     loop: crius
-    cluster: crius-1280             # artist/policies/crius/cluster.py CLUSTERS (pools: topologies/crius-*.yaml)
+    cluster: crius-1280             # a Crius cluster file (topologies/clusters/crius-*.yaml)
     jobs: 1000                      # jobs per workload
     arrivals_per_hour: 150          # the synthetic Philly-shaped workload (artist/crius/workload.py)
     philly_log: ../traces/x.csv     # optional: arrivals and durations of a Philly cluster_job_log instead
@@ -78,7 +78,7 @@ class CriusRunConfig:
 
 def load_crius_spec(f: Fields, path: Path):
     """The SweepSpec of a `loop: crius` spec (checked and expanded; InputError on anything wrong)."""
-    from artist.policies.crius.cluster import CLUSTERS, TOPOLOGY_DIR, crius_cluster
+    from artist.policies.crius.cluster import CLUSTERS, crius_cluster, pool_files as files_of
     from artist.crius.simulation import POLICIES
     from artist.sweep import spec as rigid
 
@@ -121,7 +121,7 @@ def load_crius_spec(f: Fields, path: Path):
     pools = crius_cluster(cluster)
     first = next(iter(pools.values())).topology
     topology = TopologyChoice(cluster, dataclasses.replace(first, name=cluster), "")
-    pool_files = {gpu_type: sha256_file(TOPOLOGY_DIR / file) for gpu_type, file, _ in CLUSTERS[cluster]}
+    pool_files = {gpu_type: sha256_file(file) for gpu_type, file in files_of(cluster).items()}
     if philly:
         workload = WorkloadChoice(f"philly-{philly.stem}-{jobs}", f.string("philly_log"), str(philly),
                                   {"philly_sha256": sha256_file(philly), "jobs": jobs})

@@ -80,6 +80,7 @@ class ElasticRunConfig:
     cluster: object = None  # the ElasticCluster of a cluster file (artist/elastic/cluster.py), else None
     contention: str = "isolated"  # or "shared" (artist/elastic/contention.py)
     rules: object = None  # artist/elastic/rules.py ElasticRules (None: ArtISt's own models)
+    modelled: Mapping | None = None  # GPU types of the cluster whose compute is modelled: how (elastic/modelled.py)
 
     @property
     def gpus(self) -> int | None:
@@ -99,7 +100,8 @@ def _sha256_dir(directory: Path) -> str:
 
 def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     """The SweepSpec of a `loop: elastic` spec (checked and expanded; InputError on anything wrong)."""
-    from artist.elastic.applications import POLLUX_DIR, pollux_applications
+    from artist.elastic.applications import POLLUX_DIR, measured_memory_gib, pollux_applications
+    from artist.elastic.modelled import with_modelled_types
     from artist.sweep import spec as rigid
 
     f.unknown_keys(ELASTIC_TOP_LEVEL)
@@ -149,12 +151,16 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
             configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds, contention=contention,
                                                rules=rules)
             continue
-        for app_name, (app, _) in sorted(apps.items()):
-            absent = [g for g in cluster.gpu_types if g not in app.compute]
-            if absent:
-                raise ef.error("applications", f"application {app_name} has no compute table for GPU type(s) "
-                                               f"{', '.join(absent)} of the cluster {t.path}")
-        configs[t.path] = ElasticRunConfig(apps, "", round_seconds, cluster, contention, rules)
+        try:  # a type nobody measured (Crius' A40, A10, V100): modelled from a measured one, and said so
+            cluster_apps, modelled = with_modelled_types(apps, cluster.pools, measured_memory_gib(apps_dir))
+        except ValueError as exc:
+            raise ef.error("applications", f"cluster {t.path}: {exc}") from None
+        estimated = sorted(t for t, how in modelled.items() if how["compute_factor"] != 1.0)
+        if estimated and rules.step_time == "measured":
+            raise ef.error("rules.step_time", f"measured reads whole steps from measured tables; the cluster "
+                                              f"{t.path} has none for {', '.join(estimated)} (their compute is "
+                                              "modelled): use step_time: network there")
+        configs[t.path] = ElasticRunConfig(cluster_apps, "", round_seconds, cluster, contention, rules, modelled)
     from artist.workload.traces.pollux import APPLICATIONS
 
     missing = sorted(set(apps) - set(APPLICATIONS)) + sorted(APPLICATIONS[a][0] for a in apps
@@ -438,7 +444,8 @@ def _expand(spec, job_rows, configs: dict, identity_extra: dict) -> list[Run]:
                             options = spec.comm_options[backend]
                             identity = run_identity(t, racks, spec.models_sha256, policy, workload, seed, backend,
                                                     algorithm, channels, options, NO_CALIBRATION, sim)
-                            identity["elastic"] = identity_extra
+                            identity["elastic"] = identity_extra if not config.modelled else {
+                                **identity_extra, "modelled_compute": config.modelled}  # (only then: other ids kept)
                             axes = {"topology": t.topology.name, "racks": racks, "policy": policy.label,
                                     "workload": workload.label, "seed": seed, "backend": backend,
                                     "algorithm": algorithm, "channels": channels, "calibration": ""}
@@ -509,6 +516,8 @@ def measured_step_timer(measured: Mapping):
     tables = {}
     for name, app in measured.items():
         for gpu_type, table in app.compute.items():
+            if table.table is None:  # modelled (elastic/modelled.py): no measured step; the spec refuses it
+                continue
             placements = table.table  # placements[-<suffix>].csv, its scalability[-<suffix>].csv beside it
             scalability = placements.with_name(placements.name.replace("placements", "scalability", 1))
             tables[(name, gpu_type)] = ThroughputTables(placements, scalability if scalability.is_file() else None)

@@ -3,7 +3,9 @@
     cluster = crius_cluster("crius-1280")          # {gpu type: Pool}; also "crius-testbed"
     alloc = PoolAllocator(cluster["A40"].topology); gpus = alloc.take(8)   # None when it does not fit
 
-Clusters (the topology files carry the links and say which rates are chosen):
+Clusters are cluster files (topologies/clusters/, the one cluster model every policy sees:
+artist/elastic/cluster.py load_cluster) whose every pool states its memory per GPU; their pools' topology
+files carry the links and say which rates are chosen:
 - crius-1280: Crius Table 1, the simulated 1,280-GPU cluster: A100 80 x 4, A40 160 x 2, A10 160 x 2,
   V100 20 x 16 (memory per GPU from the same table: A100 40 GB, A40 48 GB, A10 24 GB, V100 32 GB);
 - crius-testbed: the 64-GPU testbed of sec. 8.1: 16 x 2 A40 (48 GB) and 16 x 2 A10 (24 GB).
@@ -18,29 +20,40 @@ GPUs are listed machine by machine, which is how truth.py lays stages out.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from artist import shipped
 from artist.perf.accelerators import accelerator
 from artist.policies.crius.cells import Pool
-from artist.topology import load_topology
 
 GIB = 1 << 30
-TOPOLOGY_DIR = shipped.TOPOLOGIES_DIR  # the pools' files below
+CLUSTERS = ("crius-1280", "crius-testbed")  # the cluster files Crius' jobs run on (memory per GPU stated)
 
-# (GPU type, topology file, memory per GPU in GiB): Crius Table 1 / sec. 8.1
-CLUSTERS = {
-    "crius-1280": (("A100", "crius-a100.yaml", 40), ("A40", "crius-a40.yaml", 48), ("A10", "crius-a10.yaml", 24),
-                   ("V100", "crius-v100.yaml", 32)),
-    "crius-testbed": (("A40", "crius-testbed-a40.yaml", 48), ("A10", "crius-testbed-a10.yaml", 24)),
-}
+
+def cluster_file(name: str) -> Path:
+    """The cluster file of a Crius cluster's name (KeyError naming the known ones)."""
+    if name not in CLUSTERS:
+        raise KeyError(f"unknown Crius cluster {name!r}; known: {', '.join(CLUSTERS)}")
+    return shipped.TOPOLOGIES_DIR / "clusters" / f"{name}.yaml"
 
 
 def crius_cluster(name: str) -> dict[str, Pool]:
-    try:
-        spec = CLUSTERS[name]
-    except KeyError:
-        raise KeyError(f"unknown Crius cluster {name!r}; known: {', '.join(CLUSTERS)}") from None
-    return {gpu_type: Pool(gpu_type, load_topology(TOPOLOGY_DIR / path), accelerator(gpu_type), gib * GIB)
-            for gpu_type, path, gib in spec}
+    from artist.elastic.cluster import load_cluster  # (its timer imports the network; policies do not)
+
+    path = cluster_file(name)
+    out = {}
+    for pool in load_cluster(path).pools:
+        if pool.memory_gib is None:
+            raise KeyError(f"{path}: pool {pool.gpu_type} states no memory_gib (Crius' Cells need it)")
+        out[pool.gpu_type] = Pool(pool.gpu_type, pool.topology, accelerator(pool.gpu_type), pool.memory_gib * GIB)
+    return out
+
+
+def pool_files(name: str) -> dict[str, Path]:
+    """Each pool's topology file (the files a run of Crius' jobs is keyed on)."""
+    from artist.elastic.cluster import load_cluster
+
+    return {pool.gpu_type: pool.topology_file for pool in load_cluster(cluster_file(name)).pools}
 
 
 class PoolAllocator:
