@@ -243,7 +243,7 @@ def test_simulation_is_deterministic_and_finishes_every_job(policy):
 
 
 def test_unknown_cluster_and_policy_are_refused():
-    with pytest.raises(KeyError, match="unknown Crius cluster"):
+    with pytest.raises(KeyError, match="neither a Crius cluster"):
         crius_cluster("nope")
     from artist.crius.simulation import make_policy
     with pytest.raises(ValueError, match="unknown policy"):
@@ -396,3 +396,15 @@ def test_elasticflow_ls_admits_at_the_minimum_then_doubles_the_best_marginal_gai
     # steep 1 -> 2: (2^0.9 - 1) / 2^0.9 = 0.464; flat 1 -> 2: (2^0.5 - 1) / 2^0.5 = 0.293 -> steep to 2 (3 left);
     # steep 2 -> 4: (4^0.9 - 2^0.9) / 2^0.9 / 2 = 0.433 > flat's 0.293 -> steep to 4 (1 left); flat 1 -> 2 fits.
     assert state == {"steep": ("A", 4), "flat": ("A", 2)}
+
+
+def test_crius_pools_of_any_fabric_with_datasheet_gpus():
+    """Crius' jobs on the Dally cluster: one A100 pool, memory per GPU the datasheet's (A100-SXM4-80GB);
+    T4 (no datasheet figures here) and racks of two types are refused naming the file."""
+    pools = crius_cluster("dally-3tier")
+    assert list(pools) == ["A100"] and pools["A100"].memory_bytes == 80e9 and pools["A100"].gpus == 2 * 8 * 8
+    assert crius_cluster("crius-testbed")["A10"].memory_bytes == 24 * GIB  # a cluster file's stated memory wins
+    with pytest.raises(KeyError, match="pollux-t4.yaml: pool T4"):
+        crius_cluster("pollux-t4")
+    with pytest.raises(KeyError, match="hetero-a100-v100.yaml: racks of GPU types A100, V100"):
+        crius_cluster("hetero-a100-v100")

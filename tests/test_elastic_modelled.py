@@ -107,3 +107,47 @@ def test_a_pool_keeps_its_memory_and_file():
     assert [(p.gpu_type, p.memory_gib, p.topology_file.name) for p in pools] == [
         ("A40", 48.0, "crius-testbed-a40.yaml"), ("A10", 24.0, "crius-testbed-a10.yaml")]
     assert replace(pools[0], memory_gib=None).memory_gib is None
+
+
+def test_the_v100_estimate_lies_within_published_v100_a100_speed_ratios():
+    """NVIDIA DeepLearningExamples, 1 GPU AMP training: V100 / A100 = 0.486 (ResNet-50 v1.5), 0.386 (BERT-large),
+    as topologies/hetero-a100-v100.yaml cites them; the modelled V100 runs at 1 / compute_factor of the A100."""
+    _, _, _, how = _crius_1280_once()
+    assert 0.386 < 1 / how["V100"]["compute_factor"] < 0.486
+
+
+def _crius_1280_once():
+    apps = heterogeneous_applications()
+    cluster = load_cluster(CLUSTERS_DIR / "crius-1280.yaml")
+    return (apps, cluster, *with_modelled_types(apps, cluster.pools, measured_memory_gib(SIA_DIR)))
+
+
+@pytest.mark.parametrize("topology, applications, expected", [
+    ("pollux-t4", "pollux", "t4"),       # Pollux's own measured type ("T4" in the topology)
+    ("dally-3tier", "sia", "a100"),     # Sia's measured A100 tables
+    ("dgx-h100", "sia", "H100"),        # modelled from the A100's
+])
+def test_a_one_type_topology_runs_on_its_own_gpu_type(tmp_path, topology, applications, expected):
+    from artist.shipped import ROOT, TOPOLOGIES_DIR
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\nloop: elastic\ntopology: {TOPOLOGIES_DIR / (topology + '.yaml')}\nracks: [1]\n"
+                    f"elastic: {{applications: {ROOT / 'workloads' / applications}}}\npolicies: [sia]\n"
+                    "workloads:\n  - {spec: 'poisson:n=3,interarrival=60,gpus=1|2,models=resnet18', label: w}\n"
+                    "seeds: [0]\ncomm: analytical\n")
+    run = load_sweep_spec(str(path)).runs[0]
+    assert run.elastic.gpu_type == expected
+    assert ("modelled_compute" in run.identity["elastic"]) == (expected == "H100")
+
+
+def test_pollux_tables_on_an_a100_topology_are_refused(tmp_path):
+    from artist.shipped import ROOT, TOPOLOGIES_DIR
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\nloop: elastic\ntopology: {TOPOLOGIES_DIR / 'dally-3tier.yaml'}\nracks: [1]\n"
+                    f"elastic: {{applications: {ROOT / 'workloads/pollux'}}}\npolicies: [pollux]\n"
+                    "workloads:\n  - {spec: 'poisson:n=3,interarrival=60,gpus=1|2,models=resnet18', label: w}\n"
+                    "seeds: [0]\ncomm: analytical\n")
+    with pytest.raises(InputError) as err:
+        load_sweep_spec(str(path))
+    assert "elastic.applications" in str(err.value) and "A100" in str(err.value) and "workloads/sia" in str(err.value)

@@ -104,6 +104,15 @@ def test_artist_simulate_runs_crius_policies_on_crius_cluster(tmp_path, capsys, 
     assert len(jobs) == 4 and jobs.filter(like="finish").notna().all().all()
 
 
+def test_crius_jobs_run_on_the_dally_cluster(tmp_path, capsys):
+    """Crius' LLM jobs on any topology whose GPU type has datasheet figures (here Dally's A100 cluster)."""
+    assert main(["simulate", "--policy", "crius", "--topology", "dally-3tier", "--quiet", "--no-cache", "--workload",
+                 "crius:jobs=4,arrivals_per_hour=20", "--policy-param", "depth=1", "--out", str(tmp_path)]) == 0
+    assert "Crius' jobs" in capsys.readouterr().out
+    jobs = pd.read_csv(tmp_path / "jobs.csv")
+    assert len(jobs) == 4 and jobs.filter(like="finish").notna().all().all()
+
+
 @pytest.mark.parametrize("name", ["fifo", "sia"])
 def test_other_policies_run_on_a_crius_cluster_by_its_name(tmp_path, capsys, name):
     """Crius' clusters (A40, A10) are cluster files every policy sees: the elastic applications' compute on

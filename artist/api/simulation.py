@@ -130,7 +130,7 @@ def simulate(topology: str | Path | Topology = "dally-3tier", workload: str | Pa
         from artist.policies.plugins import load_plugin
 
         load_plugin(args.plugin)
-    dialect = simulate_jobs.dialect_of(args.policy, args.topology)
+    dialect = simulate_jobs.dialect_of(args.policy, args.topology, args.workload)
     if dialect is not None:
         _check_rigid_options_unused(args, dialect, models)
         return _simulate_in_dialect(args, params, dialect, topology_object, jobs)

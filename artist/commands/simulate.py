@@ -110,7 +110,7 @@ def run(args) -> int:
         load_plugin(args.plugin)
     from artist.commands import simulate_jobs
 
-    dialect = simulate_jobs.dialect_of(args.policy, args.topology)
+    dialect = simulate_jobs.dialect_of(args.policy, args.topology, args.workload)
     if dialect is not None:
         return simulate_jobs.run(args, parse_params(args.policy_param), dialect)
     run_ = simulate_rigid(args)

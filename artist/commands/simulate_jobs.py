@@ -7,11 +7,13 @@ Elastic jobs (and rigid jobs under the rigid policies on a cluster file of sever
 workload's GPU count at batch M0 x GPUs): each job of --workload (a trace CSV, a published trace or a
 generator) runs the measured application its model stands for at batch M0 x GPUs (artist/sweep/elastic.py
 _GeneratedJobs); a Pollux workload CSV runs as written. The cluster is --topology: a one-type topology
-times the jobs' compute with Pollux's measured T4 tables (workloads/pollux), a cluster file of several GPU
-types (topologies/clusters/) with Sia's tables of every type (workloads/sia), modelled from the measured
-A100 tables on a type nobody measured (a Crius cluster's A40, A10, V100: artist/elastic/modelled.py).
+of T4s times the jobs' compute with Pollux's measured T4 tables (workloads/pollux); any other topology (its
+own GPU type) and a cluster file of several GPU types (topologies/clusters/) with Sia's tables of each type
+(workloads/sia), modelled from the measured A100 tables on a type nobody measured (H100, or a Crius
+cluster's A40, A10, V100: artist/elastic/modelled.py).
 
-Crius' jobs: --topology names a Crius cluster (crius-testbed, crius-1280); --workload is Crius' generator,
+Crius' jobs: --topology names a Crius cluster (crius-testbed, crius-1280), or any topology or cluster file
+whose GPU types have datasheet figures when --workload is Crius' own; --workload is Crius' generator,
 crius:jobs=N,arrivals_per_hour=R (the default trace stands for crius:jobs=60,arrivals_per_hour=20), or a
 Philly cluster_job_log (philly:path=FILE) whose arrivals and durations Crius' jobs take.
 """
@@ -36,10 +38,16 @@ POLLUX_APPS, SIA_APPS = shipped.ROOT / "workloads" / "pollux", shipped.ROOT / "w
 CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # ours: a small Crius workload, ~3 h of arrivals
 
 
-def dialect_of(policy: str, topology: str) -> str | None:
+def crius_workload(workload: str | None) -> bool:
+    """Whether --workload names Crius' jobs (its generator or a Philly log for their arrivals)."""
+    return bool(workload) and (workload.startswith("crius:") or workload.startswith("philly:path="))
+
+
+def dialect_of(policy: str, topology: str, workload: str | None = None) -> str | None:
     """"elastic" or "crius" for a policy `artist simulate` runs through one of those dialects; None for a rigid
     one on a topology (or an unknown name). A name of both (gavel) goes by the topology: a Crius cluster ->
-    crius. A rigid policy on a cluster file of several GPU types runs its rigid jobs as elastic specs do
+    crius, as does Crius' workload (crius:..., philly:path=...) under Crius' policies on any topology or
+    cluster file. A rigid policy on a cluster file of several GPU types runs its rigid jobs as elastic specs do
     (artist/policies/rigid_in_elastic.py); so does every other policy on a Crius cluster (its cluster file:
     the elastic applications, compute modelled where unmeasured, artist/elastic/modelled.py)."""
     from artist.policies.crius.cluster import CLUSTERS
@@ -51,6 +59,8 @@ def dialect_of(policy: str, topology: str) -> str | None:
     crius, elastic = policy in CRIUS, policy in ELASTIC_POLICIES
     if topology in CLUSTERS:  # Crius' jobs under Crius' policies; the others' jobs on its cluster file
         return "crius" if crius else "elastic"
+    if crius and crius_workload(workload):  # Crius' LLM jobs on any topology or cluster file
+        return "crius"
     if crius and not elastic:
         return "crius"
     if elastic and (policy not in policy_names() or _is_cluster_file(topology)):
@@ -80,15 +90,23 @@ def _is_cluster_file(topology: str) -> bool:
         return False
 
 
+def _is_t4(path: Path) -> bool:
+    """Whether a topology file's GPUs are T4s, where Pollux's own measured tables apply (the other types
+    take Sia's tables, measured on rtx, a100 and quad, modelled from the A100's on other datasheet GPUs)."""
+    from artist.topology import load_topology
+
+    return {t.lower() for t in load_topology(path).rack_gpu_types} == {"t4"}
+
+
 def _comm(args) -> dict:
     return {"backend": args.backend, "algorithm": args.algorithm, "channels": args.channels}
 
 
 def _elastic_spec(args, params: dict) -> dict:
     path = _topology_file(args.topology) or shipped.topology_path(args.topology)  # the latter: its one-line error
-    is_cluster = _is_cluster_file(args.topology)
+    apps = SIA_APPS if _is_cluster_file(args.topology) or not _is_t4(path) else POLLUX_APPS
     spec = {"name": f"simulate-{args.policy}", "loop": "elastic", "topology": str(path.resolve()),
-            "elastic": {"applications": str(SIA_APPS if is_cluster else POLLUX_APPS)},
+            "elastic": {"applications": str(apps)},
             "policies": [{"name": args.policy, "params": params, "label": args.policy}],
             "workloads": [{"spec": _workload_text(args.workload), "label": "workload"}],
             "seeds": [args.seed], "comm": _comm(args)}
@@ -105,14 +123,13 @@ def _workload_text(text: str) -> str:
 def _crius_spec(args, params: dict) -> dict:
     from artist.policies.crius.cluster import CLUSTERS
 
-    if args.topology not in CLUSTERS:
-        raise InputError("command line", "--topology", f"policy {args.policy!r} schedules Crius' jobs on a Crius "
-                                                       f"cluster: one of {', '.join(CLUSTERS)}")
+    path = None if args.topology in CLUSTERS else _topology_file(args.topology)
+    cluster = args.topology if path is None else str(path.resolve())
     unknown = sorted(set(params) - {"depth"})
     if unknown:
         raise InputError("command line", "--policy-param", f"{args.policy} in Crius' runs takes depth only, "
                                                            f"not {', '.join(unknown)}")
-    spec = {"name": f"simulate-{args.policy}", "loop": "crius", "cluster": args.topology, **CRIUS_DEFAULT,
+    spec = {"name": f"simulate-{args.policy}", "loop": "crius", "cluster": cluster, **CRIUS_DEFAULT,
             "seeds": [args.seed], "policies": [args.policy], "comm": args.backend}
     if "depth" in params:
         spec["depth"] = params["depth"]

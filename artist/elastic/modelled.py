@@ -12,6 +12,9 @@ the accelerator table knows (a100: Sia's DGX-A100 40 GB). A type of the referenc
 reference's table itself (Crius' "A100" is the measured "a100").
 
 This is an estimate, not a measurement: a small model is less compute-bound than the FLOP ratio assumes.
+One check against published measurements: the V100 / A100 peak ratio (125 / 312 = 0.40) lies between the
+single-GPU training speed ratios of NVIDIA's DeepLearningExamples, 0.486 for ResNet-50 and 0.386 for
+BERT-large (topologies/hetero-a100-v100.yaml cites both).
 Every modelled table says so in its source, carries no measured step (rules step_time: measured refuses
 it), and the run's identity records each modelled type's factor and limit.
 """
@@ -34,6 +37,20 @@ def _accelerator_or_none(gpu_type: str):
         return accelerator(gpu_type)
     except KeyError:
         return None
+
+
+def measured_type(apps: Mapping[str, tuple[MeasuredApplication, object]], gpu_type: str) -> str | None:
+    """The measured type every application has that names this GPU: the same name, ignoring case (a
+    topology's "T4" is Pollux's "t4"), else the same accelerator (Crius' "A100" is Sia's "a100"); None."""
+    measured = set.intersection(*(set(app.compute) for app, _ in apps.values())) if apps else set()
+    if gpu_type in measured:
+        return gpu_type
+    same_name = sorted(t for t in measured if t.lower() == gpu_type.lower())
+    if same_name:
+        return same_name[0]
+    gpu = _accelerator_or_none(gpu_type)
+    same_gpu = sorted(t for t in measured if gpu is not None and _accelerator_or_none(t) == gpu)
+    return same_gpu[0] if same_gpu else None
 
 
 def reference_type(apps: Mapping[str, tuple[MeasuredApplication, object]]) -> str | None:

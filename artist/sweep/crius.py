@@ -2,7 +2,8 @@
 
     name: crius-fig16
     loop: crius
-    cluster: crius-1280             # a Crius cluster file (topologies/clusters/crius-*.yaml)
+    cluster: crius-1280             # a Crius cluster (topologies/clusters/crius-*.yaml), or any cluster or
+                                    # topology file whose GPU types have datasheet figures (dally-3tier)
     jobs: 1000                      # jobs per workload
     arrivals_per_hour: 150          # the synthetic Philly-shaped workload (artist/crius/workload.py)
     philly_log: ../traces/x.csv     # optional: arrivals and durations of a Philly cluster_job_log instead
@@ -18,7 +19,7 @@ throughput_peak, estimation_accuracy_avg/min, ..._packed_avg/min, packed_starts_
 tuning_accuracy_avg, profile_gpu_h, tuning_h), per-run jobs and throughput tables. The scheduler's
 seconds per decision are wall-clock: run.json only, not the results table (byte-identical for a seed).
 The network is Crius' Catalogue's (artist/network stack, ring, uncalibrated): `comm` names its backend,
-`analytical` (default) or `none` (communication free: the ablation's network-less baseline of issue 21); the
+`analytical` (default) or `none` (communication free: the network ablations' network-less baseline); the
 backend times both Crius' offline communication profiles (its estimator, CommTable) and the ground truth
 (the 1F1B step on the real placement), as a real cluster would show both the same network. flow and ns3
 are refused: the profiles sample collectives up to 64 GiB per pool, hours of ns-3. Unfinished jobs leave NaN
@@ -38,6 +39,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from artist import shipped
 from artist.errors import InputError
 from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S
@@ -86,8 +88,17 @@ def load_crius_spec(f: Fields, path: Path):
     base = path.resolve().parent
     name = f.string("name", path.stem)
     cluster = f.string("cluster")
-    if cluster not in CLUSTERS:
-        raise f.error("cluster", f"unknown Crius cluster {cluster!r}; known: {', '.join(CLUSTERS)}")
+    if cluster not in CLUSTERS:  # a cluster or topology file (relative to the spec, or a shipped name)
+        found = shipped.find(cluster, shipped.TOPOLOGIES_DIR, base=base)
+        if not found.is_file():
+            raise f.error("cluster", f"neither a Crius cluster ({', '.join(CLUSTERS)}) nor a topology or cluster "
+                                     f"file: {cluster!r}")
+        cluster = str(found.resolve())
+    try:
+        pools = crius_cluster(cluster)
+    except (KeyError, ValueError) as exc:
+        raise f.error("cluster", exc.args[0]) from None
+    label = cluster if cluster in CLUSTERS else Path(cluster).stem  # (a Crius cluster's runs keep their ids)
     jobs = f.integer("jobs", minimum=1, maximum=MAX_JOBS)
     philly = None
     if f.has("philly_log"):
@@ -118,9 +129,8 @@ def load_crius_spec(f: Fields, path: Path):
     rigid._unique(f, "policies", raw, "policy")
     backends = _backends(f)
     config = CriusRunConfig(cluster, jobs, rate, str(philly) if philly else None, depth)
-    pools = crius_cluster(cluster)
     first = next(iter(pools.values())).topology
-    topology = TopologyChoice(cluster, dataclasses.replace(first, name=cluster), "")
+    topology = TopologyChoice(label, dataclasses.replace(first, name=label), "")
     pool_files = {gpu_type: sha256_file(file) for gpu_type, file in files_of(cluster).items()}
     if philly:
         workload = WorkloadChoice(f"philly-{philly.stem}-{jobs}", f.string("philly_log"), str(philly),
@@ -134,11 +144,11 @@ def load_crius_spec(f: Fields, path: Path):
         policy = PolicyChoice(policy_name, policy_name, {}, canonical_json({}))
         for seed in seeds:
             for backend in backends:
-                identity = {"format": IDENTITY_FORMAT, "cluster": cluster, "pools_sha256": pool_files,
+                identity = {"format": IDENTITY_FORMAT, "cluster": label, "pools_sha256": pool_files,
                             "policy": policy_name, "depth": depth, "workload": {**workload.identity, "seed": seed}}
                 if backend != "analytical":  # the analytical runs keep the ids they had before `comm` existed
                     identity["backend"] = backend
-                axes = {"topology": cluster, "racks": racks, "policy": policy_name, "workload": workload.label,
+                axes = {"topology": label, "racks": racks, "policy": policy_name, "workload": workload.label,
                         "seed": seed, "backend": backend, "algorithm": "ring", "channels": 1, "calibration": ""}
                 runs.append(Run(len(runs), run_id_of(identity), identity, axes, topology.topology, (), policy,
                                 workload, CommSpec(backend), NO_CALIBRATION, SimulatorConfig(),

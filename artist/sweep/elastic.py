@@ -101,7 +101,8 @@ def _sha256_dir(directory: Path) -> str:
 def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     """The SweepSpec of a `loop: elastic` spec (checked and expanded; InputError on anything wrong)."""
     from artist.elastic.applications import POLLUX_DIR, measured_memory_gib, pollux_applications
-    from artist.elastic.modelled import with_modelled_types
+    from artist.elastic.cluster import Pool
+    from artist.elastic.modelled import measured_type, with_modelled_types
     from artist.sweep import spec as rigid
 
     f.unknown_keys(ELASTIC_TOP_LEVEL)
@@ -132,7 +133,6 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
         apps = pollux_applications(str(apps_dir))
     else:
         raise ef.error("applications", f"no applications.yaml (or Sia's gpu_types.yaml) in {apps_dir}")
-    gpu_types = sorted({t for app, _ in apps.values() for t in app.compute})
     round_seconds = ef.number("round_seconds", 60.0, minimum=1.0, maximum=3600.0)
     identity_extra["round_seconds"] = round_seconds
     contention = rigid._contention(ef, "isolated")
@@ -144,22 +144,29 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     configs = {}
     for t in topologies:
         cluster = clusters[t.path]
-        if cluster is None:
-            if len(gpu_types) != 1:
-                raise ef.error("applications", f"one GPU type expected in the tables for the one-type topology "
-                                               f"{t.path}, found {gpu_types} (a cluster file names each pool's type)")
-            configs[t.path] = ElasticRunConfig(apps, gpu_types[0], round_seconds, contention=contention,
-                                               rules=rules)
+        if cluster is None:  # one pool of the topology's own GPU type: its measured tables, else modelled
+            types = tuple(dict.fromkeys(t.topology.rack_gpu_types))
+            if len(types) != 1:
+                raise ef.error("topology", f"{t.path} has racks of GPU types {', '.join(types)}: a cluster file "
+                                           "(topologies/clusters/) names each pool's type")
+            gpu_type = measured_type(apps, types[0])
+            modelled = None
+            if gpu_type is None:
+                try:
+                    run_apps, modelled = with_modelled_types(apps, [Pool(types[0], t.topology)],
+                                                             measured_memory_gib(apps_dir))
+                except ValueError as exc:
+                    raise ef.error("applications", f"topology {t.path}: {exc} ({SIA_DIR_NOTE})") from None
+                _refuse_measured_steps(ef, rules, modelled, t.path)
+                gpu_type = types[0]
+            configs[t.path] = ElasticRunConfig(run_apps if modelled else apps, gpu_type, round_seconds,
+                                               contention=contention, rules=rules, modelled=modelled)
             continue
         try:  # a type nobody measured (Crius' A40, A10, V100): modelled from a measured one, and said so
             cluster_apps, modelled = with_modelled_types(apps, cluster.pools, measured_memory_gib(apps_dir))
         except ValueError as exc:
             raise ef.error("applications", f"cluster {t.path}: {exc}") from None
-        estimated = sorted(t for t, how in modelled.items() if how["compute_factor"] != 1.0)
-        if estimated and rules.step_time == "measured":
-            raise ef.error("rules.step_time", f"measured reads whole steps from measured tables; the cluster "
-                                              f"{t.path} has none for {', '.join(estimated)} (their compute is "
-                                              "modelled): use step_time: network there")
+        _refuse_measured_steps(ef, rules, modelled, t.path)
         configs[t.path] = ElasticRunConfig(cluster_apps, "", round_seconds, cluster, contention, rules, modelled)
     from artist.workload.traces.pollux import APPLICATIONS
 
@@ -178,6 +185,18 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     spec.runs = _expand(spec, job_rows, configs, identity_extra)
     spec.notes = []
     return spec
+
+
+SIA_DIR_NOTE = "workloads/sia holds measured A100 tables to model other datasheet GPUs from"
+
+
+def _refuse_measured_steps(ef: Fields, rules, modelled: Mapping, where: str) -> None:
+    """rules step_time: measured reads whole steps from measured tables: refused where compute is modelled."""
+    estimated = sorted(t for t, how in modelled.items() if how["compute_factor"] != 1.0)
+    if estimated and rules.step_time == "measured":
+        raise ef.error("rules.step_time", f"measured reads whole steps from measured tables; {where} has none "
+                                          f"for {', '.join(estimated)} (their compute is modelled): use "
+                                          "step_time: network there")
 
 
 def _topologies(f: Fields, base: Path) -> tuple[list[TopologyChoice], dict]:

@@ -3,13 +3,15 @@
     cluster = crius_cluster("crius-1280")          # {gpu type: Pool}; also "crius-testbed"
     alloc = PoolAllocator(cluster["A40"].topology); gpus = alloc.take(8)   # None when it does not fit
 
-Clusters are cluster files (topologies/clusters/, the one cluster model every policy sees:
+Crius' own clusters are cluster files (topologies/clusters/, the one cluster model every policy sees:
 artist/elastic/cluster.py load_cluster) whose every pool states its memory per GPU; their pools' topology
 files carry the links and say which rates are chosen:
 - crius-1280: Crius Table 1, the simulated 1,280-GPU cluster: A100 80 x 4, A40 160 x 2, A10 160 x 2,
   V100 20 x 16 (memory per GPU from the same table: A100 40 GB, A40 48 GB, A10 24 GB, V100 32 GB);
 - crius-testbed: the 64-GPU testbed of sec. 8.1: 16 x 2 A40 (48 GB) and 16 x 2 A10 (24 GB).
 GB read as GiB (the cards' 40/48/24/32 GB are binary sizes, e.g. the A100-40GB's 40,536 MiB).
+Crius' jobs run on any other cluster or topology file too (the Dally cluster, the Lingjun Clos), one pool
+per GPU type, where every type has datasheet figures (memory per GPU from the datasheet unless stated).
 
 Placement (the paper leaves VirtualAlloc's rules open, digest 3.7 item 3): a job that fits in one
 machine goes to the machine with the fewest free GPUs that still holds it (best fit, so whole machines
@@ -30,30 +32,57 @@ GIB = 1 << 30
 CLUSTERS = ("crius-1280", "crius-testbed")  # the cluster files Crius' jobs run on (memory per GPU stated)
 
 
-def cluster_file(name: str) -> Path:
-    """The cluster file of a Crius cluster's name (KeyError naming the known ones)."""
-    if name not in CLUSTERS:
-        raise KeyError(f"unknown Crius cluster {name!r}; known: {', '.join(CLUSTERS)}")
-    return shipped.TOPOLOGIES_DIR / "clusters" / f"{name}.yaml"
+def cluster_file(cluster: str) -> Path:
+    """The file of a Crius cluster's name, else the cluster or topology file the text names (a path, or a
+    shipped topology's name): Crius' jobs run on any whose GPU types have datasheet figures."""
+    if cluster in CLUSTERS:
+        return shipped.TOPOLOGIES_DIR / "clusters" / f"{cluster}.yaml"
+    path = shipped.find(cluster, shipped.TOPOLOGIES_DIR)
+    if not path.is_file():
+        raise KeyError(f"{cluster!r} is neither a Crius cluster ({', '.join(CLUSTERS)}) nor a topology or "
+                       "cluster file")
+    return path
 
 
-def crius_cluster(name: str) -> dict[str, Pool]:
-    from artist.elastic.cluster import load_cluster  # (its timer imports the network; policies do not)
+def _pools(path: Path):
+    """The file's pools (artist/elastic/cluster.py): a cluster file's, or a topology file as one pool of its
+    GPU type (a topology whose racks mix types is refused: a cluster file names each pool's type)."""
+    from artist.elastic.cluster import Pool as ClusterPool, load_cluster  # (its timer imports the network)
+    from artist.topology import load_topology
+    from artist.yamlio import load_yaml_mapping
 
-    path = cluster_file(name)
+    if "pools" in load_yaml_mapping(path):
+        return load_cluster(path).pools
+    topology = load_topology(path)
+    types = tuple(dict.fromkeys(topology.rack_gpu_types))
+    if len(types) != 1:
+        raise KeyError(f"{path}: racks of GPU types {', '.join(types)}; Crius' pools are one type each: "
+                       "give a cluster file (topologies/clusters/)")
+    return (ClusterPool(types[0], topology, None, path),)
+
+
+def crius_cluster(cluster: str) -> dict[str, Pool]:
+    """{GPU type: Pool} of a Crius cluster's name or a cluster or topology file: memory per GPU as the file
+    states it (memory_gib), else the datasheet's (artist/perf/accelerators.py). KeyError naming the file
+    where a type has no datasheet figures (Cells need its FLOP/s and memory)."""
+    path = cluster_file(cluster)
     out = {}
-    for pool in load_cluster(path).pools:
-        if pool.memory_gib is None:
-            raise KeyError(f"{path}: pool {pool.gpu_type} states no memory_gib (Crius' Cells need it)")
-        out[pool.gpu_type] = Pool(pool.gpu_type, pool.topology, accelerator(pool.gpu_type), pool.memory_gib * GIB)
+    for pool in _pools(path):
+        try:
+            gpu = accelerator(pool.gpu_type)
+        except KeyError as exc:
+            raise KeyError(f"{path}: pool {pool.gpu_type}: {exc.args[0]} (Crius' Cells need its FLOP/s and "
+                           "memory)") from None
+        memory = pool.memory_gib * GIB if pool.memory_gib is not None else gpu.memory_bytes
+        out[pool.gpu_type] = Pool(pool.gpu_type, pool.topology, gpu, memory)
     return out
 
 
-def pool_files(name: str) -> dict[str, Path]:
-    """Each pool's topology file (the files a run of Crius' jobs is keyed on)."""
-    from artist.elastic.cluster import load_cluster
-
-    return {pool.gpu_type: pool.topology_file for pool in load_cluster(cluster_file(name)).pools}
+def pool_files(cluster: str) -> dict[str, Path]:
+    """Each pool's file (its topology file; the cluster file for a pool given inline): what a run of Crius'
+    jobs is keyed on."""
+    path = cluster_file(cluster)
+    return {pool.gpu_type: pool.topology_file or path for pool in _pools(path)}
 
 
 class PoolAllocator:
