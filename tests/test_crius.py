@@ -400,11 +400,11 @@ def test_elasticflow_ls_admits_at_the_minimum_then_doubles_the_best_marginal_gai
 
 def test_crius_pools_of_any_fabric_with_datasheet_gpus():
     """Crius' jobs on the Dally cluster: one A100 pool, memory per GPU the datasheet's (A100-SXM4-80GB);
-    T4 (no datasheet figures here) and racks of two types are refused naming the file."""
+    T4 (no datasheet figures here) is refused naming the file."""
     pools = crius_cluster("dally-3tier")
     assert list(pools) == ["A100"] and pools["A100"].memory_bytes == 80e9 and pools["A100"].gpus == 2 * 8 * 8
     assert crius_cluster("crius-testbed")["A10"].memory_bytes == 24 * GIB  # a cluster file's stated memory wins
     with pytest.raises(KeyError, match="pollux-t4.yaml: pool T4"):
         crius_cluster("pollux-t4")
-    with pytest.raises(KeyError, match="hetero-a100-v100.yaml: racks of GPU types A100, V100"):
-        crius_cluster("hetero-a100-v100")
+    mixed = crius_cluster("hetero-a100-v100")  # racks of two types: a pool of each
+    assert {t: (p.gpus, p.memory_bytes) for t, p in mixed.items()} == {"A100": (64, 80e9), "V100": (64, 32e9)}

@@ -62,9 +62,15 @@ def test_bad_cluster_files_name_the_file_and_field(tmp_path, text, field):
     assert str(path) in str(err.value) and field in str(err.value)
 
 
-def test_a_topology_file_needs_its_gpu_type(tmp_path):
-    with pytest.raises(InputError, match="name its GPU type"):
-        load_cluster(TOPOLOGIES_DIR / "pollux-t4.yaml")
+def test_a_topology_file_is_a_pool_per_gpu_type_of_its_racks():
+    assert [(p.gpu_type, p.topology.gpus) for p in load_cluster(TOPOLOGIES_DIR / "pollux-t4.yaml").pools] == [
+        ("T4", 64)]
+    assert load_cluster(TOPOLOGIES_DIR / "pollux-t4.yaml", "t4").gpu_types == ["t4"]  # the type the caller names
+    # racks alternate A100, V100 (rack_gpu_types cycled): one pool of each type's racks, the same machines
+    mixed = load_cluster(TOPOLOGIES_DIR / "hetero-a100-v100.yaml")
+    assert [(p.gpu_type, p.topology.racks, p.topology.machines_per_rack, p.topology.gpus_per_machine)
+            for p in mixed.pools] == [("A100", 1, 8, 8), ("V100", 1, 8, 8)]
+    assert mixed.gpus == 128 and mixed.node_types == ["A100"] * 8 + ["V100"] * 8
 
 
 def _compute(app, suffix, batch):

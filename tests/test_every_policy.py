@@ -113,6 +113,16 @@ def test_crius_jobs_run_on_the_dally_cluster(tmp_path, capsys):
     assert len(jobs) == 4 and jobs.filter(like="finish").notna().all().all()
 
 
+@pytest.mark.parametrize("policy, workload", [("sia", GENERATOR), ("crius", "crius:jobs=4,arrivals_per_hour=20")])
+def test_a_topology_of_mixed_racks_is_a_pool_per_gpu_type(tmp_path, policy, workload):
+    """hetero-a100-v100 (racks alternate A100 and V100) under policies of pools: one pool of each type."""
+    args = ["simulate", "--policy", policy, "--topology", "hetero-a100-v100", "--quiet", "--no-cache", "--workload",
+            workload, "--out", str(tmp_path)] + (["--policy-param", "depth=1"] if policy == "crius" else [])
+    assert main(args) == 0
+    jobs = pd.read_csv(tmp_path / "jobs.csv")
+    assert len(jobs) in (4, 5) and jobs.filter(like="finish").notna().all().all()
+
+
 @pytest.mark.parametrize("name", ["fifo", "sia"])
 def test_other_policies_run_on_a_crius_cluster_by_its_name(tmp_path, capsys, name):
     """Crius' clusters (A40, A10) are cluster files every policy sees: the elastic applications' compute on

@@ -25,7 +25,7 @@ A cluster file (topologies/clusters/, e.g. sia-hetero-64.yaml) has `name`, `sour
 `pools: [{gpu_type, topology, memory_gib}]` where topology is a mapping in the topology-file schema or the
 name of a shipped topology file, and memory_gib (optional) the memory per GPU (Crius' clusters state it:
 its Cells check stage memory against it; a modelled compute table caps its local batch by it). A plain
-topology file is a one-pool cluster whose GPU type is given by the caller.
+topology file is a one-pool cluster of the GPU type the caller gives, else a pool per GPU type of its racks.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import numpy as np
 
 from artist.elastic.measured import MeasuredApplication
 from artist.elastic.steptime import rack_lists
-from artist.errors import InputError
 from artist.network.analytical import AnalyticalModel
 from artist.network.base import FabricModel
 from artist.network.provenance import AnswerCounts
@@ -206,15 +205,26 @@ def _pool_topology(value, where: Fields, key: str, name: str) -> tuple[Topology,
     return Topology.from_mapping({"name": name, **value}, where.source), None
 
 
+def pools_of_topology(topology: Topology, path: Path | None = None) -> list[Pool]:
+    """A topology file as pools, one per GPU type of its racks (rack_gpu_types cycled over racks), each the
+    topology's shape with that type's racks only: a mixed topology (hetero-a100-v100) as a cluster file
+    would give it. Its pools share no link here, as every cluster's (the elastic loop's approximation)."""
+    types = [topology.rack_gpu_types[r % len(topology.rack_gpu_types)] for r in range(topology.racks)]
+    pools = []
+    for gpu_type in dict.fromkeys(types):
+        pool = dataclasses.replace(topology.with_racks(types.count(gpu_type)), rack_gpu_types=(gpu_type,))
+        pools.append(Pool(gpu_type, dataclasses.replace(pool, name=f"{topology.name}/{gpu_type}"), None, path))
+    return pools
+
+
 def load_cluster(path: str | Path, gpu_type: str | None = None) -> ElasticCluster:
     """A cluster file (pools), or a plain topology file as one pool of GPU type `gpu_type`."""
     path = Path(path)
     data = load_yaml_mapping(path)
-    if "pools" not in data:
-        if not gpu_type:
-            raise InputError(str(path), "pools", "a topology file is one pool: name its GPU type (e.g. t4)")
+    if "pools" not in data:  # a topology file: one pool of the type given, else a pool per type of its racks
         topo = Topology.from_mapping(data, str(path))
-        return ElasticCluster.of(topo.name, [Pool(gpu_type, topo)], source=topo.source)
+        pools = [Pool(gpu_type, topo, None, path)] if gpu_type else pools_of_topology(topo, path)
+        return ElasticCluster.of(topo.name, pools, source=topo.source)
     f = Fields(data, str(path))
     f.unknown_keys({"name", "source", "pools", "notes"})
     name = f.string("name")

@@ -25,8 +25,9 @@ allocation is applied:
 A mixed-type (collapsed) allocation, which only a heterogeneity-unaware policy makes, spans pools that are
 separate fabrics: it is timed alone as today (PooledStepTimer's collapsed layout) and is no co-runner of any
 component (its traffic has no place in one pool's fabric); its GPUs are still held, so nobody else gets their
-ids. The analytical backend times every job of a component alone (as in the rigid loop), so only the flow
-and ns-3 backends show slowdowns.
+ids. Every backend shows slowdowns: the contention model of record (the phase model, artist/network/phase/)
+shares the links among the component's collectives with each one's alone time from the pool's fabric, as
+in the rigid loop.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ with `loop: elastic`.
     topology: ../topologies/pollux-t4.yaml          # one or a list (axis); GPUs per node = its machines; or a
                                                     # cluster file of several GPU types (topologies/clusters/)
     elastic: {applications: ../workloads/pollux, round_seconds: 60, contention: isolated}   # optional; defaults
+                                                    # (applications: Pollux's on T4s only, else Sia's)
     policies:                                       # axis; names of artist/policies/pollux/registry.py
                                                     # (sia, pollux, gavel, optimus-oracle, tiresias, crius,
                                                     # the rigid ones), or a plugin file's policy (docs)
@@ -100,7 +101,7 @@ def _sha256_dir(directory: Path) -> str:
 
 def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     """The SweepSpec of a `loop: elastic` spec (checked and expanded; InputError on anything wrong)."""
-    from artist.elastic.applications import POLLUX_DIR, measured_memory_gib, pollux_applications
+    from artist.elastic.applications import POLLUX_DIR, SIA_DIR, measured_memory_gib, pollux_applications
     from artist.elastic.cluster import Pool
     from artist.elastic.modelled import measured_type, with_modelled_types
     from artist.sweep import spec as rigid
@@ -122,7 +123,12 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
 
     ef = f.sub("elastic") if f.has("elastic") else Fields({}, f.source, "elastic.")
     ef.unknown_keys({"applications", "round_seconds", "contention", "rules"})
-    apps_dir = rigid._resolve(base, ef.string("applications")) if ef.has("applications") else POLLUX_DIR
+    if ef.has("applications"):
+        apps_dir = rigid._resolve(base, ef.string("applications"))
+    else:  # Pollux's own tables where every GPU is a T4, Sia's (T4 and the other measured types) elsewhere
+        t4_only = all(clusters[t.path] is None and {g.lower() for g in t.topology.rack_gpu_types} == {"t4"}
+                      for t in topologies)
+        apps_dir = POLLUX_DIR if t4_only else SIA_DIR
     identity_extra = {"loop": "elastic", "applications_sha256": _sha256_dir(apps_dir)}
     if (apps_dir / "gpu_types.yaml").is_file():  # Sia's per-type tables on top of the Pollux applications
         from artist.elastic.applications import heterogeneous_applications
@@ -145,10 +151,7 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     for t in topologies:
         cluster = clusters[t.path]
         if cluster is None:  # one pool of the topology's own GPU type: its measured tables, else modelled
-            types = tuple(dict.fromkeys(t.topology.rack_gpu_types))
-            if len(types) != 1:
-                raise ef.error("topology", f"{t.path} has racks of GPU types {', '.join(types)}: a cluster file "
-                                           "(topologies/clusters/) names each pool's type")
+            types = tuple(dict.fromkeys(t.topology.rack_gpu_types))  # one: mixed racks are a cluster's pools
             gpu_type = measured_type(apps, types[0])
             modelled = None
             if gpu_type is None:
@@ -200,7 +203,8 @@ def _refuse_measured_steps(ef: Fields, rules, modelled: Mapping, where: str) -> 
 
 
 def _topologies(f: Fields, base: Path) -> tuple[list[TopologyChoice], dict]:
-    """The topology axis: one-type topology files and cluster files (a mapping with `pools`); for a cluster
+    """The topology axis: one-type topology files and cluster files (a mapping with `pools`; a topology whose
+    racks mix GPU types is read as one, a pool per type: artist/elastic/cluster.py); for a cluster
     the TopologyChoice holds its first pool's topology (the comm options are checked on it) and `clusters`
     maps its path to the ElasticCluster (None for a topology file)."""
     from artist.elastic.cluster import load_cluster
@@ -217,13 +221,14 @@ def _topologies(f: Fields, base: Path) -> tuple[list[TopologyChoice], dict]:
         if not p.is_file():
             raise InputError(f.source, f"field '{key}'", rigid._no_such("topology file", p, text,
                                                                          shipped.TOPOLOGIES_DIR))
-        if "pools" in load_yaml_mapping(p):
+        topology = None if "pools" in load_yaml_mapping(p) else Topology.from_yaml(p)
+        if topology is None or len(set(topology.rack_gpu_types)) > 1:  # a topology of mixed racks: its pools
             cluster = load_cluster(p)
             out.append(TopologyChoice(text, dataclasses.replace(cluster.pools[0].topology, name=cluster.name),
                                       sha256_file(p)))
             clusters[text] = cluster
         else:
-            out.append(TopologyChoice(text, Topology.from_yaml(p), sha256_file(p)))
+            out.append(TopologyChoice(text, topology, sha256_file(p)))
             clusters[text] = None
     rigid._unique(f, "topology", [t.topology.name for t in out], "topology name")
     return out, clusters

@@ -45,20 +45,11 @@ def cluster_file(cluster: str) -> Path:
 
 
 def _pools(path: Path):
-    """The file's pools (artist/elastic/cluster.py): a cluster file's, or a topology file as one pool of its
-    GPU type (a topology whose racks mix types is refused: a cluster file names each pool's type)."""
-    from artist.elastic.cluster import Pool as ClusterPool, load_cluster  # (its timer imports the network)
-    from artist.topology import load_topology
-    from artist.yamlio import load_yaml_mapping
+    """The file's pools (artist/elastic/cluster.py load_cluster): a cluster file's, or a topology file's, one
+    pool per GPU type of its racks."""
+    from artist.elastic.cluster import load_cluster  # (its timer imports the network; policies do not)
 
-    if "pools" in load_yaml_mapping(path):
-        return load_cluster(path).pools
-    topology = load_topology(path)
-    types = tuple(dict.fromkeys(topology.rack_gpu_types))
-    if len(types) != 1:
-        raise KeyError(f"{path}: racks of GPU types {', '.join(types)}; Crius' pools are one type each: "
-                       "give a cluster file (topologies/clusters/)")
-    return (ClusterPool(types[0], topology, None, path),)
+    return load_cluster(path).pools
 
 
 def crius_cluster(cluster: str) -> dict[str, Pool]:
