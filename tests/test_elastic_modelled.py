@@ -151,3 +151,13 @@ def test_pollux_tables_on_an_a100_topology_are_refused(tmp_path):
     with pytest.raises(InputError) as err:
         load_sweep_spec(str(path))
     assert "elastic.applications" in str(err.value) and "A100" in str(err.value) and "workloads/sia" in str(err.value)
+
+
+def test_a_measured_type_under_another_name_is_its_table():
+    """A cluster file's "T4" is the measured "t4" (case), "A100" the measured "a100" (same accelerator)."""
+    apps = heterogeneous_applications()
+    topology = load_cluster(CLUSTERS_DIR / "crius-testbed.yaml").pools[0].topology
+    out, how = with_modelled_types(apps, [Pool("T4", topology), Pool("A100", topology)], {})
+    assert how == {"T4": {"from": "t4", "compute_factor": 1.0}, "A100": {"from": "a100", "compute_factor": 1.0}}
+    for name, (app, _) in apps.items():
+        assert out[name][0].compute["T4"] is app.compute["t4"] and out[name][0].limits["A100"] == app.limits["a100"]

@@ -62,38 +62,52 @@ def reference_type(apps: Mapping[str, tuple[MeasuredApplication, object]]) -> st
 
 def with_modelled_types(apps: Mapping[str, tuple[MeasuredApplication, object]], pools,
                         reference_memory_gib: Mapping[str, float]) -> tuple[dict, dict]:
-    """(apps with a compute table for every pool's GPU type, {modelled type: how}); pools: the cluster's
-    Pool objects (gpu_type, memory_gib). ValueError naming the type where none can be modelled."""
+    """(apps with a compute table for every pool's GPU type, {type given another's table: how}); pools: the
+    cluster's Pool objects (gpu_type, memory_gib). A type that names a measured one (measured_type) takes its
+    table and limits as they are; any other is modelled from the reference. ValueError naming the type
+    where neither applies."""
     missing = [p for p in pools if any(p.gpu_type not in app.compute for app, _ in apps.values())]
     if not missing:
         return apps, {}
-    ref = reference_type(apps)
-    if ref is None or ref not in reference_memory_gib:
-        raise ValueError(f"no measured compute for GPU type(s) {', '.join(p.gpu_type for p in missing)}, and no "
-                         "measured type with datasheet figures and a stated memory to model it from")
-    ref_gpu, ref_memory = accelerator(ref), float(reference_memory_gib[ref])
-    described, factors, out = {}, {}, {}
+    described, factors, source, aliases = {}, {}, {}, set()
+    ref = ref_gpu = ref_memory = None
     for pool in missing:
+        alias = measured_type(apps, pool.gpu_type)
+        if alias is not None:  # the same GPU measured under another name: its table, unscaled
+            source[pool.gpu_type], factors[pool.gpu_type] = alias, 1.0
+            aliases.add(pool.gpu_type)
+            described[pool.gpu_type] = {"from": alias, "compute_factor": 1.0}
+            continue
+        if ref is None:
+            ref = reference_type(apps)
+            if ref is None or ref not in reference_memory_gib:
+                raise ValueError(f"no measured compute for GPU type {pool.gpu_type}, and no measured type with "
+                                 "datasheet figures and a stated memory to model it from")
+            ref_gpu, ref_memory = accelerator(ref), float(reference_memory_gib[ref])
         gpu = _accelerator_or_none(pool.gpu_type)
         if gpu is None:
             raise ValueError(f"GPU type {pool.gpu_type!r} has neither measured compute tables nor datasheet "
                              "figures (artist/perf/accelerators.py) to model them from")
+        source[pool.gpu_type] = ref
         factor = factors[pool.gpu_type] = ref_gpu.achieved_flops / gpu.achieved_flops
         memory = pool.memory_gib if pool.memory_gib is not None else gpu.memory_bytes / GIB
         described[pool.gpu_type] = {"from": ref, "compute_factor": round(factor, 6), "memory_gib": memory}  # (ids)
+    out = {}
     for name, (app, spec) in apps.items():
         compute, limits = dict(app.compute), dict(app.limits)
         for pool in missing:
             if pool.gpu_type in compute:
                 continue
-            how = described[pool.gpu_type]
-            table, limit = app.compute[ref], app.limits[ref]
-            same = _accelerator_or_none(pool.gpu_type) == ref_gpu
+            how, base = described[pool.gpu_type], source[pool.gpu_type]
+            table, limit = app.compute[base], app.limits[base]
+            if pool.gpu_type in aliases:  # the measured table and limits as they are
+                compute[pool.gpu_type], limits[pool.gpu_type] = table, limit
+                continue
             largest = min(limit.max_local, math.floor(limit.max_local * how["memory_gib"] / ref_memory))
             if largest < limit.min_local:
                 raise ValueError(f"{name}: {pool.gpu_type} ({how['memory_gib']:g} GiB) holds less than the smallest "
                                  f"measured local batch {limit.min_local} of {ref} ({ref_memory:g} GiB)")
-            compute[pool.gpu_type] = table if same else ComputeTable(
+            compute[pool.gpu_type] = ComputeTable(
                 pool.gpu_type, table.local_batches, table.seconds * factors[pool.gpu_type],
                 f"modelled: {table.source} x {how['compute_factor']:.4g} ({ref} / {pool.gpu_type} achieved FLOP/s, "
                 "artist/perf/accelerators.py)", None)
