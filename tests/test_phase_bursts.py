@@ -174,3 +174,22 @@ def test_the_collision_chance_is_the_other_jobs_load_beyond_the_room_a_burst_lea
     assert caps(2.0) == [4.0, 5.0, 2.0]  # exactly filled: P = 0
     assert caps(6.0) == pytest.approx([1 / (1 / 4 + 0.5 * 0.1), 5.0, 6.0])  # P = (6 - 2) / 8
     assert caps(20.0) == pytest.approx([1 / (1 / 4 + 1.0 * 0.1), 5.0, 20.0])  # P clamped at 1
+
+
+def test_sibling_channels_on_one_link_burst_at_their_nics_rate_not_the_sum():
+    """Bundle 0 (cap 4 per edge, burst rate 8: two channels taking turns at one NIC) crosses the link (capacity
+    10) with both channels' edges (load 2): its peak there is the NIC's 8, not 2 x 8 (they take turns), so
+    beside another job's mean rate x, P = (x - (10 - 8)) / 8. With edges from two NICs (load 4) the peak is
+    4 x 4 = 16: P = (x - (10 - 16)) / 16. Seen in ns-3: two 2-channel rings whose edges exactly fill a port
+    (2 x 12.5 GB/s on 25 GB/s) run at 1.002x alone's step, where counting 2 x burst gave +10.6 %."""
+    classes = [(0, 8.0, 0.1), (1, 0.0, 0.0)]
+    capacity = np.array([10.0])
+
+    def cap(load, x):
+        group = [[0, 0, 1.0, 1.0, 4.0, ((0, load),), 0.0, 0, 0, 0.0],
+                 [1, 0, 1.0, 1.0, x, ((0, 1.0),), 0.0, 1, 1, 0.0]]
+        return _collision_caps(group, classes, capacity)[0][4]
+
+    assert cap(2.0, 2.0) == 4.0  # exactly filled beside its NIC's burst: P = 0
+    assert cap(2.0, 6.0) == pytest.approx(1 / (1 / 4 + 0.5 * 0.1))  # P = (6 - 2) / 8
+    assert cap(4.0, 2.0) == pytest.approx(1 / (1 / 4 + 0.5 * 0.1))  # P = (2 + 6) / 16

@@ -641,7 +641,8 @@ class Run {
             if (in_.cross_link[c2] == link) others += in_.class_cap[other] * in_.cross_load[c2];
           }
         }
-        double burst = in_.class_burst[cls] * in_.cross_load[c];
+        // its peak on the link: sibling channels take turns at their NIC (engine.py _collision_caps)
+        double burst = std::max(in_.class_burst[cls], in_.class_cap[cls] * in_.cross_load[c]);
         p = std::max(p, (others - (in_.capacity[link] - burst)) / burst);
       }
       p = std::min(1.0, p);

@@ -515,7 +515,9 @@ def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarra
     """The group's bundles (in class order), each that shows latency when its bursts collide (exposed > 0)
     with its cap lowered to 1 / (1 / cap + P x exposed): P, the chance that another job's traffic on one
     of its shared links leaves too little room for its burst there, (the other jobs' mean rates (caps)
-    on the link - (capacity - its burst)) / its burst, the largest over its links, at most 1."""
+    on the link - (capacity - its burst)) / its burst, the largest over its links, at most 1. Its burst on
+    a link is its burst rate (its channels' NIC rate: they take turns) or, where its m edges there come from
+    several NICs, m x cap."""
     out = []
     for a in ordered:
         job, burst_rate, exposed = class_bursts[a[7]]
@@ -528,7 +530,9 @@ def _collision_caps(ordered: list[list], class_bursts: list, capacity: np.ndarra
                         for other_link, other_m in o[5]:
                             if other_link == link:
                                 others += o[4] * other_m
-                burst = burst_rate * m  # its own bursts on the link
+                # its own peak on the link: its sibling channels take turns at their NIC (burst_terms), so
+                # its m edges there burst at the NIC's rate, or more where they come from several NICs
+                burst = max(burst_rate, a[4] * m)
                 p = max(p, (others - (float(capacity[link]) - burst)) / burst)
             p = min(1.0, p)
             if p > 0:

@@ -29,14 +29,15 @@ from artist.network.phase.engine import PhaseBundle, PhaseJob, PhaseNode, PhaseS
 from artist.parallel.graph import StepGraph
 from artist.placement import Placement
 
-PHASE_VERSION = "11"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
+PHASE_VERSION = "12"  # bump when an answer changes (5: event budget; 6: latency hidden behind slowed bytes;
 # 7: one flow per edge, not a lock-step bundle per channel; 8: a bundle's bytes brought up to date only when
 # its rate changes, drains taken from a heap: rounding differs, and with it the alignment of long runs;
 # 9: channels that share a NIC show their hop latency when another job's burst collides with theirs:
 # burst_terms, engine.py's collision caps; 10: a slowed ring edge whose feeding edge is slowed too shows its
 # hop latency at every round and leaves those gaps to the others: contended_phase's shown, engine.py's
 # _rates_shown; 11: a bundle across up and down shared links is two stages with a switch buffer between
-# them, engine.py's _Bundle and _staged_rates)
+# them, engine.py's _Bundle and _staged_rates; 12: a bundle's sibling channels on one link burst at their
+# NIC's rate there, not at the sum of their bursts: engine.py's _collision_caps)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
 MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
 MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
