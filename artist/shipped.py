@@ -18,6 +18,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 WHEEL_DATA_DIR = PACKAGE_DIR / "_data"  # only in an installed wheel: never in the repository
 ROOT = WHEEL_DATA_DIR if WHEEL_DATA_DIR.is_dir() else PACKAGE_DIR.parent
 TOPOLOGIES_DIR = ROOT / "topologies"
+CLUSTERS_DIR = TOPOLOGIES_DIR / "clusters"  # cluster files: pools of one GPU type each
 MODELS_DIR = ROOT / "workloads" / "models"
 TRACES_DIR = ROOT / "workloads" / "traces"
 PROFILES_DIR = ROOT / "calibration" / "profiles"
@@ -52,8 +53,23 @@ def resolve(text: str | Path, directory: Path, option: str, what: str, suffix: s
     raise InputError("command line", option, f"no such file {str(text)!r}, and not a shipped {what} (shipped: {known})")
 
 
+def find_topology(text: str | Path, base: Path | None = None) -> Path:
+    """find's file among the shipped topologies, else among the shipped cluster files (`dally-hetero`)."""
+    found = find(text, TOPOLOGIES_DIR, base=base)
+    if found.is_file():
+        return found
+    cluster = find(text, CLUSTERS_DIR, base=base)
+    return cluster if cluster.is_file() else found
+
+
 def topology_path(text: str | Path) -> Path:
-    return resolve(text, TOPOLOGIES_DIR, "--topology", "topology")
+    """--topology's file: a path, a shipped topology's name or a shipped cluster file's name."""
+    found = find_topology(text)
+    if found.exists():
+        return found
+    known = ", ".join(names(TOPOLOGIES_DIR) + names(CLUSTERS_DIR)) or "none"
+    raise InputError("command line", "--topology", f"no such file {str(text)!r}, and not a shipped topology or "
+                                                   f"cluster (shipped: {known})")
 
 
 def sweep_path(text: str | Path) -> Path:

@@ -412,7 +412,9 @@ def test_version_and_list(capsys):
     assert main(["list", "policies"]) == 0
     assert {"fifo", "tiresias", "dally", "gandiva"} <= set(capsys.readouterr().out.split())
     assert main(["list", "topologies"]) == 0
-    assert "dgx-h100" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "dgx-h100" in listed  # and the cluster files, usable by name as --topology:
+    assert "crius-testbed          cluster of 2 pools: A40 16 x 2, A10 16 x 2 (64 GPUs)" in listed
     assert main(["list", "profiles"]) == 0
     assert "h100-ns3                   backend ns3/ring/8ch on topology h100-dgx" in capsys.readouterr().out
 

@@ -123,6 +123,15 @@ def test_a_topology_of_mixed_racks_is_a_pool_per_gpu_type(tmp_path, policy, work
     assert len(jobs) in (4, 5) and jobs.filter(like="finish").notna().all().all()
 
 
+def test_a_shipped_cluster_file_is_a_topology_by_its_name(tmp_path):
+    from artist import shipped
+
+    assert shipped.topology_path("dally-hetero") == shipped.CLUSTERS_DIR / "dally-hetero.yaml"
+    assert main(["simulate", "--policy", "fifo", "--topology", "dally-hetero", "--quiet", "--no-cache",
+                 "--workload", GENERATOR, "--out", str(tmp_path)]) == 0
+    assert len(pd.read_csv(tmp_path / "jobs.csv")) == 5
+
+
 @pytest.mark.parametrize("name", ["fifo", "sia"])
 def test_other_policies_run_on_a_crius_cluster_by_its_name(tmp_path, capsys, name):
     """Crius' clusters (A40, A10) are cluster files every policy sees: the elastic applications' compute on

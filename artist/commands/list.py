@@ -34,6 +34,12 @@ def _rows(what: str) -> list[str]:
             t = load_topology(shipped.TOPOLOGIES_DIR / f"{name}.yaml")
             rows.append(f"{name:<22} {t.racks} racks x {t.machines_per_rack} machines x {t.gpus_per_machine} GPUs "
                         f"({t.gpus} GPUs; {', '.join(dict.fromkeys(t.rack_gpu_types))})")
+        from artist.elastic.cluster import load_cluster
+
+        for name in shipped.names(shipped.CLUSTERS_DIR):  # cluster files: a pool per GPU type
+            c = load_cluster(shipped.CLUSTERS_DIR / f"{name}.yaml")
+            pools = ", ".join(f"{p.gpu_type} {p.topology.machines} x {p.topology.gpus_per_machine}" for p in c.pools)
+            rows.append(f"{name:<22} cluster of {len(c.pools)} pools: {pools} ({c.gpus} GPUs)")
         return rows
     if what == "sweeps":
         return [f"{name:<28} {_headline(shipped.SWEEPS_DIR / f'{name}.yaml')}"

@@ -45,12 +45,12 @@ from artist.network.base import FabricModel
 from artist.network.provenance import AnswerCounts
 from artist.parallel.ddp import ddp_step
 from artist.placement import placement_from_shape
+from artist.shipped import CLUSTERS_DIR as CLUSTERS_DIR  # (re-exported: cluster files, beside topologies/)
 from artist.shipped import TOPOLOGIES_DIR
 from artist.topology import Topology
 from artist.workload import ModelProfile
 from artist.yamlio import Fields, load_yaml_mapping
 
-CLUSTERS_DIR = TOPOLOGIES_DIR / "clusters"   # cluster files (not topologies: kept apart from topologies/*.yaml)
 MAX_POOLS = 64  # far above any cluster of the papers (Sia's widest has 6 types); bounds a bad file
 MIN_MEMORY_GIB, MAX_MEMORY_GIB = 1.0, 4096.0  # memory per GPU a cluster file may state (bounds of a bad file)
 

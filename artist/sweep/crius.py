@@ -89,7 +89,7 @@ def load_crius_spec(f: Fields, path: Path):
     name = f.string("name", path.stem)
     cluster = f.string("cluster")
     if cluster not in CLUSTERS:  # a cluster or topology file (relative to the spec, or a shipped name)
-        found = shipped.find(cluster, shipped.TOPOLOGIES_DIR, base=base)
+        found = shipped.find_topology(cluster, base=base)
         if not found.is_file():
             raise f.error("cluster", f"neither a Crius cluster ({', '.join(CLUSTERS)}) nor a topology or cluster "
                                      f"file: {cluster!r}")

@@ -217,7 +217,7 @@ def _topologies(f: Fields, base: Path) -> tuple[list[TopologyChoice], dict]:
         key = f"topology[{i}]" if isinstance(f.raw("topology"), list) else "topology"
         if not isinstance(text, str) or not text:
             raise InputError(f.source, f"field '{key}'", f"expected a topology or cluster file path, got {text!r}")
-        p = shipped.find(text, shipped.TOPOLOGIES_DIR, base=base)
+        p = shipped.find_topology(text, base=base)
         if not p.is_file():
             raise InputError(f.source, f"field '{key}'", rigid._no_such("topology file", p, text,
                                                                          shipped.TOPOLOGIES_DIR))

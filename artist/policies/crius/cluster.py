@@ -36,8 +36,8 @@ def cluster_file(cluster: str) -> Path:
     """The file of a Crius cluster's name, else the cluster or topology file the text names (a path, or a
     shipped topology's name): Crius' jobs run on any whose GPU types have datasheet figures."""
     if cluster in CLUSTERS:
-        return shipped.TOPOLOGIES_DIR / "clusters" / f"{cluster}.yaml"
-    path = shipped.find(cluster, shipped.TOPOLOGIES_DIR)
+        return shipped.CLUSTERS_DIR / f"{cluster}.yaml"
+    path = shipped.find_topology(cluster)
     if not path.is_file():
         raise KeyError(f"{cluster!r} is neither a Crius cluster ({', '.join(CLUSTERS)}) nor a topology or "
                        "cluster file")
