@@ -69,12 +69,8 @@ def dialect_of(policy: str, topology: str, workload: str | None = None) -> str |
 
 
 def _topology_file(topology: str) -> Path | None:
-    """The topology or cluster file --topology names (a path, or a shipped one's name, a Crius cluster's
-    name included); None if none."""
-    from artist.policies.crius.cluster import CLUSTERS, cluster_file
-
-    if topology in CLUSTERS:
-        return cluster_file(topology)
+    """The topology or cluster file --topology names (a path, or a shipped one's name: shipped.topology_path
+    finds cluster files by name too, Crius' included); None if none."""
     try:
         return shipped.topology_path(topology)
     except InputError:
