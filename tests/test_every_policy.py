@@ -155,9 +155,17 @@ def test_artist_simulate_runs_every_policy_on_every_shipped_cluster_file(tmp_pat
 
 
 @pytest.mark.parametrize("workload, where", [("crius:jobs=4,rate=2", "crius: takes jobs=N,arrivals_per_hour=R"),
-                                             ("poisson:n=4", "Crius' jobs come from")])
+                                             ("poisson:n=4", "Crius' jobs come from"),
+                                             ("crius:jobs=4,arrivals_per_hour=-1", "arrivals_per_hour: must be > 0")])
 def test_a_bad_crius_workload_is_one_clear_line(capsys, workload, where):
     assert main(["simulate", "--policy", "crius", "--topology", "crius-testbed", "--workload", workload,
                  "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--workload" in err[0] and where in err[0]
+
+
+def test_crius_jobs_on_gpus_without_datasheet_figures_name_the_topology(capsys):
+    assert main(["simulate", "--policy", "crius", "--topology", "pollux-t4", "--workload",
+                 "crius:jobs=4,arrivals_per_hour=20", "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--topology" in err[0] and "pollux-t4.yaml: pool T4" in err[0]

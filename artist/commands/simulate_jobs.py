@@ -111,6 +111,22 @@ def _elastic_spec(args, params: dict) -> dict:
     return spec
 
 
+# the fields of the spec simulate writes that come from --topology or --workload (the rest: --policy)
+_OPTION_OF_FIELD = {"topology": "--topology", "cluster": "--topology", "racks": "--racks",
+                    "elastic.applications": "--topology", "workloads": "--workload", "jobs": "--workload",
+                    "arrivals_per_hour": "--workload", "philly_log": "--workload"}
+
+
+def _option_of(where: str | None, policy: str) -> tuple[str, str | None]:
+    """(the command-line option a field of simulate's own spec came from, the field where the option holds
+    several: "field 'arrivals_per_hour'" -> (--workload, arrivals_per_hour)); else (--policy P, None)."""
+    field = (where or "").removeprefix("field ").strip("'")
+    for name, option in _OPTION_OF_FIELD.items():
+        if field == name or field.startswith(name + "[") or field.startswith(name + "."):
+            return option, (None if name in ("topology", "cluster", "racks", "workloads") else field)
+    return f"--policy {policy}", None
+
+
 def _workload_text(text: str) -> str:
     path = Path(text)
     return str(path.resolve()) if path.is_file() else text
@@ -203,8 +219,9 @@ def dialect_run(args, params: dict, dialect: str) -> Iterator[tuple[pd.Series, P
         spec_path.write_text(yaml.safe_dump(spec_text, sort_keys=False))
         try:
             spec = load_sweep_spec(spec_path)
-        except InputError as exc:  # the spec is ours: name the command line, not the temporary file
-            raise InputError("command line", f"--policy {args.policy}", exc.problem) from None
+        except InputError as exc:  # the spec is ours: name the command line's option, not the temporary file
+            option, field = _option_of(exc.where, args.policy)
+            raise InputError("command line", option, f"{field}: {exc.problem}" if field else exc.problem) from None
         report = run_sweep(spec, Path(tmp) / "out", n_jobs=1, use_cache=not getattr(args, "no_cache", False),
                            cache_dir=getattr(args, "cache_dir", None), progress=not args.quiet, plots=False)
         if report.failed:
