@@ -34,7 +34,6 @@ from artist import shipped
 from artist.errors import InputError
 from artist.yamlio import load_yaml_mapping
 
-POLLUX_APPS, SIA_APPS = shipped.ROOT / "workloads" / "pollux", shipped.ROOT / "workloads" / "sia"
 CRIUS_DEFAULT = {"jobs": 60, "arrivals_per_hour": 20.0}  # ours: a small Crius workload, ~3 h of arrivals
 
 
@@ -86,23 +85,14 @@ def _is_cluster_file(topology: str) -> bool:
         return False
 
 
-def _is_t4(path: Path) -> bool:
-    """Whether a topology file's GPUs are T4s, where Pollux's own measured tables apply (the other types
-    take Sia's tables, measured on rtx, a100 and quad, modelled from the A100's on other datasheet GPUs)."""
-    from artist.topology import load_topology
-
-    return {t.lower() for t in load_topology(path).rack_gpu_types} == {"t4"}
-
-
 def _comm(args) -> dict:
     return {"backend": args.backend, "algorithm": args.algorithm, "channels": args.channels}
 
 
 def _elastic_spec(args, params: dict) -> dict:
     path = _topology_file(args.topology) or shipped.topology_path(args.topology)  # the latter: its one-line error
-    apps = SIA_APPS if _is_cluster_file(args.topology) or not _is_t4(path) else POLLUX_APPS
+    # no `applications`: the spec's default, Pollux's tables where every GPU is a T4, Sia's elsewhere
     spec = {"name": f"simulate-{args.policy}", "loop": "elastic", "topology": str(path.resolve()),
-            "elastic": {"applications": str(apps)},
             "policies": [{"name": args.policy, "params": params, "label": args.policy}],
             "workloads": [{"spec": _workload_text(args.workload), "label": "workload"}],
             "seeds": [args.seed], "comm": _comm(args)}
