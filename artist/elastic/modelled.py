@@ -28,8 +28,7 @@ from typing import Mapping
 from artist.elastic.measured import ComputeTable, MeasuredApplication
 from artist.elastic.spec import LocalBatchLimit
 from artist.perf.accelerators import accelerator
-
-GIB = 1 << 30
+from artist.perf.memory import GIB
 
 
 def _accelerator_or_none(gpu_type: str):
@@ -39,10 +38,15 @@ def _accelerator_or_none(gpu_type: str):
         return None
 
 
+def _measured_types(apps: Mapping[str, tuple[MeasuredApplication, object]]) -> set[str]:
+    """The GPU types every application has a table of."""
+    return set.intersection(*(set(app.compute) for app, _ in apps.values())) if apps else set()
+
+
 def measured_type(apps: Mapping[str, tuple[MeasuredApplication, object]], gpu_type: str) -> str | None:
     """The measured type every application has that names this GPU: the same name, ignoring case (a
     topology's "T4" is Pollux's "t4"), else the same accelerator (Crius' "A100" is Sia's "a100"); None."""
-    measured = set.intersection(*(set(app.compute) for app, _ in apps.values())) if apps else set()
+    measured = _measured_types(apps)
     if gpu_type in measured:
         return gpu_type
     same_name = sorted(t for t in measured if t.lower() == gpu_type.lower())
@@ -55,8 +59,7 @@ def measured_type(apps: Mapping[str, tuple[MeasuredApplication, object]], gpu_ty
 
 def reference_type(apps: Mapping[str, tuple[MeasuredApplication, object]]) -> str | None:
     """The measured type every application has and the accelerator table knows (None: no such type)."""
-    measured = set.intersection(*(set(app.compute) for app, _ in apps.values())) if apps else set()
-    known = sorted(t for t in measured if _accelerator_or_none(t) is not None)
+    known = sorted(t for t in _measured_types(apps) if _accelerator_or_none(t) is not None)
     return known[0] if known else None
 
 
@@ -69,12 +72,12 @@ def with_modelled_types(apps: Mapping[str, tuple[MeasuredApplication, object]], 
     missing = [p for p in pools if any(p.gpu_type not in app.compute for app, _ in apps.values())]
     if not missing:
         return apps, {}
-    described, factors, source, aliases = {}, {}, {}, set()
+    described, factors, aliases = {}, {}, set()  # factors: exact (described rounds them for run ids)
     ref = ref_gpu = ref_memory = None
     for pool in missing:
         alias = measured_type(apps, pool.gpu_type)
         if alias is not None:  # the same GPU measured under another name: its table, unscaled
-            source[pool.gpu_type], factors[pool.gpu_type] = alias, 1.0
+            factors[pool.gpu_type] = 1.0
             aliases.add(pool.gpu_type)
             described[pool.gpu_type] = {"from": alias, "compute_factor": 1.0}
             continue
@@ -88,7 +91,6 @@ def with_modelled_types(apps: Mapping[str, tuple[MeasuredApplication, object]], 
         if gpu is None:
             raise ValueError(f"GPU type {pool.gpu_type!r} has neither measured compute tables nor datasheet "
                              "figures (artist/perf/accelerators.py) to model them from")
-        source[pool.gpu_type] = ref
         factor = factors[pool.gpu_type] = ref_gpu.achieved_flops / gpu.achieved_flops
         memory = pool.memory_gib if pool.memory_gib is not None else gpu.memory_bytes / GIB
         described[pool.gpu_type] = {"from": ref, "compute_factor": round(factor, 6), "memory_gib": memory}  # (ids)
@@ -98,8 +100,8 @@ def with_modelled_types(apps: Mapping[str, tuple[MeasuredApplication, object]], 
         for pool in missing:
             if pool.gpu_type in compute:
                 continue
-            how, base = described[pool.gpu_type], source[pool.gpu_type]
-            table, limit = app.compute[base], app.limits[base]
+            how = described[pool.gpu_type]
+            table, limit = app.compute[how["from"]], app.limits[how["from"]]
             if pool.gpu_type in aliases:  # the measured table and limits as they are
                 compute[pool.gpu_type], limits[pool.gpu_type] = table, limit
                 continue
