@@ -80,7 +80,7 @@ class CriusRunConfig:
 
 def load_crius_spec(f: Fields, path: Path):
     """The SweepSpec of a `loop: crius` spec (checked and expanded; InputError on anything wrong)."""
-    from artist.policies.crius.cluster import CLUSTERS, crius_cluster, pool_files as files_of
+    from artist.policies.crius.cluster import CLUSTERS, crius_cluster
     from artist.crius.simulation import POLICIES
     from artist.sweep import spec as rigid
 
@@ -131,7 +131,7 @@ def load_crius_spec(f: Fields, path: Path):
     config = CriusRunConfig(cluster, jobs, rate, str(philly) if philly else None, depth)
     first = next(iter(pools.values())).topology
     topology = TopologyChoice(label, dataclasses.replace(first, name=label), "")
-    pool_files = {gpu_type: sha256_file(file) for gpu_type, file in files_of(cluster).items()}
+    pool_files = {gpu_type: sha256_file(pool.source_file) for gpu_type, pool in pools.items()}
     if philly:
         workload = WorkloadChoice(f"philly-{philly.stem}-{jobs}", f.string("philly_log"), str(philly),
                                   {"philly_sha256": sha256_file(philly), "jobs": jobs})

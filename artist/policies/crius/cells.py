@@ -35,8 +35,9 @@ fastest plan left. Our choices where the paper is silent (marked [I] in the dige
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -64,6 +65,7 @@ class Pool:
     topology: Topology
     gpu: Accelerator
     memory_bytes: float
+    source_file: Path | None = field(default=None, compare=False)  # the file its topology came from (run ids)
 
     @property
     def gpus(self) -> int:

@@ -44,36 +44,25 @@ def cluster_file(cluster: str) -> Path:
     return path
 
 
-def _pools(path: Path):
-    """The file's pools (artist/elastic/cluster.py load_cluster): a cluster file's, or a topology file's, one
-    pool per GPU type of its racks."""
+def crius_cluster(cluster: str) -> dict[str, Pool]:
+    """{GPU type: Pool} of a Crius cluster's name or a cluster or topology file (artist/elastic/cluster.py
+    load_cluster: a topology file is a pool per GPU type of its racks): memory per GPU as the file states it
+    (memory_gib), else the datasheet's (artist/perf/accelerators.py); each pool's source_file is its topology
+    file (the cluster file for a pool given inline). KeyError naming the file where a type has no datasheet
+    figures (Cells need its FLOP/s and memory)."""
     from artist.elastic.cluster import load_cluster  # (its timer imports the network; policies do not)
 
-    return load_cluster(path).pools
-
-
-def crius_cluster(cluster: str) -> dict[str, Pool]:
-    """{GPU type: Pool} of a Crius cluster's name or a cluster or topology file: memory per GPU as the file
-    states it (memory_gib), else the datasheet's (artist/perf/accelerators.py). KeyError naming the file
-    where a type has no datasheet figures (Cells need its FLOP/s and memory)."""
     path = cluster_file(cluster)
     out = {}
-    for pool in _pools(path):
+    for pool in load_cluster(path).pools:
         try:
             gpu = accelerator(pool.gpu_type)
         except KeyError as exc:
             raise KeyError(f"{path}: pool {pool.gpu_type}: {exc.args[0]} (Crius' Cells need its FLOP/s and "
                            "memory)") from None
         memory = pool.memory_gib * GIB if pool.memory_gib is not None else gpu.memory_bytes
-        out[pool.gpu_type] = Pool(pool.gpu_type, pool.topology, gpu, memory)
+        out[pool.gpu_type] = Pool(pool.gpu_type, pool.topology, gpu, memory, pool.topology_file or path)
     return out
-
-
-def pool_files(cluster: str) -> dict[str, Path]:
-    """Each pool's file (its topology file; the cluster file for a pool given inline): what a run of Crius'
-    jobs is keyed on."""
-    path = cluster_file(cluster)
-    return {pool.gpu_type: pool.topology_file or path for pool in _pools(path)}
 
 
 class PoolAllocator:
