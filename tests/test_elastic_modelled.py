@@ -161,3 +161,11 @@ def test_a_measured_type_under_another_name_is_its_table():
     assert how == {"T4": {"from": "t4", "compute_factor": 1.0}, "A100": {"from": "a100", "compute_factor": 1.0}}
     for name, (app, _) in apps.items():
         assert out[name][0].compute["T4"] is app.compute["t4"] and out[name][0].limits["A100"] == app.limits["a100"]
+
+
+@pytest.mark.parametrize("value", ["0", "5000", "lots", "true"])
+def test_a_bad_stated_memory_names_the_file_and_field(tmp_path, value):
+    (tmp_path / "gpu_types.yaml").write_text(f"gpu_types:\n  a100: {{table: t.csv, machine: m, memory_gib: {value}}}\n")
+    with pytest.raises(InputError) as err:
+        measured_memory_gib(tmp_path)
+    assert str(tmp_path / "gpu_types.yaml") in str(err.value) and "gpu_types.a100.memory_gib" in str(err.value)
