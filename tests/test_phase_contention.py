@@ -78,7 +78,7 @@ def test_a_ring_asks_one_flow_per_edge_and_edges_alike_share_one_bundle():
     bandwidth part that at the NIC rate (alpha-beta by hand). Its edges that cross the same shared links
     alike merge into one bundle loading each of them once per edge; the others stay apart."""
     from artist.network.phase.demand import collective_demand
-    from artist.network.phase.model import contended_phase
+    from artist.network.phase.model import binding_bundles, contended_phase
 
     data = small_topology_mapping(racks=2, machines_per_rack=2, gpus_per_machine=1, oversubscription=1.0)
     data["tiers"]["rack"]["bandwidth_gbps"] = data["tiers"]["spine"]["bandwidth_gbps"] = NIC_GBPS
@@ -95,6 +95,35 @@ def test_a_ring_asks_one_flow_per_edge_and_edges_alike_share_one_bundle():
     uplink = next(link for link in demand.bundles[0].links if link[0] == "nic_up")
     _, bundles = contended_phase(demand, demand.bandwidth_seconds, shared={uplink})
     assert sorted(b.crossings for b in bundles) == [(), ((uplink, 1.0),)]
+    # the three drain in as long as it does alone and it cannot drain sooner: they never end the collective
+    # last, and the engine is not given them (binding_bundles, below)
+    assert [b.crossings for b in binding_bundles(bundles)] == [((uplink, 1.0),)]
+
+
+def test_only_the_edges_that_can_end_a_collective_last_are_kept():
+    """Edges on no shared link drain at their cap; those on shared links no sooner. Of the free ones only the
+    longest can end the collective, and only if it outlasts the shortest shared one alone."""
+    from artist.network.phase.engine import PhaseBundle
+    from artist.network.phase.model import binding_bundles
+
+    shared = PhaseBundle(work=4.0, cap=2.0, crossings=((0, 1.0),))  # 2 s at least
+    short, equal, long_ = (PhaseBundle(work=w, cap=1.0, crossings=()) for w in (1.0, 2.0, 3.0))
+    assert binding_bundles([short, shared, equal]) == (shared,)  # 1 s and 2 s: never last
+    assert binding_bundles([long_, shared, short, equal]) == (long_, shared)  # 3 s may be last
+    assert binding_bundles([short, long_]) == (short, long_)  # nothing shared: the collective is a timer
+    # and the engine ends the collective at the same time with or without the dropped edges
+    from artist.network.phase.engine import PhaseJob, PhaseNode, run_component
+
+    def job(bundles):
+        return PhaseJob((PhaseNode((), 0.0, True, tuple(bundles)),))
+
+    other = job([PhaseBundle(work=4.0, cap=4.0, crossings=((0, 1.0),))])
+    for full in ([short, shared, equal], [long_, shared, short]):
+        for company in ([], [other]):  # alone the long free edge ends last (3 s > 2 s), beside the other not
+            a = run_component([job(binding_bundles(full))] + company, [2.0], steps=4, engine="python")
+            b = run_component([job(full)] + company, [2.0], steps=4, engine="python")
+            assert [s.step_seconds for s in a] == [s.step_seconds for s in b]
+    assert run_component([job(binding_bundles([long_, shared]))], [2.0], steps=1)[0].step_seconds == 3.0
 
 
 def test_a_ring_edge_shows_its_latency_when_slowed_only_where_its_feeding_edge_crosses_a_shared_link():
@@ -255,10 +284,11 @@ def test_a_run_stopped_by_the_event_cap_reports_unsettled_jobs_without_failing()
     assert all(g.step_seconds > 0 for g in got)
 
 
-def test_past_the_event_budget_a_run_stops_once_every_job_has_ended_two_steps():
+def test_past_the_event_budget_a_run_stops_once_every_job_has_ended_one_step():
     """With no budget left from the start, the run stops at the first step end where both jobs have ended
-    two steps: the slow job has exactly two, its answer is its second step (the first left out), and
-    nothing claims convergence; with the budget unspent the same component runs to settled windows."""
+    a step: the slow job has exactly one, its answer is that step, the fast one's the mean of its steps after
+    its first, and nothing claims convergence; with the budget unspent the same component runs to settled
+    windows."""
     topo = _topology()
     model = PhaseContention(AnalyticalModel(topo, latency=NO_LATENCY), keep_jobs=True)
     slow = StepGraph((Node(0, "compute", seconds=2e-2, group=(0, 2)), _ring((0, 2), 64 << 20, deps=(0,), first=1)))
@@ -267,7 +297,9 @@ def test_past_the_event_budget_a_run_stops_once_every_job_has_ended_two_steps():
     timed, = model.components()
     cut = run_component(timed.jobs, timed.capacity, event_budget=0)
     full = run_component(timed.jobs, timed.capacity)
-    assert min(g.steps for g in cut) == 2 and not any(g.converged for g in cut)
+    one, many = sorted(cut, key=lambda g: g.steps)
+    assert one.steps == 1 and one.step_seconds == one.first_step_seconds
+    assert many.steps > 2 and not any(g.converged for g in cut)
     assert all(g.converged for g in full) and min(g.steps for g in full) > 2
     from artist.network.ns3.engine_build import find_compiler
 

@@ -965,13 +965,7 @@ class Run {
     }
     const JobState& slow = jobs_[slowest()];
     if (static_cast<int64_t>(slow.ends.size()) >= in_.max_steps) return true;
-    if (over_budget) {
-      bool twice = true;
-      for (const JobState& s : jobs_) {
-        if (s.ends.size() < 2) twice = false;
-      }
-      if (twice) return true;
-    }
+    if (over_budget) return true;  // every job has ended a step (checked above)
     double spans[3];
     if (!get_spans(spans)) return false;
     for (const JobState& s : jobs_) {
