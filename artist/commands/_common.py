@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from artist import shipped
-from artist.commands._args import integer
+from artist.commands._args import integer, number
 from artist.errors import InputError
 from artist.limits import MAX_CHANNELS, MAX_GPUS
 from artist.network.cache import CACHE_FILE_NAME
@@ -61,6 +61,27 @@ def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) ->
     if cache:
         p.add_argument("--no-cache", action="store_true", help="do not read or write the latency cache")
         p.add_argument("--cache-dir", default=None, help=CACHE_DIR_HELP)
+    add_ns3_timeout_argument(p)
+
+
+NS3_TIMEOUT_MAX_S = 7 * 24 * 3600.0  # the longest watchdog one may set on one ns-3 run: a week (a bound)
+
+
+def add_ns3_timeout_argument(p) -> None:
+    p.add_argument("--ns3-timeout", type=number(1, NS3_TIMEOUT_MAX_S), default=None, metavar="SECONDS",
+                   help="ns3 only: seconds one packet run may take before its watchdog stops it (default 600); "
+                        "answers do not depend on it, so cached ones stay valid")
+
+
+def ns3_options(args, backend: str | None = None) -> tuple[tuple[str, float], ...]:
+    """The backend options --ns3-timeout gives (none when it is not given); one line when it is given for a
+    backend other than ns3 (backend: the one the command runs, default --backend)."""
+    seconds = getattr(args, "ns3_timeout", None)
+    if seconds is None:
+        return ()
+    if (backend or args.backend) != "ns3":
+        raise InputError("command line", "--ns3-timeout", f"only with the ns3 backend, not {backend or args.backend}")
+    return (("timeout_s", float(seconds)),)
 
 
 def calibration_path(text: str | None) -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from artist import shipped
 from artist.calibration.profile import CalibrationProfile
 from artist.commands._args import integer
-from artist.commands._common import CACHE_DIR_HELP, writable_dir, writable_file
+from artist.commands._common import CACHE_DIR_HELP, add_ns3_timeout_argument, ns3_options, writable_dir, writable_file
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
@@ -83,6 +83,7 @@ def add_parser(sub) -> None:
     p.add_argument("--cache-dir", default=None, metavar="DIR",
                    help=CACHE_DIR_HELP)
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
+    add_ns3_timeout_argument(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)
 
@@ -246,8 +247,8 @@ def check(args, models: list, options: dict, profile: CalibrationProfile | None 
     profile.check_topology(topology)
     b = profile.backend
     cache_path = cache_path_from_args(args)
-    model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1), cache=cache_path),
-                   topology)
+    model = _model(CommSpec(b["backend"], b.get("algorithm", "ring"), b.get("channels", 1),
+                            ns3_options(args, b["backend"]), cache=cache_path), topology)
     models.append(model)
     Calibrated(model, profile)  # refuses a backend the profile was not fitted for
     logs = _simulate(model, cache_path, topology, args.logs, **options)
@@ -264,7 +265,8 @@ def fit(args, models: list, options: dict) -> Calibration:
         raise SystemExit("artist calibrate: --topology is required when fitting")
     topology = load_topology(shipped.topology_path(args.topology))
     cache_path = cache_path_from_args(args)
-    model = _model(CommSpec(args.backend, args.algorithm, args.channels, cache=cache_path), topology)
+    model = _model(CommSpec(args.backend, args.algorithm, args.channels, ns3_options(args), cache=cache_path),
+                   topology)
     models.append(model)
     logs = _simulate(model, cache_path, topology, args.logs, **options)
     held = _simulate(model, cache_path, topology, args.holdout, **options) if args.holdout else []

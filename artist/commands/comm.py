@@ -17,7 +17,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
-                                     calibration_path, load_topology_from)
+                                     calibration_path, load_topology_from, ns3_options)
 from artist.commands.cache import cache_path_from_args
 from artist.commands.plans import add_plan_arguments, run_plan
 from artist.errors import InputError
@@ -142,6 +142,7 @@ def _spec(args) -> CommSpec:
         options = (("accelerate", args.accelerate), ("transport", args.transport))
         options += (("fast_path", False),) if args.no_fast_path else ()
         options += (("arbitration", args.arbitration),) if args.arbitration != "fifo" else ()
+    options += ns3_options(args)
     return CommSpec(args.backend, args.algorithm, args.channels, options, calibration_path(args.calibration),
                     cache_path_from_args(args)).resolved()
 

@@ -9,7 +9,8 @@ import pandas as pd
 
 from artist.commands._args import integer, number
 from artist.commands._common import (add_network_arguments, add_topology_arguments, calibration_path,
-                                     check_calibration, load_topology_from, progress_enabled, writable_file)
+                                     check_calibration, load_topology_from, ns3_options, progress_enabled,
+                                     writable_file)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_WORKERS
@@ -165,7 +166,7 @@ def compute_table(args, topology) -> tuple[TableRun, pd.DataFrame | None, Path |
     cache_path = cache_path_from_args(args)
     if args.no_fast_path and args.backend != "ns3":
         raise InputError("command line", "--no-fast-path", "only with --backend ns3")
-    options = (("fast_path", False),) if args.no_fast_path else ()
+    options = ((("fast_path", False),) if args.no_fast_path else ()) + ns3_options(args)
     spec = CommSpec(args.backend, args.algorithm, args.channels, options,
                     calibration=calibration_path(args.calibration), cache=cache_path)
     check_calibration(spec.calibration, topology, spec)

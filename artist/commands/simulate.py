@@ -13,7 +13,8 @@ import pandas as pd
 from artist import shipped
 from artist.commands._args import integer, number
 from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
-                                     calibration_path, load_topology_from, progress_enabled, writable_dir)
+                                     calibration_path, load_topology_from, ns3_options, progress_enabled,
+                                     writable_dir)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_ARRIVAL_S, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
@@ -171,8 +172,8 @@ def simulate_rigid(args, params: dict | None = None, *, topology: Topology | Non
     topology.check_reference_gpu({models[j.model].reference_gpu for j in jobs if not j.plan})
     if args.out is not None:
         writable_dir(args.out)
-    spec = CommSpec(args.backend, args.algorithm, args.channels, calibration=calibration_path(args.calibration),
-                    cache=cache_path_from_args(args)).resolved()
+    spec = CommSpec(args.backend, args.algorithm, args.channels, ns3_options(args),
+                    calibration=calibration_path(args.calibration), cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds,
                              contention=args.contention, contention_model=args.contention_model)

@@ -116,7 +116,8 @@ class Ns3Worker:
             conn.send(request)
             if not conn.poll(timeout_s):
                 self._kill()
-                raise Ns3SimulationError(shape, f"no answer within the {timeout_s:g} s watchdog; worker killed")
+                raise Ns3SimulationError(shape, f"no answer within the {timeout_s:g} s watchdog; worker killed (a "
+                                                f"longer run: --ns3-timeout, or timeout_s in a spec's ns3 options)")
             try:
                 status, payload = conn.recv()
             except EOFError:

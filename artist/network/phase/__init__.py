@@ -132,7 +132,17 @@ j22 beside its 18 co-runners is 2.27x in the flow engine (ns-3 2.12x with all
 24 jobs) and 1.96x here, and it stays more than 10 % below the flow engine
 with half of them removed, while no one of them alone slows it by more than
 9.1 % in either model (both agree on every pair within 0.5 %): what this model
-misses there needs three or more jobs on a port. L12 j11's error is not buffering: three of its
+misses there needs three or more jobs on a port. Most of it is the coupling of
+a ring's edges, which this model drains independently: in the per-transfer flow
+engine a ring step's transfer waits for what its sender received at the step
+before, and with that dependency removed (every step's transfer in flight from
+the start) j22 falls from 2.27x to 2.00x with all 24 jobs (this model 1.80x,
+ns-3 2.12x) and from 1.88x to 1.78x beside the 7 co-runners that keep the gap
+(this model 1.73x). When different jobs slow different edges of a ring at
+different times, a coupled ring moves at the slowest edge of each moment, an
+independent one at each edge's own mean. Not on 2-GPU rings (two edges): L05 j7
+(-8.3 %) is 2.20x in the flow engine with and without the dependency.
+L12 j11's error is not buffering: three of its
 component's rings, each of 2 channels (j11; j1, 4 GPUs; j6, 4 GPUs with
 compute), give +7.4 / +8.5 / +5.7 % here and +8.2 / +6.1 / +5.9 % in the flow
 engine (ns-3 1.237x / 1.274x / 1.254x); j11 beside either of the other two
