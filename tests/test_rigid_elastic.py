@@ -5,6 +5,7 @@ capacity never exceeded."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -15,7 +16,10 @@ from artist.elastic.hetero_runs import RunContext, read_jobs
 from artist.elastic.exact import simulate_elastic
 from artist.elastic.jobs import ElasticJobSpec
 from artist.policies.pollux.registry import RIGID_IN_ELASTIC, make_elastic_policy
-from artist.policies.pollux.scheduler import JobView
+from artist.cluster import FreeMap
+from artist.elastic.jobs import ElasticJobs
+from artist.placement import Placement
+from artist.policies.base import SchedulerView
 from artist.shipped import TOPOLOGIES_DIR
 from artist.topology import Topology
 from artist.workload import load_models
@@ -50,10 +54,46 @@ def _context(cluster, jobs):
     return RunContext(_apps(), list(jobs), _models()).policy_context(cluster)
 
 
-def _view(job: ElasticJobSpec, now: float, current, attained: float = 0.0, remaining: float = 1e6) -> JobView:
-    return JobView(job.job_id, None, np.asarray(current, dtype=int), age=now - job.arrival, restarts=0,
-                   attained=attained, submitted=job.arrival, gpus_wanted=job.gpus, batch_wanted=job.batch,
-                   gpu_type="t4", category="rigid", remaining_iterations=remaining)
+@dataclass
+class _Record:
+    """What the loop keeps of a job and the policy reads: its id, arrival, GPUs held (None: it waits) and
+    its elastic job (what its agent reports)."""
+    job_id: str
+    arrival: float
+    placement: Placement | None
+    elastic: object
+
+
+def _round(name: str, params: dict, cluster, specs, rounds):
+    """The policy over these jobs at a sequence of rounds, each (now, {job: GPUs per node it holds, or
+    None: it waits, absent: not in the system; optionally (per node, attained GPU-seconds)}): per round,
+    the GPUs per node the policy gives each job it places. The loop's records are made here, so each
+    round's holdings are the test's, as the loop would pass them."""
+    policy, _ = make_elastic_policy(name, params, cluster, 0, _context(cluster, specs))
+    layout = cluster.layout()
+    jobs = ElasticJobs(cluster.capacity, cluster.node_types, specs, _apps(), None)
+    policy.bound(jobs, 60.0)
+    admitted = {spec.job_id: jobs.admit(spec) for spec in specs}
+    by_id = {spec.job_id: spec for spec in specs}
+    out = []
+    for now, holdings in rounds:
+        free = FreeMap.without(layout.topology, layout.absent)
+        waiting, running = [], []
+        for job_id, held in holdings.items():
+            job = admitted[job_id]
+            held, job.attained = held if isinstance(held, tuple) else (held, job.attained)
+            placement = None
+            if held is not None:
+                gpus = [g for node, n in enumerate(held) if n for g in layout.free_gpus(free, node, n)]
+                free.take(gpus)
+                placement = Placement(layout.topology, tuple(gpus))
+                job.alloc = np.asarray(held, dtype=int)
+            record = _Record(job_id, by_id[job_id].arrival, placement, job)
+            (running if placement is not None else waiting).append(record)
+        view = SchedulerView(now, layout.topology, waiting, running, free, None, 0.0, is_round=True)
+        decision = policy.schedule(view)
+        out.append({j: layout.per_node(p.gpus).tolist() for j, p in decision.allocations.items()})
+    return out
 
 
 def test_dally_on_an_empty_two_rack_pool_takes_one_machine_then_one_rack():
@@ -61,10 +101,8 @@ def test_dally_on_an_empty_two_rack_pool_takes_one_machine_then_one_rack():
     small = ElasticJobSpec("small", 0.0, "cifar10", gpus=4, batch=512)
     big = ElasticJobSpec("big", 0.0, "cifar10", gpus=8, batch=1024)
     for name in ("dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated"):
-        allocator, _ = make_elastic_policy(name, {}, cluster, 0, _context(cluster, [small]))
-        assert allocator.allocate([_view(small, 0.0, [0, 0, 0, 0])])["small"].tolist() == [4, 0, 0, 0], name
-        allocator, _ = make_elastic_policy(name, {}, cluster, 0, _context(cluster, [big]))
-        got = allocator.allocate([_view(big, 0.0, [0, 0, 0, 0])])["big"].tolist()
+        assert _round(name, {}, cluster, [small], [(0.0, {"small": None})])[0]["small"] == [4, 0, 0, 0], name
+        got = _round(name, {}, cluster, [big], [(0.0, {"big": None})])[0]["big"]
         assert got in ([4, 4, 0, 0], [0, 0, 4, 4]), (name, got)
 
 
@@ -78,20 +116,16 @@ def test_dally_waits_for_its_rack_timer_then_takes_the_cross_rack_placement():
     b = ElasticJobSpec("b", 0.0, "cifar10", gpus=2, batch=256)
     c = ElasticJobSpec("c", 50.0, "cifar10", gpus=4, batch=512)
     expected = {"dally-manual": 240.0, "dally-nowait": 60.0, "dally": 60.0, "dally-fullyconsolidated": None}
+    rounds = [(now, {"a": ([2, 0, 0, 0], 2 * now), "b": ([0, 0, 2, 0], 2 * now),
+                     **({"c": None} if now >= c.arrival else {})}) for now in np.arange(0.0, 601.0, 60.0)]
     for name, start in expected.items():
         params = {"machine_timer_s": 1000.0, "rack_timer_s": 190.0} if name == "dally-manual" else {}
-        allocator, _ = make_elastic_policy(name, params, cluster, 0, _context(cluster, [a, b, c]))
         started = None
-        for now in np.arange(0.0, 601.0, 60.0):
-            views = [_view(a, now, [2, 0, 0, 0], attained=2 * now), _view(b, now, [0, 0, 2, 0], attained=2 * now)]
-            if now >= c.arrival:
-                views.append(_view(c, now, [0, 1, 0, 1] if started is not None else [0, 0, 0, 0]))
-            got = allocator.allocate(views)
-            assert got["a"].tolist() == [2, 0, 0, 0] and got["b"].tolist() == [0, 0, 2, 0], (name, now)
-            if "c" in got and started is None and got["c"].sum():
-                assert got["c"].tolist() == [0, 2, 0, 2], (name, got["c"])
+        for (now, _), got in zip(rounds, _round(name, params, cluster, [a, b, c], rounds)):
+            assert got["a"] == [2, 0, 0, 0] and got["b"] == [0, 0, 2, 0], (name, now)
+            if "c" in got:
+                assert got["c"] == [0, 2, 0, 2], (name, got["c"])
                 started = now
-            if started is not None:
                 break
         assert started == start, (name, started)
 
@@ -104,11 +138,10 @@ def test_gandiva_starts_first_fit_then_migrates_into_one_rack_when_it_frees():
     a = ElasticJobSpec("a", 0.0, "cifar10", gpus=2, batch=256)
     b = ElasticJobSpec("b", 0.0, "cifar10", gpus=4, batch=512)
     for migrate, after in ((True, [2, 2, 0, 0]), (False, [0, 2, 2, 0])):
-        allocator, _ = make_elastic_policy("gandiva", {"migrate": migrate}, cluster, 0, _context(cluster, [a, b]))
-        first = allocator.allocate([_view(a, 0.0, [2, 0, 0, 0]), _view(b, 0.0, [0, 0, 0, 0])])
-        assert first["b"].tolist() == [0, 2, 2, 0]
-        second = allocator.allocate([_view(b, 60.0, [0, 2, 2, 0], attained=240.0)])
-        assert second["b"].tolist() == after, migrate
+        first, second = _round("gandiva", {"migrate": migrate}, cluster, [a, b],
+                               [(0.0, {"a": [2, 0, 0, 0], "b": None}), (60.0, {"b": ([0, 2, 2, 0], 240.0)})])
+        assert first["b"] == [0, 2, 2, 0]
+        assert second["b"] == after, migrate
 
 
 @pytest.mark.parametrize("policy", ["fifo", "gandiva", "dally"])
@@ -121,8 +154,8 @@ def test_on_machines_of_several_shapes_a_rigid_policy_holds_only_gpus_that_exist
     jobs = [ElasticJobSpec(j.job_id, j.arrival / 8, j.app, j.gpus, j.batch) for j in read_jobs(PHILLY, "both", 24)]
     seen = []
 
-    def check(views, out):
-        total = sum(out.values())
+    def check(specs, out):
+        total = sum(out.values(), np.zeros(len(capacity), dtype=int))
         assert np.all(total <= capacity), total
         seen.append(int(total.sum()))
 
@@ -131,21 +164,24 @@ def test_on_machines_of_several_shapes_a_rigid_policy_holds_only_gpus_that_exist
     assert max(seen) > 24, "the cluster was never loaded: the bound is not tested"
     allocator, _ = make_elastic_policy(policy, {}, cluster, 0, None)
     absent = set(cluster.layout().absent)
-    free = [g for machine in allocator._sync([]).free_by_machine for g in machine]
+    free = [g for machine in allocator.free_map([]).free_by_machine for g in machine]
     assert len(free) == 64 and not absent.intersection(free)
 
 
 def _run(cluster, policy: str, jobs, params=None, check=None):
+    """A run of the policy over the jobs; check(specs by id, {job: GPUs per node}) sees every round's
+    decision."""
     ctx = RunContext(_apps(), list(jobs), _models())
     allocator, seen = make_elastic_policy(policy, params or {}, cluster, 0, ctx.policy_context(cluster))
     if check is not None:
-        inner = allocator.allocate
+        inner, layout, specs = allocator.schedule, seen.layout(), {j.job_id: j for j in jobs}
 
-        def allocate(views):
-            out = inner(views)
-            check(views, out)
-            return out
-        allocator.allocate = allocate
+        def schedule(view):
+            decision = inner(view)
+            if view.is_round:
+                check(specs, {j: layout.per_node(p.gpus) for j, p in decision.allocations.items()})
+            return decision
+        allocator.schedule = schedule
     return simulate_elastic(seen, jobs, _apps(), ctx.timer_for(seen), allocator)
 
 
@@ -173,11 +209,11 @@ def test_rigid_policies_never_exceed_the_pools_and_run_jobs_whole(policy):
     capacity = np.array(cluster.capacity)
     rounds = []
 
-    def check(views, out):
-        total = sum(out.values())
+    def check(specs, out):
+        total = sum(out.values(), np.zeros(len(capacity), dtype=int))
         assert np.all(total <= capacity), total
-        for view in views:
-            assert int(out[view.job_id].sum()) in (0, view.gpus_wanted), (view.job_id, out[view.job_id])
+        for job_id, per_node in out.items():
+            assert int(per_node.sum()) == specs[job_id].gpus, (job_id, per_node)
         rounds.append(int(total.sum()))
 
     params = {"machine_timer_s": 600.0, "rack_timer_s": 600.0} if policy == "dally-manual" else {}

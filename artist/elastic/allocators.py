@@ -1,5 +1,6 @@
-"""An elastic allocator (Pollux, Sia, Gavel, Optimus+Oracle, Tiresias, Crius, the rigid policies through
-RigidPolicyAllocator: artist/policies/pollux/registry.py) as a policy of the exact event loop.
+"""An elastic allocator (Pollux, Sia, Gavel, Optimus+Oracle, Tiresias-Pollux, Crius and its baselines:
+artist/policies/pollux/registry.py) as a policy of the exact event loop. (The rigid policies over elastic
+jobs are the loop's policies already: artist/policies/rigid_in_elastic.py.)
 
     RoundAllocatorPolicy(allocator, jobs: ElasticJobs, layout: NodeLayout, period_s=60.0)
 
@@ -26,17 +27,15 @@ from artist.placement import Placement
 from artist.policies.base import Decision, Policy, SchedulerView, hold_until_round
 
 
-class RoundAllocatorPolicy(Policy):
-    def __init__(self, allocator, jobs: ElasticJobs, layout: NodeLayout, period_s: float = 60.0,
-                 name: str | None = None):
-        self.allocator = allocator
-        self.jobs = jobs
-        self.layout = layout
+class RoundPolicy(Policy):
+    """A policy of the loop deciding only at its periodic rounds, over the loop's jobs in arrival order (the
+    round loop's order), with the time of every decision kept (policy_seconds, policy_cpu_seconds: the
+    results' policy_rounds table). Subclasses implement decide(view, states) -> allocations."""
+
+    def __init__(self, period_s: float = 60.0):
         self.period_s = float(period_s)
-        self.name = name or type(allocator).__name__
-        self.oracle = bool(getattr(allocator, "wants_oracle", False))  # Optimus+Oracle: exact work left
-        self.policy_seconds: list[float] = []      # wall seconds of every allocator call
-        self.policy_cpu_seconds: list[float] = []  # this process's CPU seconds of every call
+        self.policy_seconds: list[float] = []      # wall seconds of every round's decision
+        self.policy_cpu_seconds: list[float] = []  # this process's CPU seconds of every round's decision
 
     def schedule(self, view: SchedulerView) -> Decision:
         if not view.is_round:
@@ -44,12 +43,30 @@ class RoundAllocatorPolicy(Policy):
         states = sorted(view.waiting + view.running, key=lambda s: (s.arrival, s.job_id))
         if not states:
             return Decision({})
-        views = [self.jobs.view(s.elastic, view.now, self.oracle) for s in states]
         started, started_cpu = wallclock.perf_counter(), wallclock.process_time()
-        wanted = self.allocator.allocate(views)
+        allocations = self.decide(view, states)
         self.policy_seconds.append(wallclock.perf_counter() - started)
         self.policy_cpu_seconds.append(wallclock.process_time() - started_cpu)
-        return Decision(self._placements(view, states, wanted))
+        return Decision(allocations)
+
+    def decide(self, view: SchedulerView, states) -> dict[str, Placement]:
+        raise NotImplementedError
+
+
+class RoundAllocatorPolicy(RoundPolicy):
+    def __init__(self, allocator, jobs: ElasticJobs, layout: NodeLayout, period_s: float = 60.0,
+                 name: str | None = None):
+        super().__init__(period_s)
+        self.allocator = allocator
+        self.jobs = jobs
+        self.layout = layout
+        self.name = name or type(allocator).__name__
+        self.oracle = bool(getattr(allocator, "wants_oracle", False))  # Optimus+Oracle: exact work left
+
+    def decide(self, view: SchedulerView, states) -> dict[str, Placement]:
+        """The allocator's GPUs per node for every job, as placements (module docstring)."""
+        views = [self.jobs.view(s.elastic, view.now, self.oracle) for s in states]
+        return self._placements(view, states, self.allocator.allocate(views))
 
     def _placements(self, view: SchedulerView, states, wanted: dict) -> dict[str, Placement]:
         free = view.plan()

@@ -198,13 +198,18 @@ def simulate_elastic(cluster: ElasticCluster, specs: Sequence[ElasticJobSpec], a
 def run_in_exact_loop(layout: NodeLayout, jobs: ElasticJobs, specs: Sequence[ElasticJobSpec], allocator,
                       round_seconds: float = 60.0, name: str | None = None):
     """An elastic run (an ElasticResult) in the exact event loop:
-    the allocator as a RoundAllocatorPolicy with period `round_seconds`, the jobs' nodes laid out on the
+    the allocator as a RoundAllocatorPolicy with period `round_seconds` (or, a Policy already, bound to
+    the jobs: rigid_in_elastic.py), the jobs' nodes laid out on the
     loop's topology by `layout` (ElasticCluster.layout()). Restart costs are the applications'
     (ElasticJobs), not the loop's restore_seconds."""
     from artist.elastic.allocators import RoundAllocatorPolicy
+    from artist.policies.base import Policy
     from artist.simulator import SimulatorConfig, simulate
 
-    policy = RoundAllocatorPolicy(allocator, jobs, layout, round_seconds, name)
+    if isinstance(allocator, Policy):  # a policy of the loop itself (the rigid policies over elastic jobs)
+        policy = allocator.bound(jobs, round_seconds, name)
+    else:
+        policy = RoundAllocatorPolicy(allocator, jobs, layout, round_seconds, name)
     # no performance model: elastic jobs are timed by the jobs' step timer
     topology = layout.topology
     result = simulate(topology, [], {}, policy, None,

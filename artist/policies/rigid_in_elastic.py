@@ -1,10 +1,10 @@
-"""The rigid event simulator's policies (FIFO, Gandiva, Tiresias, Dally and its variants) in the elastic loop.
+"""The rigid event simulator's policies (FIFO, Gandiva, Tiresias, Dally and its variants) over elastic jobs.
 
-An elastic run (artist/elastic/exact.py) asks an allocator every 60 s round for GPUs per node of
-every job; the rigid policies (artist/policies/{fifo,gandiva,tiresias,dally}.py) answer a SchedulerView with
-placements of GPU ids on one Topology. RigidPolicyAllocator runs the rigid policy's own schedule() each
-round, unchanged, on a view built from the round's JobViews, and turns its placements back into GPUs per
-node. Nothing of the policies' decision logic is re-written here.
+An elastic run (artist/elastic/exact.py) runs its jobs in the exact event loop; the rigid policies
+(artist/policies/{fifo,gandiva,tiresias,dally}.py) answer a SchedulerView with placements of GPU ids on one
+Topology. RigidPolicyOnElasticJobs is the loop's policy for such a run: at every periodic round (60 s) it
+runs the rigid policy's own schedule(), unchanged, on a view of the loop's jobs on their real placements,
+and hands its placements to the loop. Nothing of the policies' decision logic is re-written here.
 
 What the policy sees:
 - topology: the cluster's pools as one fabric of racks (pool by pool, in the cluster file's order), with
@@ -12,9 +12,10 @@ What the policy sees:
   its timers' size rules, Gandiva's locality) come from the pools' topologies. Pools of different machine
   shapes lie on the largest (the cluster's NodeLayout): a smaller machine's missing GPUs and a smaller
   rack's missing machines are never free, so the policy sees each machine with the GPUs it has.
-- jobs: one RigidJobState per JobView (a rigid job: the workload's TunedJobs GPU count and batch). What a
-  JobState answers is read from the loop: iterations done and remaining from the oracle at the job's batch
-  (artist/elastic/oracle.py, exact, as a rigid JobState knows its iterations), time holding GPUs =
+- jobs: one RigidJobState per job of the loop (a rigid job: the workload's TunedJobs GPU count and batch),
+  on the GPUs it holds in the loop. What a JobState answers is read from the loop: iterations done and
+  remaining from the oracle at the job's batch (artist/elastic/oracle.py, exact, as a rigid JobState knows
+  its iterations), time holding GPUs =
   attained GPU-seconds / GPUs (restarts included, as JobState.running_seconds), ideal seconds = total
   iterations x (s + 1) x the measured compute of one pass at its local batch on the type it runs on (or
   would run on: the type holding most of the GPUs, ties to the faster, the loop's rule), waiting since its
@@ -31,6 +32,8 @@ What differs from the rigid simulator (stated, not hidden):
   at the next round, and a Dally timer that expires at time t is acted on at the first round at or after
   t (its wake-up request is not needed: the next round is at most 60 s away).
 - A preempted or migrated job pays the loop's restart delay (its application's), not restore_seconds.
+- A running job given other GPUs on the same machines, as many on each, keeps the ones it holds: which GPUs
+  of a machine does not change its time, so such a move would only cost a restart.
 - A placement spanning pools (only the network-agnostic ones make one: Gandiva's first fit, a job larger
   than a pool) runs on its dominant type, timed as the loop times mixed allocations (cluster.py).
 """
@@ -50,6 +53,7 @@ from artist.elastic.spec import fixed_batch_config
 from artist.jobstate import JobFacts
 from artist.perf.model import StepEstimate
 from artist.placement import Placement
+from artist.elastic.allocators import RoundPolicy
 from artist.policies.base import Policy, SchedulerView
 from artist.policies.pollux.scheduler import JobView
 
@@ -129,28 +133,37 @@ class _ElasticView(SchedulerView):
         return 0.0  # no compute model here to bound the step by: the trivial bound
 
 
-class RigidPolicyAllocator:
-    """The elastic loop's Allocator for a rigid-simulator policy (module docstring). Rigid jobs only: every
-    JobView must carry gpus_wanted and batch_wanted (job_config "both")."""
-    wants_oracle = True  # the loop then fills JobView.remaining_iterations (exact iterations left)
+class RigidPolicyOnElasticJobs(RoundPolicy):
+    """The exact loop's policy for a rigid-simulator policy over elastic jobs (module docstring): at every
+    periodic round it hands the rigid policy the loop's jobs as RigidJobStates on their real placements and
+    returns its placements. Rigid jobs only: every job must carry its GPU count and batch (job_config
+    "both"). Built before the run's jobs exist (the policy registry's builders); run_in_exact_loop binds it to
+    them (bound())."""
 
     def __init__(self, policy: Policy, cluster, context=None):
+        super().__init__()
         self.policy = policy
+        self.name = policy.name
         self.cluster = cluster
         self.topology, self.layout = fabric_topology(cluster)
-        self.capacity = np.array(cluster.capacity, dtype=int)
         self.node_types = list(cluster.node_types)
         self.context = context
+        self.jobs = None  # the run's ElasticJobs (bound())
         self._specs = {j.job_id: j for j in (context.jobs if context is not None else [])}
         self._timer = None
-        self._held: dict[str, tuple[int, ...]] = {}       # job -> GPU ids of the fabric topology
         self._started: dict[str, int] = {}                # job -> start order (view.running's order)
         self._waiting_since: dict[str, float] = {}        # job -> when it last entered the wait queue
         self._starts = 0
         self._total: dict[str, float] = {}               # job -> iterations at its batch from the start
         self._restore = None
 
-    # ---- the loop's side ---------------------------------------------------
+    def bound(self, jobs, period_s: float, name: str | None = None) -> "RigidPolicyOnElasticJobs":
+        """This policy deciding every `period_s` over the run's elastic jobs (ElasticJobs)."""
+        self.jobs, self.period_s = jobs, float(period_s)
+        self.name = name or self.name
+        return self
+
+    # ---- what the rigid policy is told -------------------------------------
     def _app(self, job_id: str):
         spec = self._specs.get(job_id)
         if spec is None:
@@ -189,8 +202,8 @@ class RigidPolicyAllocator:
             self._restore = max((self.context.apps[a][1].restart_seconds for a in apps), default=0.0)
         return self._restore
 
-    # ---- one round ---------------------------------------------------------
-    def _state(self, job: JobView, now: float) -> RigidJobState:
+    def _state(self, job: JobView, held: tuple[int, ...] | None) -> RigidJobState:
+        """The job as a rigid policy sees it; `held`: the GPUs it runs on (None: it waits)."""
         spec, app, _ = self._app(job.job_id)
         if job.gpus_wanted < 1 or job.batch_wanted < 1:
             raise ValueError(f"job {job.job_id}: a rigid policy needs the job's GPU count and batch "
@@ -198,7 +211,6 @@ class RigidPolicyAllocator:
         total = self._total.get(job.job_id)
         if total is None:
             total = self._total[job.job_id] = remaining_iterations(app.replay, 0.0, spec.batch)
-        held = self._held.get(job.job_id)
         gpu_type = self._type_of(self._per_node(held)) if held else job.gpu_type or self.node_types[0]
         config = self._config(job.job_id, job.gpus_wanted, gpu_type)
         compute = 0.0 if config is None else (config[1] + 1) * float(app.compute[gpu_type](config[0]))
@@ -208,71 +220,62 @@ class RigidPolicyAllocator:
                              min(job.remaining_iterations, total), job.attained / job.gpus_wanted, compute,
                              (getattr(self.context, "profiles", None) or {}).get(spec.app))
 
-    def _sync(self, jobs: Sequence[JobView]) -> FreeMap:
-        """Forget finished jobs, adopt allocations made elsewhere, check the rest; the free map."""
-        ids = {j.job_id for j in jobs}
-        for gone in [j for j in self._held if j not in ids]:
-            del self._held[gone]
+    def free_map(self, running: Sequence) -> FreeMap:
+        """The GPUs free on the policy's view of the cluster: none of a node's missing ones, none that
+        `running` (the loop's jobs holding GPUs) hold."""
         free = FreeMap.without(self.topology, self.layout.absent)
-        free.take(g for gpus in self._held.values() for g in gpus)
-        for job in jobs:
-            current = np.asarray(job.current, dtype=int)
-            held = self._held.get(job.job_id)
-            if held is not None and np.array_equal(self._per_node(held), current):
-                continue
-            if held is not None:
-                free.give(held)
-                del self._held[job.job_id]
-            if current.sum() > 0:  # placed by someone else (or changed): the lowest free GPUs of its nodes
-                gpus = []
-                for node in np.flatnonzero(current):
-                    mine = self.layout.free_gpus(free, node, int(current[node]))
-                    if len(mine) < current[node]:
-                        raise ValueError(f"job {job.job_id}: its allocation exceeds node {node}'s free GPUs")
-                    gpus.extend(mine)
-                free.take(gpus)
-                self._held[job.job_id] = tuple(sorted(gpus))
-                self._started.setdefault(job.job_id, self._next_start())
+        free.take(g for state in running for g in state.placement.gpus)
         return free
 
-    def _next_start(self) -> int:
-        self._starts += 1
-        return self._starts
+    # ---- one round ---------------------------------------------------------
+    def decide(self, view: SchedulerView, states: Sequence) -> dict[str, Placement]:
+        now = view.now
+        held = {s.job_id: s.placement.gpus for s in view.running}
+        rigid = {s.job_id: self._state(self.jobs.view(s.elastic, now, oracle=True), held.get(s.job_id))
+                 for s in states}
+        waiting = [rigid[s.job_id] for s in states if s.job_id not in held]
+        for s in states:  # a job placed by anyone else (a test's records) ran first, in arrival order
+            if s.job_id in held and s.job_id not in self._started:
+                self._starts += 1
+                self._started[s.job_id] = self._starts
+        running = sorted((rigid[j] for j in held), key=lambda s: self._started[s.job_id])
+        inner = _ElasticView(self._estimate, now=now, topology=self.topology, waiting=waiting, running=running,
+                             free=self.free_map(view.running), perf=None, restore_seconds=self._restore_seconds())
+        decision = self.policy.schedule(inner)
+        return self._apply(decision.allocations, rigid, view, states, now)
 
-    def allocate(self, jobs: Sequence[JobView]) -> dict[str, np.ndarray]:
-        if not jobs:
-            return {}
-        now = jobs[0].submitted + jobs[0].age
-        free = self._sync(jobs)
-        states = {j.job_id: self._state(j, now) for j in jobs}
-        waiting = sorted((s for s in states.values() if s.placement is None), key=lambda s: (s.arrival, s.job_id))
-        running = sorted((s for s in states.values() if s.placement is not None),
-                         key=lambda s: self._started[s.job_id])
-        view = _ElasticView(self._estimate, now=now, topology=self.topology, waiting=waiting, running=running,
-                            free=free, perf=None, restore_seconds=self._restore_seconds())
-        decision = self.policy.schedule(view)
-        self._apply(decision.allocations, states, now)
-        return {j.job_id: self._per_node(self._held[j.job_id]) if j.job_id in self._held
-                else np.zeros(len(self.capacity), dtype=int) for j in jobs}
-
-    def _apply(self, allocations: dict[str, Placement], states: dict[str, RigidJobState], now: float) -> None:
+    def _apply(self, allocations: dict[str, Placement], rigid: dict[str, RigidJobState], view: SchedulerView,
+               states: Sequence, now: float) -> dict[str, Placement]:
+        """The rigid policy's placements checked and put on the loop's topology: a running job whose GPUs
+        per node did not change keeps its placement (which GPUs of a node does not change its time, so it
+        pays no restart); the others in arrival order after them (the order the loop starts them in)."""
         used: set[int] = set()
         for job_id, placement in allocations.items():
-            if job_id not in states:
+            if job_id not in rigid:
                 raise ValueError(f"policy {self.policy.name!r} placed job {job_id}, which is not in the round")
-            if placement.size != states[job_id].gpus:
+            if placement.size != rigid[job_id].gpus:
                 raise ValueError(f"policy {self.policy.name!r} gave job {job_id} {placement.size} GPUs; "
-                                 f"it runs on {states[job_id].gpus}")
+                                 f"it runs on {rigid[job_id].gpus}")
             if used.intersection(placement.gpus):
                 raise ValueError(f"policy {self.policy.name!r} gave a GPU to two jobs")
             used.update(placement.gpus)
-        for job_id in list(self._held):
-            if job_id not in allocations:  # preempted: back to the wait queue now
-                del self._held[job_id]
-                self._started.pop(job_id, None)
-                self._waiting_since[job_id] = now
-        for job_id, placement in allocations.items():
-            if self._held.get(job_id) != placement.gpus:
-                if job_id not in self._held:
-                    self._started[job_id] = self._next_start()
-                self._held[job_id] = placement.gpus
+        for state in view.running:
+            if state.job_id not in allocations:  # preempted: back to the wait queue now
+                self._started.pop(state.job_id, None)
+                self._waiting_since[state.job_id] = now
+        keep: dict[str, Placement] = {}
+        changed: dict[str, Placement] = {}
+        running = {state.job_id for state in view.running}  # (a waiting job's record keeps its last placement)
+        for state in states:
+            placement = allocations.get(state.job_id)
+            if placement is None:
+                continue
+            if state.job_id in running:
+                if np.array_equal(self._per_node(placement.gpus), self._per_node(state.placement.gpus)):
+                    keep[state.job_id] = state.placement
+                    continue
+            else:
+                self._starts += 1
+                self._started[state.job_id] = self._starts
+            changed[state.job_id] = Placement(view.topology, placement.gpus)
+        return {**keep, **changed}

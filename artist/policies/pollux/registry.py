@@ -25,7 +25,7 @@ one pool, a cluster file (topologies/clusters/) one pool per GPU type.
                     count and batch both from the chosen columns
     fifo, gandiva, tiresias, dally, dally-manual, dally-nowait, dally-fullyconsolidated
                     the rigid event simulator's policies (artist/policies/), their own schedule() run every
-                    round through RigidPolicyAllocator (artist/policies/rigid_in_elastic.py), rigid jobs
+                    round through RigidPolicyOnElasticJobs (artist/policies/rigid_in_elastic.py), rigid jobs
                     (tuned_jobs as tiresias-pollux); their parameters as in the rigid loop (gandiva: migrate;
                     tiresias: thresholds, starvation_knob, skew_threshold (its skew from the application's
                     model profile); dally:
@@ -139,10 +139,10 @@ def _rigid(policy: str):
     """The builder of a rigid-simulator policy in the elastic loop (artist/policies/rigid_in_elastic.py)."""
     def build(cluster, seed, ctx, tuned_jobs=True, **params):
         from artist.policies.registry import make_policy
-        from artist.policies.rigid_in_elastic import RigidPolicyAllocator
+        from artist.policies.rigid_in_elastic import RigidPolicyOnElasticJobs
 
         _check_bool("tuned_jobs", tuned_jobs)
-        return RigidPolicyAllocator(make_policy(policy, **params), cluster, ctx), cluster
+        return RigidPolicyOnElasticJobs(make_policy(policy, **params), cluster, ctx), cluster
     return build
 
 
@@ -222,7 +222,7 @@ def elastic_policy_names() -> list[str]:
 
 def _plugin_policy(name: str) -> bool:
     """A policy a user's plugin file registered (artist/policies/plugins.py): it answers a SchedulerView,
-    so it runs every round through RigidPolicyAllocator as the suite's rigid policies do."""
+    so it runs every round through RigidPolicyOnElasticJobs as the suite's rigid policies do."""
     from artist.policies import registry as rigid
 
     cls = rigid._REGISTRY.get(name)
