@@ -20,8 +20,9 @@ dally-3tier topology, one ring all-reduce of the ResNet-50 gradient
 (25,557,032 fp32 parameters = 102,228,128 bytes, torchvision num_params):
 wall seconds, packets simulated per wall second, ns-3 / analytical time ratio,
 for the full packet-level run and for steady-state skipping (accelerate=True),
-with the relative difference between the two (goal: < 1 %). Then the whole
-ResNet-50 iteration (DDP buckets, one ns-3 run) on 64 GPUs. With --tcp the same
+with the relative difference between the two (goal: < 1 %); the same for a ring all-gather and
+reduce-scatter of those bytes per rank. Then the whole ResNet-50 iteration (DDP buckets, one ns-3 run) on
+64 GPUs. With --tcp the same
 collectives run on the TCP DCTCP baseline transport to compare transports
 (--tcp-64 includes the 64-GPU case, which takes minutes).
 Goal: the 64-GPU case under 10 s wall on a 2-core machine.
@@ -167,6 +168,20 @@ def main() -> None:
             ref = seconds if ref is None else ref
             print(f"{label:22} {mode:12} {wall:8.2f} {packets:10d} {packets / wall:11.0f} {seconds:12.9f} "
                   f"{seconds / a:10.4f} {100 * (seconds - ref) / ref:+8.4f}%", flush=True)
+    print(f"\nring all-gather and reduce-scatter of {RESNET50_BYTES} bytes per rank, 1 channel: full packet run "
+          f"vs steady-state skipping")
+    print(f"{'case':22} {'collective':15} {'full wall s':>11} {'skip wall s':>11} {'full s':>12} {'skipped s':>12} "
+          f"{'vs full':>9}")
+    for label, shape in cases:
+        placement = placement_from_shape(topo, shape)
+        for kind in ("all_gather", "reduce_scatter"):
+            t = time.perf_counter()
+            ref = full.collective_seconds(placement, RESNET50_BYTES, kind)
+            t_full, t = time.perf_counter() - t, time.perf_counter()
+            got = fast.collective_seconds(placement, RESNET50_BYTES, kind)
+            t_fast = time.perf_counter() - t
+            print(f"{label:22} {kind:15} {t_full:11.2f} {t_fast:11.2f} {ref:12.9f} {got:12.9f} "
+                  f"{100 * (got - ref) / ref:+8.4f}%", flush=True)
     resnet = load_models()["resnet50"]
     placement = placement_from_shape(topo, cases[-1][1])
     print(f"\nresnet50 iteration ({len(resnet.buckets)} DDP buckets, one ns-3 run) on {cases[-1][0]}")

@@ -22,6 +22,7 @@ PROFILE = ROOT / "calibration" / "profiles" / "stas00-a100-analytical.yaml"  # f
     (CommResult("ns3", packets=900, details={"path": "ns3"}), "ns3_packet"),
     (CommResult("ns3", details={"path": "ns3-message-level"}), "ns3_message_level"),
     (CommResult("ns3", packets=900, details={"path": "ns3", "composed_from": 3}), "ns3_reuse"),
+    (CommResult("ns3", packets=900, details={"path": "ns3", "accelerated": True}), "ns3_steady_state"),
     (CommResult("ns3", details={"path": "none"}), "no_traffic"),
     (CommResult("flow", details={"contention_model": "phase"}), "phase"),
     (CommResult("none"), "none"),

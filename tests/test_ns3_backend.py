@@ -13,8 +13,9 @@ import pytest
 
 from artist.network.analytical import StartupLatency, schedule_seconds
 from artist.network.base import FabricModel
-from artist.network.collectives import Schedule, Transfer, allreduce_schedule
+from artist.network.collectives import Schedule, Transfer, allreduce_schedule, collective_schedule
 from artist.perf.model import as_perf_model
+from artist.parallel.graph import Node, StepGraph
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
 from artist.workload import ModelProfile
@@ -139,6 +140,30 @@ def test_steady_state_skipping_agrees_with_full_run(worker, nbytes):
     assert prefix.transfers == schedule.transfers[:len(prefix.transfers)]  # the full schedule's first steps
     full = Ns3Model(topo, worker=worker).collective_seconds(placement, nbytes)
     assert fast_model.collective_seconds(placement, nbytes) == pytest.approx(full, rel=0.01)
+
+
+@pytest.mark.parametrize("kind", ["all_gather", "reduce_scatter"])
+@pytest.mark.parametrize("nbytes, channels", [(20_000_000, 1), (400_000, 1), (20_000_000, 2)])  # NIC-bound,
+# latency-bound (both at message level: nothing shared), and packets (two rotated rings share links)
+def test_steady_state_skipping_of_a_ring_pass_agrees_with_full_run_and_says_so(worker, kind, nbytes, channels):
+    from artist.network.provenance import answer_path
+
+    topo = make_topology(racks=4, machines_per_rack=2, gpus_per_machine=2)
+    placement = placement_from_shape(topo, [[2, 2]] * 4)  # 16 GPUs: 15 steps, the hop pattern every 4
+    fast_model = Ns3Model(topo, worker=worker, accelerate=True, steady_steps=4, channels=channels)
+    schedule = collective_schedule(kind, "ring", placement, nbytes, channels)
+    prefix = fast_model._schedule(placement, nbytes, kind)
+    assert prefix.steps == 10 < prefix.total_steps == schedule.steps == 15
+    assert prefix.transfers == schedule.transfers[:len(prefix.transfers)]  # the full schedule's first steps
+    full_model = Ns3Model(topo, worker=worker, channels=channels)
+    full = full_model.collective_seconds(placement, nbytes, kind)
+    packets = full_model.time({"one": StepGraph((Node(0, kind, group=placement.gpus, nbytes=nbytes),))})["one"]
+    assert (packets.result.packets > 0) == (channels > 1)  # the packet case is one
+    assert fast_model.collective_seconds(placement, nbytes, kind) == pytest.approx(full, rel=0.01)
+    graph = StepGraph((Node(0, kind, group=placement.gpus, nbytes=nbytes),))
+    timing = fast_model.time({"one": graph})["one"]
+    assert answer_path(timing.result) == "ns3_steady_state"
+    assert timing.step_seconds == pytest.approx(full, rel=0.01)
 
 
 def test_ns3_answers_through_the_fabric_model_interface(worker):

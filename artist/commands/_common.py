@@ -73,15 +73,26 @@ def add_ns3_timeout_argument(p) -> None:
                         "answers do not depend on it, so cached ones stay valid")
 
 
-def ns3_options(args, backend: str | None = None) -> tuple[tuple[str, float], ...]:
-    """The backend options --ns3-timeout gives (none when it is not given); one line when it is given for a
-    backend other than ns3 (backend: the one the command runs, default --backend)."""
-    seconds = getattr(args, "ns3_timeout", None)
-    if seconds is None:
-        return ()
-    if (backend or args.backend) != "ns3":
-        raise InputError("command line", "--ns3-timeout", f"only with the ns3 backend, not {backend or args.backend}")
-    return (("timeout_s", float(seconds)),)
+def add_accelerate_argument(p) -> None:
+    p.add_argument("--accelerate", action="store_true",
+                   help="ns3 only: steady-state skipping of ring all-reduces, all-gathers and reduce-scatters "
+                        "(their first steps simulated, the rest extrapolated; within 1%% of full runs, see "
+                        "benchmarks/ns3_speed.py); answers say ns3_steady_state")
+
+
+def ns3_options(args, backend: str | None = None) -> tuple[tuple[str, object], ...]:
+    """The backend options --ns3-timeout and --accelerate give (none when neither is given); one line when
+    one is given for a backend other than ns3 (backend: the one the command runs, default --backend)."""
+    backend = backend or args.backend
+    options: tuple[tuple[str, object], ...] = ()
+    for flag, name, value in (("--ns3-timeout", "timeout_s", getattr(args, "ns3_timeout", None)),
+                              ("--accelerate", "accelerate", getattr(args, "accelerate", False) or None)):
+        if value is None:
+            continue
+        if backend != "ns3":
+            raise InputError("command line", flag, f"only with the ns3 backend, not {backend}")
+        options += ((name, float(value) if name == "timeout_s" else True),)
+    return options
 
 
 def calibration_path(text: str | None) -> str | None:

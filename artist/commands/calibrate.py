@@ -9,7 +9,8 @@ from pathlib import Path
 from artist import shipped
 from artist.calibration.profile import CalibrationProfile
 from artist.commands._args import integer
-from artist.commands._common import CACHE_DIR_HELP, add_ns3_timeout_argument, ns3_options, writable_dir, writable_file
+from artist.commands._common import (CACHE_DIR_HELP, add_accelerate_argument, add_ns3_timeout_argument, ns3_options,
+                                     writable_dir, writable_file)
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
@@ -84,6 +85,7 @@ def add_parser(sub) -> None:
                    help=CACHE_DIR_HELP)
     p.add_argument("--plot", default=None, metavar="PNG", help="write measured vs simulated busbw curves here")
     add_ns3_timeout_argument(p)
+    add_accelerate_argument(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary, not the per-size table")
     p.set_defaults(func=run)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from artist.commands._common import (add_network_arguments, add_topology_arguments, build_stack,
-                                     calibration_path, load_topology_from, ns3_options)
+from artist.commands._common import (add_accelerate_argument, add_network_arguments, add_topology_arguments,
+                                     build_stack, calibration_path, load_topology_from, ns3_options)
 from artist.commands.cache import cache_path_from_args
 from artist.commands.plans import add_plan_arguments, run_plan
 from artist.errors import InputError
@@ -65,9 +65,7 @@ def add_parser(sub) -> None:
     p.add_argument("--arbitration", default="fifo", choices=("fifo", "round-robin"),
                    help="ns3 window transport only: switch output arbitration (fifo: deep drop-tail queues; "
                         "round-robin: per-flow queues, the fabric the flow backend is validated against)")
-    p.add_argument("--accelerate", action="store_true",
-                   help="ns3 only: steady-state skipping for ring all-reduces (validated within 1%%, "
-                        "see benchmarks/ns3_speed.py)")
+    add_accelerate_argument(p)
     p.add_argument("--no-fast-path", action="store_true",
                    help="ns3 only: a full packet run even where no link is shared (no message-level fast path)")
     add_plan_arguments(p, in_comm=True)
@@ -139,7 +137,7 @@ def _placement(args, topology) -> Placement:
 def _spec(args) -> CommSpec:
     options = ()
     if args.backend == "ns3":
-        options = (("accelerate", args.accelerate), ("transport", args.transport))
+        options = (("transport", args.transport),)
         options += (("fast_path", False),) if args.no_fast_path else ()
         options += (("arbitration", args.arbitration),) if args.arbitration != "fifo" else ()
     options += ns3_options(args)

@@ -291,16 +291,19 @@ def ring_allreduce(placement: Placement, nbytes: int, channels: int = 1, depende
     return Schedule("ring", tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies), total)
 
 
-def ring_pass(kind: str, placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True) -> Schedule:
-    """All-gather or reduce-scatter: one pass round the ring, n-1 steps of a chunk of nbytes / n."""
+def ring_pass(kind: str, placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True,
+              max_steps: int | None = None) -> Schedule:
+    """All-gather or reduce-scatter: one pass round the ring, n-1 steps of a chunk of nbytes / n.
+    max_steps: build only the first steps (steady-state skipping simulates no more)."""
     order = placement.ranks_in_ring_order()
     rank_of = {g: i for i, g in enumerate(order)}
     raw = []
     if len(order) > 1:
         for c, channel_bytes in enumerate(split_bytes(nbytes, channels)):
             ring = channel_ring(placement, rank_of, c)
-            raw.append(_ring_transfers(ring, split_bytes(channel_bytes, len(order)), 0, c, "rs"))
-    return Schedule(kind, tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies))
+            raw.append(_ring_transfers(ring, split_bytes(channel_bytes, len(order)), 0, c, "rs", max_steps=max_steps))
+    total = len(order) - 1 if len(order) > 1 else 0
+    return Schedule(kind, tuple(order), int(nbytes), channels, _with_dependencies(raw, dependencies), total)
 
 
 def all_to_all(placement: Placement, nbytes: int, channels: int = 1) -> Schedule:

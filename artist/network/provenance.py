@@ -6,7 +6,8 @@
 
 An answer's path (answer_path) is where its number came from: the analytical model, the flow engine, an
 ns-3 packet-level run, ns-3's message-level fast path (no link shared, network/fastpath), exact reuse of
-packet runs of each collective alone composed into the timeline (network/ns3/reuse.py), the phase
+packet runs of each collective alone composed into the timeline (network/ns3/reuse.py), ns-3's steady-state
+skipping (`accelerate`: a ring's first steps run, the rest extrapolated, within 1 %), the phase
 contention model (network/phase), nothing at all (no traffic crosses a link: one GPU), or the `none`
 backend (communication free). An answer read from the latency cache counts under the path that computed it
 (so a run's results row is the same whatever the cache held) and in `answers_from_cache` too (run.json,
@@ -22,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # every path a shipped backend answers by, in the order the results columns list them
-ANSWER_PATHS = ("analytical", "flow", "ns3_packet", "ns3_message_level", "ns3_reuse", "phase", "no_traffic", "none")
+ANSWER_PATHS = ("analytical", "flow", "ns3_packet", "ns3_message_level", "ns3_reuse", "ns3_steady_state", "phase",
+                "no_traffic", "none")
 OTHER = "other"  # a backend from outside the suite (its own name is in the answers' CommResult)
 
 
@@ -34,10 +36,12 @@ def answer_path(result) -> str:
     backend = result.backend
     if backend == "ns3":
         path = details.get("path")
-        if path == "ns3-message-level":
-            return "ns3_message_level"
         if path == "none":
             return "no_traffic"
+        if details.get("accelerated"):  # the outer shortcut: its simulated steps may be message-level or packets
+            return "ns3_steady_state"
+        if path == "ns3-message-level":
+            return "ns3_message_level"
         return "ns3_reuse" if "composed_from" in details else "ns3_packet"
     return backend if backend in ANSWER_PATHS else OTHER
 

@@ -24,8 +24,8 @@ per (GPUs, kind, bytes) for every model and step, on all cores (runner.Ns3Pool),
 bits as the one run; where they overlap, the one run answers. The scheduler (PriorityQueue
 by default) changes speed only.
 
-Acceleration (accelerate=True, ring only, off by default): steady-state skipping.
-The ring's hop pattern repeats every P positions (P = GPUs per rack for a regular
+Acceleration (accelerate=True, ring all-reduce, all-gather and reduce-scatter, off by default):
+steady-state skipping. The ring's hop pattern repeats every P positions (P = GPUs per rack for a regular
 multi-rack shape: NVLink hops, a NIC hop per machine boundary, a spine hop per rack
 boundary), and so, once the pipeline is full, do the increments between the
 completion times of successive steps (measured: constant when the NIC is the
@@ -69,7 +69,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from artist.limits import MAX_DATA_PACKETS
 from artist.network.analytical import StartupLatency
 from artist.network.base import CommResult, GraphTiming
-from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce
+from artist.network.collectives import ALGORITHMS, Schedule, collective_schedule, ring_allreduce, ring_pass
 from artist.network import fastpath
 from artist.network.fastpath.timing import payload_per_frame
 from artist.network.links import path
@@ -301,13 +301,19 @@ class Ns3Model:
 
     def _schedule(self, group: Placement, nbytes: int, kind: str = "all_reduce",
                   src_dst: tuple[int, int] | None = None) -> Schedule:
-        """The schedule to simulate: with acceleration a ring all-reduce is built only for the
-        steps that are simulated (a prefix; the rest is extrapolated), never in full."""
-        if self._may_accelerate() and kind == "all_reduce" and self.algorithm == "ring" and group.size > 1:
-            probe = ring_allreduce(group, int(nbytes), self.channels, max_steps=1)
+        """The schedule to simulate: with acceleration a ring all-reduce, all-gather or reduce-scatter is
+        built only for the steps that are simulated (a prefix; the rest is extrapolated), never in full."""
+        ring = {"all_reduce": self.algorithm == "ring", "all_gather": True, "reduce_scatter": True}.get(kind, False)
+        if self._may_accelerate() and ring and group.size > 1:
+            def build(max_steps):
+                if kind == "all_reduce":
+                    return ring_allreduce(group, int(nbytes), self.channels, max_steps=max_steps)
+                return ring_pass(kind, group, int(nbytes), self.channels, max_steps=max_steps)
+
+            probe = build(1)
             keep = max(self.steady_steps, 2 * self._ring_period(probe) + 2)
             if keep < probe.total_steps:
-                return ring_allreduce(group, int(nbytes), self.channels, max_steps=keep)
+                return build(keep)
         return collective_schedule(kind, self.algorithm, group, int(nbytes), self.channels, src_dst=src_dst)
 
     def _may_accelerate(self, jobs: int = 1) -> bool:
