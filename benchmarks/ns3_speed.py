@@ -21,7 +21,8 @@ dally-3tier topology, one ring all-reduce of the ResNet-50 gradient
 wall seconds, packets simulated per wall second, ns-3 / analytical time ratio,
 for the full packet-level run and for steady-state skipping (accelerate=True),
 with the relative difference between the two (goal: < 1 %); the same for a ring all-gather and
-reduce-scatter of those bytes per rank. Then the whole ResNet-50 iteration (DDP buckets, one ns-3 run) on
+reduce-scatter of those bytes per rank, and for an all-to-all of 1 GiB per rank (extrapolated from two
+smaller runs). Then the whole ResNet-50 iteration (DDP buckets, one ns-3 run) on
 64 GPUs. With --tcp the same
 collectives run on the TCP DCTCP baseline transport to compare transports
 (--tcp-64 includes the 64-GPU case, which takes minutes).
@@ -40,7 +41,7 @@ import time
 from pathlib import Path
 
 from artist.network.analytical import AnalyticalModel
-from artist.network.ns3 import Ns3Model, Ns3Worker, engine_build, worker as ns3_worker
+from artist.network.ns3 import STEADY_ALL_TO_ALL_BYTES, Ns3Model, Ns3Worker, engine_build, worker as ns3_worker
 from artist.perf.model import as_perf_model
 from artist.placement import placement_from_shape
 from artist.topology import load_topology
@@ -182,6 +183,19 @@ def main() -> None:
             t_fast = time.perf_counter() - t
             print(f"{label:22} {kind:15} {t_full:11.2f} {t_fast:11.2f} {ref:12.9f} {got:12.9f} "
                   f"{100 * (got - ref) / ref:+8.4f}%", flush=True)
+    a2a_bytes = 2**30
+    print(f"\nall-to-all of {a2a_bytes} bytes per rank, 1 channel: full packet run vs steady-state skipping "
+          f"(extrapolated from runs at {STEADY_ALL_TO_ALL_BYTES} bytes and half of it)")
+    print(f"{'case':22} {'full wall s':>11} {'skip wall s':>11} {'full s':>12} {'skipped s':>12} {'vs full':>9}")
+    for label, shape in cases:
+        placement = placement_from_shape(topo, shape)
+        t = time.perf_counter()
+        ref = full.collective_seconds(placement, a2a_bytes, "all_to_all")
+        t_full, t = time.perf_counter() - t, time.perf_counter()
+        got = fast.collective_seconds(placement, a2a_bytes, "all_to_all")
+        t_fast = time.perf_counter() - t
+        print(f"{label:22} {t_full:11.2f} {t_fast:11.2f} {ref:12.9f} {got:12.9f} {100 * (got - ref) / ref:+8.4f}%",
+              flush=True)
     resnet = load_models()["resnet50"]
     placement = placement_from_shape(topo, cases[-1][1])
     print(f"\nresnet50 iteration ({len(resnet.buckets)} DDP buckets, one ns-3 run) on {cases[-1][0]}")

@@ -166,6 +166,29 @@ def test_steady_state_skipping_of_a_ring_pass_agrees_with_full_run_and_says_so(w
     assert timing.step_seconds == pytest.approx(full, rel=0.01)
 
 
+@pytest.mark.parametrize("nbytes", [8 * 2**20, 24 * 2**20])
+def test_steady_state_all_to_all_is_extrapolated_from_two_runs_within_one_percent(worker, nbytes):
+    from artist.network.ns3 import STEADY_ALL_TO_ALL_FLOW_BYTES
+    from artist.network.provenance import answer_path
+
+    topo = make_topology(racks=2, machines_per_rack=2, gpus_per_machine=2)
+    placement = placement_from_shape(topo, [[2, 2], [2, 2]])  # 8 GPUs, every pair's flow at once
+    anchor = 2 * 8 * STEADY_ALL_TO_ALL_FLOW_BYTES  # 2 MiB: the smallest the flow-size guard allows here
+    fast = Ns3Model(topo, worker=worker, accelerate=True, steady_all_to_all_bytes=anchor)
+    full = Ns3Model(topo, worker=worker)
+    at, half = (full.collective_seconds(placement, b, "all_to_all") for b in (anchor, anchor // 2))
+    # by hand: the time at the anchor plus the time per byte between half the anchor and the anchor
+    assert fast.collective_seconds(placement, nbytes, "all_to_all") == at + (nbytes - anchor) * (at - half) / (
+        anchor // 2)
+    truth = full.collective_seconds(placement, nbytes, "all_to_all")
+    assert fast.collective_seconds(placement, nbytes, "all_to_all") == pytest.approx(truth, rel=0.01)
+    assert fast.collective_seconds(placement, anchor, "all_to_all") == at  # up to the anchor: run in full
+    graph = StepGraph((Node(0, "all_to_all", group=placement.gpus, nbytes=nbytes),))
+    timing = fast.time({"one": graph})["one"]
+    assert answer_path(timing.result) == "ns3_steady_state"
+    assert timing.step_seconds == fast.collective_seconds(placement, nbytes, "all_to_all")
+
+
 def test_ns3_answers_through_the_fabric_model_interface(worker):
     from artist.network.stack import CommSpec
 

@@ -95,6 +95,14 @@ SCHEDULERS = {"map": 0, "list": 1, "heap": 2, "calendar": 3, "priority": 4}
 # round-robin, per-flow queues served a frame at a time in turn (our idealisation of an InfiniBand
 # switch's credit flow control and output arbitration, which keep one flow's backlog from delaying others).
 ARBITRATIONS = {"fifo": 0, "round-robin": 1}
+# Steady-state skipping of an all-to-all (accelerate): above this payload per rank its time is extrapolated
+# linearly from runs at it and at half of it (every pair's flows in flight at once settle into NIC-bound
+# sharing, so each further byte costs the same). Measured on 80 H100s x 8 channels (h100-dgx, 10 x 8): runs at
+# 128 and 256 MiB give 512 MiB, 1 GiB and 2 GiB within 0.0014 % of their full runs (2 GiB: 0.038804107 s
+# against 0.038803561 s); benchmarks/ns3_speed.py prints the check on the Dally cluster. Raised for a large group so that every (pair, channel) flow
+# still carries STEADY_ALL_TO_ALL_FLOW_BYTES at the half anchor (the measured case had 210 KB).
+STEADY_ALL_TO_ALL_BYTES = 256 * 2**20
+STEADY_ALL_TO_ALL_FLOW_BYTES = 128 * 2**10
 
 
 @functools.lru_cache(maxsize=1)
@@ -157,7 +165,8 @@ class Ns3Model:
                  accelerate: bool = False, steady_steps: int = 24, timeout_s: float = 600.0,
                  worker: Ns3Worker | None = None, debug_hang: bool = False, exact_reuse: bool = True,
                  scheduler: str = "priority", pool: Ns3Pool | None = None, fast_path: bool = True,
-                 arbitration: str = "fifo", **transport_options):
+                 arbitration: str = "fifo", steady_all_to_all_bytes: int = STEADY_ALL_TO_ALL_BYTES,
+                 **transport_options):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
         # switches are true or false, never a word that Python's bool() would read as true ("no", "false")
@@ -169,6 +178,9 @@ class Ns3Model:
             raise ValueError(f"channels must be a whole number >= 1, got {channels!r}")
         if isinstance(steady_steps, bool) or not isinstance(steady_steps, int) or steady_steps < 4:
             raise ValueError(f"steady_steps must be a whole number >= 4, got {steady_steps!r}")
+        if isinstance(steady_all_to_all_bytes, bool) or not isinstance(steady_all_to_all_bytes, int) \
+                or steady_all_to_all_bytes < 2:
+            raise ValueError(f"steady_all_to_all_bytes must be a whole number >= 2, got {steady_all_to_all_bytes!r}")
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf:
             raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
         self.topology = topology
@@ -178,6 +190,7 @@ class Ns3Model:
         self.transport = TransportOptions(transport=transport, **transport_options)
         self.accelerate = accelerate
         self.steady_steps = steady_steps
+        self.steady_all_to_all_bytes = steady_all_to_all_bytes
         self.timeout_s = timeout_s
         if scheduler not in SCHEDULERS:
             raise ValueError(f"unknown ns-3 scheduler {scheduler!r}; known: {', '.join(SCHEDULERS)}")
@@ -205,7 +218,8 @@ class Ns3Model:
             "backend": self.name, "version": NS3_BACKEND_VERSION, "ns3_version": info["ns3_version"],
             "engine_version": info["engine_version"], "algorithm": self.algorithm, "channels": self.channels,
             "latency": asdict(self.latency), "transport": asdict(self.transport),
-            "accelerate": {"steady_steps": self.steady_steps} if self.accelerate else False,
+            "accelerate": {"steady_steps": self.steady_steps, "rings": ["all_reduce", "all_gather", "reduce_scatter"],
+                           "all_to_all_from_bytes": self.steady_all_to_all_bytes} if self.accelerate else False,
             # only when on: with it off, keys stay those of the packet runs cached before it existed
             **({"fast_path": {"model": "message-level", "version": fastpath.FASTPATH_VERSION}}
                if self.fast_path else {}),
@@ -360,6 +374,10 @@ class Ns3Model:
         """One collective of nbytes; by the topology's symmetry it depends only on the canonical shape."""
         key = (kind, fabric_key(group), int(nbytes))
         if key not in self._memo:
+            anchor = self._all_to_all_anchor(group, nbytes, kind)
+            if anchor is not None:
+                self._memo[key] = self._extrapolated_all_to_all(group, nbytes, anchor)
+                return self._memo[key]
             schedule = self._schedule(self._canonical(group), nbytes, kind)
             if not schedule.transfers:
                 self._memo[key] = 0.0
@@ -369,6 +387,21 @@ class Ns3Model:
                 self._memo[key] = self.run_schedules([schedule], [0.0], shape_to_text(group.canonical_shape))[
                     "collective_seconds"][0]
         return self._memo[key]
+
+    def _all_to_all_anchor(self, group: Placement, nbytes: int, kind: str) -> int | None:
+        """With acceleration, the payload an all-to-all of nbytes is extrapolated from (None: run in full);
+        STEADY_ALL_TO_ALL_BYTES says why and how it was checked."""
+        if not (self._may_accelerate() and kind == "all_to_all" and group.size > 1):
+            return None
+        anchor = max(self.steady_all_to_all_bytes,
+                     2 * group.size * self.channels * STEADY_ALL_TO_ALL_FLOW_BYTES)
+        return anchor if nbytes > anchor else None
+
+    def _extrapolated_all_to_all(self, group: Placement, nbytes: int, anchor: int) -> float:
+        """t(anchor) + (nbytes - anchor) x the time per byte between anchor / 2 and anchor."""
+        half = anchor // 2
+        at, before = (self.collective_seconds(group, b, "all_to_all") for b in (anchor, half))
+        return at + (int(nbytes) - anchor) * (at - before) / (anchor - half)
 
     def _node_schedule(self, node, accelerate: bool = True) -> Schedule:
         group = Placement(self.topology, node.group)
@@ -427,18 +460,23 @@ class Ns3Model:
         if self.reuse is not None and not self.fast_path and not accelerate and self.reuse.applies(self):
             self.pool.warm(sum(n.is_communication for g in graphs.values() for n in g.nodes))
         schedules: dict[tuple[int, int], Schedule] = {}
+        extrapolated: dict[tuple[int, int], float] = {}  # large all-to-alls, with acceleration
         for j, job in enumerate(jobs):
             graph = graphs[job]
             for node in graph.nodes:
                 if node.is_communication:
-                    schedules[(j, node.id)] = self._node_schedule(node, accelerate)
-        accelerated = accelerate and any(self._accelerated(s) for s in schedules.values())
-        if not any(s.transfers for s in schedules.values()):
+                    group = Placement(self.topology, node.group)
+                    if accelerate and self._all_to_all_anchor(group, node.nbytes, node.kind) is not None:
+                        extrapolated[(j, node.id)] = self.collective_seconds(group, int(node.nbytes), node.kind)
+                    else:
+                        schedules[(j, node.id)] = self._node_schedule(node, accelerate)
+        accelerated = accelerate and (bool(extrapolated) or any(self._accelerated(s) for s in schedules.values()))
+        if not any(s.transfers for s in schedules.values()) and not extrapolated:
             res = None  # nothing crosses a link (one GPU): every communication node takes 0 s
         elif accelerated:
             order = list(schedules)  # each job's communication back to back, alone (steady-state skipping)
-            seconds, res = self._accelerated_run([schedules[k] for k in order], label)
-            durations = dict(zip(order, seconds))
+            seconds, res = self._accelerated_run([schedules[k] for k in order], label) if order else ([], None)
+            durations = {**dict(zip(order, seconds)), **extrapolated}
         else:
             # cheapest first: the message-level answer where no link is shared (whole graph), else the
             # collectives run alone and composed (exact reuse), else one ns-3 run of everything
@@ -453,12 +491,14 @@ class Ns3Model:
             durations = {k: res["collective_seconds"][index[k]] for k in schedules}
         wall = time.perf_counter() - started
         out = {}
+        timed = res is not None or bool(extrapolated)  # else nothing crosses a link
         for j, job in enumerate(jobs):
             graph = graphs[job]
-            node_seconds = [durations[(j, n.id)] if n.is_communication and res is not None
+            node_seconds = [durations[(j, n.id)] if n.is_communication and timed
                             else 0.0 if n.is_communication else n.seconds for n in graph.nodes]
+            path = res["path"] if res is not None else "ns3" if timed else "none"  # none: nothing crosses a link
             details = {"transport": self.transport.transport, "accelerated": bool(accelerated), "jobs": len(jobs),
-                       "path": res["path"] if res is not None else "none"}  # none: nothing crosses a link
+                       "path": path}
             if res is not None:
                 details.update(nodes=res["nodes"], links=res["links"], frames_on_wires=res["device_transmissions"],
                                events=res["events"], simulated_wall_seconds=res["sim_wall_seconds"])
