@@ -99,8 +99,9 @@ ARBITRATIONS = {"fifo": 0, "round-robin": 1}
 # linearly from runs at it and at half of it (every pair's flows in flight at once settle into NIC-bound
 # sharing, so each further byte costs the same). Measured on 80 H100s x 8 channels (h100-dgx, 10 x 8): runs at
 # 128 and 256 MiB give 512 MiB, 1 GiB and 2 GiB within 0.0014 % of their full runs (2 GiB: 0.038804107 s
-# against 0.038803561 s); benchmarks/ns3_speed.py prints the check on the Dally cluster. Raised for a large group so that every (pair, channel) flow
-# still carries STEADY_ALL_TO_ALL_FLOW_BYTES at the half anchor (the measured case had 210 KB).
+# against 0.038803561 s); benchmarks/ns3_speed.py prints the check on the Dally cluster. Raised for a large
+# group so that every (pair, channel) flow still carries STEADY_ALL_TO_ALL_FLOW_BYTES at the half anchor (the
+# measured case had 210 KB).
 STEADY_ALL_TO_ALL_BYTES = 256 * 2**20
 STEADY_ALL_TO_ALL_FLOW_BYTES = 128 * 2**10
 
