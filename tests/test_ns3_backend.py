@@ -189,6 +189,35 @@ def test_steady_state_all_to_all_is_extrapolated_from_two_runs_within_one_percen
     assert timing.step_seconds == fast.collective_seconds(placement, nbytes, "all_to_all")
 
 
+def test_several_sizes_at_once_on_two_workers_answer_as_one_by_one(worker, tmp_path):
+    """collective_runs spreads the sizes over the pool's workers; Cached stores each answer with the wall
+    seconds of its own run, and a later question is a cache hit. The answers are the one-by-one ones, bit
+    for bit (2 channels: the rotated rings share links, so these are packet runs)."""
+    from artist.network.cache.cached import Cached
+    from artist.network.cache.store import LatencyStore
+    from artist.network.ns3.runner import Ns3Pool
+
+    topo = make_topology(racks=2, machines_per_rack=2, gpus_per_machine=2)
+    placement = placement_from_shape(topo, [[2, 2], [2, 2]])
+    sizes = [4_000_000, 1_000_000, 2_000_000, 1_000_000]
+    one = Ns3Model(topo, worker=worker, channels=2)
+    expected = [one.collective_seconds(placement, b) for b in sizes]
+    second = Ns3Worker()
+    try:
+        pool = Ns3Pool([worker, second])
+        runs = Ns3Model(topo, pool=pool, channels=2).collective_runs(placement, sizes)
+        assert [seconds for seconds, _ in runs] == expected
+        assert all(wall > 0 for _, wall in runs) and second.alive  # both workers ran some
+        cached = Cached(Ns3Model(topo, pool=pool, channels=2), LatencyStore(tmp_path / "cache.sqlite"))
+        assert cached.collective_seconds_many(placement, sizes) == expected
+        assert cached.session.misses == 3 and cached.session.hits == 0  # three distinct sizes, each stored once
+        stored = [cached.store.get(cached._collective_key(placement, b, "all_reduce")[0]) for b in sizes[:3]]
+        assert all(answer is not None and answer.wall_seconds > 0 for answer in stored)
+        assert cached.collective_seconds(placement, sizes[0]) == expected[0] and cached.session.hits == 1
+    finally:
+        second.close()
+
+
 def test_ns3_answers_through_the_fabric_model_interface(worker):
     from artist.network.stack import CommSpec
 

@@ -221,12 +221,15 @@ def simulate_test(model, topology: Topology, log: NcclLog, test: NcclTest,
     start = 0 if fit_from is None else int(fit_from)
     inside = [r for r in rows if r.size_bytes >= start]
     plans = size_regimes([r.size_bytes for r in inside], [r.time_us * 1e-6 for r in inside], regimes)
+    sizes = [r.size_bytes for r in rows]
+    many = getattr(model, "collective_seconds_many", None)  # a backend that answers several sizes at once
+    simulated = many(placement, sizes, kind) if many is not None else [
+        model.collective_seconds(placement, b, kind) for b in sizes]
     return [Point(log=name, line=r.line, test_line=test.first_line, size_bytes=r.size_bytes, ranks=placement.size,
-                  measured_s=r.time_us * 1e-6,
-                  simulated_s=float(model.collective_seconds(placement, r.size_bytes, kind)),
+                  measured_s=r.time_us * 1e-6, simulated_s=float(seconds),
                   base_s=t0, hops=hops, tier=placement.tier, shape=shape, role=role, kind=kind,
                   regime_from=0 if plan is None else plan.from_bytes)
-            for r, (role, plan) in zip(rows, _roles([r.size_bytes for r in rows], plans, start))]
+            for r, seconds, (role, plan) in zip(rows, simulated, _roles(sizes, plans, start))]
 
 
 def fit_correction(points: Sequence[Point]) -> TierCorrection:

@@ -148,6 +148,14 @@ class _Counted:
         self._bar.update(1)
         return seconds
 
+    def collective_seconds_many(self, group, sizes, kind: str = "all_reduce"):
+        many = getattr(self._inner, "collective_seconds_many", None)
+        if many is None:
+            return [self.collective_seconds(group, b, kind) for b in sizes]
+        seconds = many(group, sizes, kind)
+        self._bar.update(len(sizes))
+        return seconds
+
     def __getattr__(self, name):
         return getattr(self._inner, name)
 

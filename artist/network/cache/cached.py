@@ -132,14 +132,7 @@ class Cached:
         """One collective of nbytes alone, cached like a step."""
         started = time.perf_counter()
         nbytes = int(nbytes)
-        question = (canonical_json(self.inner.identity()), kind, nbytes, group.topology, fabric_key(group))
-        found = self._keys.get(question) if self.memo_enabled else None
-        if found is None:
-            material = collective_key_material(self.inner, group, nbytes, kind)
-            found = (cache_key(material), material)
-            if self.memo_enabled:
-                self._keys[question] = found
-        key, material = found
+        key, material = self._collective_key(group, nbytes, kind)
 
         def simulate() -> CachedTiming:
             seconds = float(self.inner.collective_seconds(group, nbytes, kind))
@@ -148,8 +141,41 @@ class Cached:
         answer, _ = self._answer(key, material, f"{kind} {nbytes} B", lambda: group, started, simulate)
         return answer.node_seconds[0][0]
 
+    def collective_seconds_many(self, group: Placement, sizes, kind: str = "all_reduce") -> list[float]:
+        """collective_seconds of several sizes. Where the backend answers several at once (ns-3's
+        collective_runs: on all its workers), the sizes the cache lacks are asked of it together, each
+        answer then stored as collective_seconds stores one, with the wall seconds its own run took."""
+        runs = getattr(self.inner, "collective_runs", None)
+        missing = sorted({int(b) for b in sizes if not self._known(*self._collective_key(group, int(b), kind))})
+        answers: dict[int, float] = {}
+        if runs is not None and len(missing) > 1:
+            for nbytes, (seconds, wall) in zip(missing, runs(group, missing, kind)):
+                key, material = self._collective_key(group, nbytes, kind)
+                timing = CachedTiming(((seconds,),), seconds, seconds, self.inner.name)
+                answer, _ = self._answer(key, material, f"{kind} {nbytes} B", lambda: group, time.perf_counter(),
+                                         lambda timing=timing: timing, ran_seconds=wall)
+                answers[nbytes] = answer.node_seconds[0][0]
+        return [answers[int(b)] if int(b) in answers else self.collective_seconds(group, b, kind) for b in sizes]
+
+    def _collective_key(self, group: Placement, nbytes: int, kind: str) -> tuple[str, dict]:
+        """(cache key, its material) of one collective alone."""
+        question = (canonical_json(self.inner.identity()), kind, nbytes, group.topology, fabric_key(group))
+        found = self._keys.get(question) if self.memo_enabled else None
+        if found is None:
+            material = collective_key_material(self.inner, group, nbytes, kind)
+            found = (cache_key(material), material)
+            if self.memo_enabled:
+                self._keys[question] = found
+        return found
+
+    def _known(self, key: str, material: dict) -> bool:
+        """Whether this answer is in the memo or the store already (no claim, no counting)."""
+        return key in self._memo or self.store.get(key) is not None
+
     def _answer(self, key: str, material: dict, question_name: str, placement_of, started: float,
-                simulate) -> tuple[CachedTiming, CommResult]:
+                simulate, ran_seconds: float | None = None) -> tuple[CachedTiming, CommResult]:
+        """The stored answer, or simulate()'s, stored (ran_seconds: what computing it took when simulate()
+        only hands over an answer computed before; else simulate() is timed)."""
         answer = self._memo.get(key)
         if answer is None:
             answer = self.store.get(key)
@@ -159,7 +185,7 @@ class Cached:
             if isinstance(outcome, StoredAnswer):
                 answer = outcome
             elif isinstance(outcome, Claim):
-                return self._simulate(outcome, material, question_name, placement_of, simulate)
+                return self._simulate(outcome, material, question_name, placement_of, simulate, ran_seconds)
             else:
                 waited = True
                 answer = self._wait_for(key)
@@ -190,14 +216,14 @@ class Cached:
             delay = min(delay * 1.5, 0.5)
 
     def _simulate(self, claim: Claim, material: dict, question_name: str, placement_of,
-                  simulate) -> tuple[CachedTiming, CommResult]:
+                  simulate, ran_seconds: float | None = None) -> tuple[CachedTiming, CommResult]:
         started = time.perf_counter()
         try:
             result = simulate()
         except BaseException:
             self.store.release(claim)
             raise
-        wall = time.perf_counter() - started
+        wall = time.perf_counter() - started if ran_seconds is None else ran_seconds
         created_at = self.store.put(claim, material, question_name, placement_of(), result, wall)
         if self.memo_enabled:
             self._memo[claim.key] = StoredAnswer(result, wall, created_at)

@@ -61,7 +61,9 @@ import dataclasses
 import functools
 import math
 import re
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version as package_version
@@ -205,12 +207,18 @@ class Ns3Model:
         self.arbitration = arbitration
         # A given worker serves alone (tests, benchmarks); otherwise the process-wide pool (runner.py).
         self.pool = pool or (Ns3Pool([worker]) if worker is not None else shared_pool())
-        self.worker = self.pool.first
+        self._local = threading.local()  # collective_seconds_many: the worker of each of its threads
         # Exact reuse (reuse.py): a step composed from its collectives run alone, byte-identical to one run.
         self.reuse = ExactReuse() if exact_reuse else None
         self.debug_hang = debug_hang  # test hook: the run never ends (watchdog test)
         self.fast_path = fast_path  # message-level answers where no link is shared (artist/network/fastpath)
         self._memo: dict = {}
+        self._memo_wall: dict = {}  # per collective_seconds answer: the wall seconds computing it took
+
+    @property
+    def worker(self) -> Ns3Worker:
+        """The worker this thread's runs go to: the pool's first, or the one collective_seconds_many gave it."""
+        return getattr(self._local, "worker", None) or self.pool.first
 
     # ---- identity -------------------------------------------------------------
     def identity(self) -> dict:
@@ -375,19 +383,63 @@ class Ns3Model:
         """One collective of nbytes; by the topology's symmetry it depends only on the canonical shape."""
         key = (kind, fabric_key(group), int(nbytes))
         if key not in self._memo:
-            anchor = self._all_to_all_anchor(group, nbytes, kind)
-            if anchor is not None:
-                self._memo[key] = self._extrapolated_all_to_all(group, nbytes, anchor)
-                return self._memo[key]
-            schedule = self._schedule(self._canonical(group), nbytes, kind)
-            if not schedule.transfers:
-                self._memo[key] = 0.0
-            elif self._accelerated(schedule):
-                self._memo[key] = self._accelerated_run([schedule], shape_to_text(group.canonical_shape))[0][0]
-            else:
-                self._memo[key] = self.run_schedules([schedule], [0.0], shape_to_text(group.canonical_shape))[
-                    "collective_seconds"][0]
+            started = time.perf_counter()
+            self._memo[key] = self._collective_seconds(group, nbytes, kind)
+            self._memo_wall[key] = time.perf_counter() - started
         return self._memo[key]
+
+    def _collective_seconds(self, group: Placement, nbytes: int, kind: str) -> float:
+        """collective_seconds' answer, computed."""
+        anchor = self._all_to_all_anchor(group, nbytes, kind)
+        if anchor is not None:
+            return self._extrapolated_all_to_all(group, nbytes, anchor)
+        schedule = self._schedule(self._canonical(group), nbytes, kind)
+        if not schedule.transfers:
+            return 0.0
+        label = shape_to_text(group.canonical_shape)
+        if self._accelerated(schedule):
+            return self._accelerated_run([schedule], label)[0][0]
+        return self.run_schedules([schedule], [0.0], label)["collective_seconds"][0]
+
+    def collective_seconds_many(self, group: Placement, sizes: Sequence[int], kind: str = "all_reduce") -> list[float]:
+        """collective_seconds of several sizes (collective_runs: on all of the pool's workers at once)."""
+        return [seconds for seconds, _ in self.collective_runs(group, sizes, kind)]
+
+    def collective_runs(self, group: Placement, sizes: Sequence[int], kind: str = "all_reduce"
+                        ) -> list[tuple[float, float]]:
+        """(collective_seconds, wall seconds its answer took) of several sizes: the runs not answered yet on
+        all of the pool's workers at once, largest first (so that the last to finish are short); the same
+        answers as one by one (a run's answer does not depend on the worker)."""
+        todo: dict[int, None] = {}
+        for nbytes in sorted({int(b) for b in sizes}, reverse=True):
+            anchor = self._all_to_all_anchor(group, nbytes, kind)
+            for b in (nbytes,) if anchor is None else (anchor, anchor // 2):  # extrapolated: its anchors first
+                if (kind, fabric_key(group), b) not in self._memo:
+                    todo[b] = None
+        if len(todo) > 1 and self.pool.size > 1:
+            queue, take = list(todo), threading.Lock()
+
+            def drain(i: int) -> None:
+                self._local.worker = self.pool.worker(i)
+                try:
+                    while True:
+                        with take:
+                            if not queue:
+                                return
+                            nbytes = queue.pop(0)
+                        self.collective_seconds(group, nbytes, kind)
+                finally:
+                    self._local.worker = None
+
+            n = min(self.pool.size, len(todo))
+            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="artist-ns3-sizes") as threads:
+                for f in [threads.submit(drain, i) for i in range(n)]:
+                    f.result()
+        out = []
+        for b in sizes:
+            seconds = self.collective_seconds(group, int(b), kind)
+            out.append((seconds, self._memo_wall.get((kind, fabric_key(group), int(b)), 0.0)))
+        return out
 
     def _all_to_all_anchor(self, group: Placement, nbytes: int, kind: str) -> int | None:
         """With acceleration, the payload an all-to-all of nbytes is extrapolated from (None: run in full);
