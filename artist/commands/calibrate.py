@@ -37,6 +37,10 @@ def add_parser(sub) -> None:
     p.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
     p.add_argument("--check", default=None, metavar="PROFILE",
                    help="evaluate this profile on --logs instead of fitting")
+    p.add_argument("--pairwise", action="store_true",
+                   help="instead of fitting: how much the node pairs differ, from two-node sendrecv logs (one pair "
+                        "each): every pair's bus bandwidth at sizes >= 1 GiB, the spread, and the groups of nodes "
+                        "that fast pairs join (e.g. behind one leaf switch); no simulation")
     p.add_argument("--holdout", nargs="+", default=[], metavar="LOG",
                    help="nccl-tests logs the fit does not use: every size is checked, and a profile worse than "
                         "uncalibrated on any of their collectives (median |error| over sizes >= 1 MiB) is refused "
@@ -307,12 +311,36 @@ def say_log_notes(logs: list, out) -> None:
                   f"not read: {lines}", file=out)
 
 
+def _pairwise(args) -> int:
+    """--pairwise: the pairs' report (artist/calibration/pairwise.py), as text or (--json) one object."""
+    import json
+
+    from artist.calibration.pairwise import pairwise_report, report_lines
+
+    for flag, given in (("--check", args.check), ("--out", args.out), ("--holdout", args.holdout),
+                        ("--report", args.report), ("--accelerate", args.accelerate)):
+        if given:
+            raise InputError("command line", flag, "--pairwise only reads the logs; it fits and simulates nothing")
+    report = pairwise_report(args.logs)
+    if args.json:
+        print(json.dumps({"pairs": [{"hosts": list(p.hosts), "busbw_gbs": p.busbw_gbs, "sizes": p.sizes, "log": p.log}
+                                    for p in report.pairs],
+                          "spread": report.spread, "threshold_gbs": report.threshold_gbs,
+                          "groups": [list(g) for g in report.groups],
+                          "inconsistent": [list(p.hosts) for p in report.inconsistent]}, indent=1))
+    else:
+        print("\n".join(report_lines(report)))
+    return 0
+
+
 def _run(args, models: list) -> int:
     import json
 
     from artist.calibration.build import error_rows
     from artist.calibration.report import plot_busbw, points_table, summary_table, write_report
 
+    if args.pairwise:
+        return _pairwise(args)
     options = calibration_options(args)
     cache_path = cache_path_from_args(args)
     out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON list only
