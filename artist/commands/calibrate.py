@@ -318,7 +318,8 @@ def _pairwise(args) -> int:
     from artist.calibration.pairwise import pairwise_report, report_lines
 
     for flag, given in (("--check", args.check), ("--out", args.out), ("--holdout", args.holdout),
-                        ("--report", args.report), ("--accelerate", args.accelerate)):
+                        ("--report", args.report), ("--accelerate", args.accelerate),
+                        ("--ns3-timeout", args.ns3_timeout)):
         if given:
             raise InputError("command line", flag, "--pairwise only reads the logs; it fits and simulates nothing")
     report = pairwise_report(args.logs)

@@ -7,7 +7,8 @@
 An answer's path (answer_path) is where its number came from: the analytical model, the flow engine, an
 ns-3 packet-level run, ns-3's message-level fast path (no link shared, network/fastpath), exact reuse of
 packet runs of each collective alone composed into the timeline (network/ns3/reuse.py), ns-3's steady-state
-skipping (`accelerate`: a ring's first steps run, the rest extrapolated, within 1 %), the phase
+skipping (`accelerate`: a ring's first steps run and the rest extrapolated, a large all-to-all extrapolated
+from two smaller runs; within 1 %), the phase
 contention model (network/phase), nothing at all (no traffic crosses a link: one GPU), or the `none`
 backend (communication free). An answer read from the latency cache counts under the path that computed it
 (so a run's results row is the same whatever the cache held) and in `answers_from_cache` too (run.json,

@@ -47,13 +47,13 @@ from typing import Sequence
 import numpy as np
 
 from artist.cluster import FreeMap
+from artist.elastic.allocators import RoundPolicy
 from artist.elastic.mixed import dominant_type
 from artist.elastic.oracle import remaining_iterations
 from artist.elastic.spec import fixed_batch_config
 from artist.jobstate import JobFacts
 from artist.perf.model import StepEstimate
 from artist.placement import Placement
-from artist.elastic.allocators import RoundPolicy
 from artist.policies.base import Policy, SchedulerView
 from artist.policies.pollux.scheduler import JobView
 
@@ -236,16 +236,21 @@ class RigidPolicyOnElasticJobs(RoundPolicy):
         waiting = [rigid[s.job_id] for s in states if s.job_id not in held]
         for s in states:  # a job placed by anyone else (a test's records) ran first, in arrival order
             if s.job_id in held and s.job_id not in self._started:
-                self._starts += 1
-                self._started[s.job_id] = self._starts
+                self._number_start(s.job_id)
         running = sorted((rigid[j] for j in held), key=lambda s: self._started[s.job_id])
         inner = _ElasticView(self._estimate, now=now, topology=self.topology, waiting=waiting, running=running,
                              free=self.free_map(view.running), perf=None, restore_seconds=self._restore_seconds())
         decision = self.policy.schedule(inner)
-        return self._apply(decision.allocations, rigid, view, states, now)
+        return self._apply(decision.allocations, rigid, held, view, states, now)
 
-    def _apply(self, allocations: dict[str, Placement], rigid: dict[str, RigidJobState], view: SchedulerView,
-               states: Sequence, now: float) -> dict[str, Placement]:
+    def _number_start(self, job_id: str) -> None:
+        """The job starts now: it comes after every running job in view.running's order."""
+        self._starts += 1
+        self._started[job_id] = self._starts
+
+    def _apply(self, allocations: dict[str, Placement], rigid: dict[str, RigidJobState],
+               held: dict[str, tuple[int, ...]], view: SchedulerView, states: Sequence,
+               now: float) -> dict[str, Placement]:
         """The rigid policy's placements checked and put on the loop's topology: a running job whose GPUs
         per node did not change keeps its placement (which GPUs of a node does not change its time, so it
         pays no restart); the others in arrival order after them (the order the loop starts them in)."""
@@ -259,23 +264,21 @@ class RigidPolicyOnElasticJobs(RoundPolicy):
             if used.intersection(placement.gpus):
                 raise ValueError(f"policy {self.policy.name!r} gave a GPU to two jobs")
             used.update(placement.gpus)
-        for state in view.running:
-            if state.job_id not in allocations:  # preempted: back to the wait queue now
-                self._started.pop(state.job_id, None)
-                self._waiting_since[state.job_id] = now
+        for job_id in held:
+            if job_id not in allocations:  # preempted: back to the wait queue now
+                self._started.pop(job_id, None)
+                self._waiting_since[job_id] = now
         keep: dict[str, Placement] = {}
         changed: dict[str, Placement] = {}
-        running = {state.job_id for state in view.running}  # (a waiting job's record keeps its last placement)
-        for state in states:
+        for state in states:  # (held, not state.placement: a waiting job's record keeps its last placement)
             placement = allocations.get(state.job_id)
             if placement is None:
                 continue
-            if state.job_id in running:
-                if np.array_equal(self._per_node(placement.gpus), self._per_node(state.placement.gpus)):
+            if state.job_id in held:
+                if np.array_equal(self._per_node(placement.gpus), self._per_node(held[state.job_id])):
                     keep[state.job_id] = state.placement
                     continue
             else:
-                self._starts += 1
-                self._started[state.job_id] = self._starts
+                self._number_start(state.job_id)
             changed[state.job_id] = Placement(view.topology, placement.gpus)
         return {**keep, **changed}

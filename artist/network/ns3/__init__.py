@@ -63,7 +63,6 @@ import math
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version as package_version
@@ -416,25 +415,15 @@ class Ns3Model:
             for b in (nbytes,) if anchor is None else (anchor, anchor // 2):  # extrapolated: its anchors first
                 if (kind, fabric_key(group), b) not in self._memo:
                     todo[b] = None
-        if len(todo) > 1 and self.pool.size > 1:
-            queue, take = list(todo), threading.Lock()
-
-            def drain(i: int) -> None:
-                self._local.worker = self.pool.worker(i)
+        if len(todo) > 1:
+            def on(worker: Ns3Worker, nbytes: int) -> None:
+                self._local.worker = worker  # this thread's runs go to its worker (the `worker` property)
                 try:
-                    while True:
-                        with take:
-                            if not queue:
-                                return
-                            nbytes = queue.pop(0)
-                        self.collective_seconds(group, nbytes, kind)
+                    self.collective_seconds(group, nbytes, kind)
                 finally:
                     self._local.worker = None
 
-            n = min(self.pool.size, len(todo))
-            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="artist-ns3-sizes") as threads:
-                for f in [threads.submit(drain, i) for i in range(n)]:
-                    f.result()
+            self.pool.each(list(todo), on)
         out = []
         for b in sizes:
             seconds = self.collective_seconds(group, int(b), kind)
@@ -518,8 +507,8 @@ class Ns3Model:
             graph = graphs[job]
             for node in graph.nodes:
                 if node.is_communication:
-                    group = Placement(self.topology, node.group)
-                    if accelerate and self._all_to_all_anchor(group, node.nbytes, node.kind) is not None:
+                    group = Placement(self.topology, node.group) if accelerate and node.kind == "all_to_all" else None
+                    if group is not None and self._all_to_all_anchor(group, node.nbytes, node.kind) is not None:
                         extrapolated[(j, node.id)] = self.collective_seconds(group, int(node.nbytes), node.kind)
                     else:
                         schedules[(j, node.id)] = self._node_schedule(node, accelerate)

@@ -182,12 +182,18 @@ class Ns3Pool:
         """Answers of (request, timeout_s, label) in order; requests run in the order given (callers put
         the longest first), on min(size, len(requests)) workers. The first failure is raised after every
         started run has ended."""
-        if len(requests) <= 1 or self.size == 1:
-            return [self.first.run(*r) for r in requests]
-        n = min(self.size, len(requests))
+        return self.each(requests, lambda worker, request: worker.run(*request))
+
+    def each(self, items: Sequence, work: Callable[[Ns3Worker, object], object]) -> list:
+        """work(worker, item) for every item, in order, items handed out in the order given to
+        min(size, len(items)) threads, each with a worker of its own (one thread, the first worker, when
+        there is one item or one worker). The first failure is raised after every started item has ended."""
+        if len(items) <= 1 or self.size == 1:
+            return [work(self.first, item) for item in items]
+        n = min(self.size, len(items))
         workers = [self.worker(i) for i in range(n)]
-        queue = list(enumerate(requests))
-        answers: list = [None] * len(requests)
+        queue = list(enumerate(items))
+        answers: list = [None] * len(items)
         take = threading.Lock()
 
         def drain(worker: Ns3Worker) -> None:
@@ -195,8 +201,8 @@ class Ns3Pool:
                 with take:
                     if not queue:
                         return
-                    i, request = queue.pop(0)
-                answers[i] = worker.run(*request)
+                    i, item = queue.pop(0)
+                answers[i] = work(worker, item)
 
         with ThreadPoolExecutor(max_workers=n, thread_name_prefix="artist-ns3-pool") as threads:
             for f in [threads.submit(drain, w) for w in workers]:
