@@ -13,7 +13,7 @@ from artist.commands._args import integer, number
 from artist.errors import InputError
 from artist.limits import MAX_CHANNELS, MAX_GPUS
 from artist.network.cache import CACHE_FILE_NAME
-from artist.network.collectives import ALGORITHMS
+from artist.network.collectives import ALGORITHM_CHOICES
 from artist.network.stack import BACKENDS
 
 
@@ -51,7 +51,9 @@ def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) ->
     p.add_argument("--backend", "--comm", dest="backend", default="analytical", choices=BACKENDS,
                    help="network backend: analytical (alpha-beta), flow (fluid max-min: jobs share links), ns3 "
                         "(packet level) or none (communication free: the network-less baseline)")
-    p.add_argument("--algorithm", default="ring", choices=ALGORITHMS, help="all-reduce algorithm")
+    p.add_argument("--algorithm", default="ring", choices=ALGORITHM_CHOICES,
+                   help="collective algorithm: ring, hierarchical, or nccl (analytical only: the algorithm, "
+                        "protocol and channels NCCL's tuner picks per size)")
     p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")
     if calibration:

@@ -14,7 +14,7 @@ from artist.commands._common import (CACHE_DIR_HELP, add_accelerate_argument, ad
 from artist.commands.cache import cache_path_from_args
 from artist.errors import InputError, Interrupted
 from artist.limits import MAX_CHANNELS
-from artist.network.collectives import ALGORITHMS
+from artist.network.collectives import ALGORITHM_CHOICES
 from artist.network.stack import BACKENDS, CommSpec
 from artist.topology import Topology, load_topology
 
@@ -30,7 +30,9 @@ def add_parser(sub) -> None:
     p.add_argument("--logs", nargs="+", required=True, help="nccl-tests output files")
     p.add_argument("--topology", default=None, help="topology YAML (default with --check: the profile's)")
     p.add_argument("--backend", default="analytical", choices=BACKENDS, help="network backend to calibrate")
-    p.add_argument("--algorithm", default="ring", choices=ALGORITHMS, help="all-reduce algorithm")
+    p.add_argument("--algorithm", default="ring", choices=ALGORITHM_CHOICES,
+                   help="collective algorithm: ring, hierarchical, or nccl (analytical only: the algorithm, "
+                        "protocol and channels NCCL's tuner picks per size)")
     p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")
     p.add_argument("--out", default=None, help="profile YAML to write (e.g. calibration/profiles/NAME.yaml)")

@@ -21,6 +21,7 @@ from artist.commands._common import (add_accelerate_argument, add_network_argume
 from artist.commands.cache import cache_path_from_args
 from artist.commands.plans import add_plan_arguments, run_plan
 from artist.errors import InputError
+from artist.network.collectives import NCCL_CHOICE
 from artist.network.stack import CommSpec
 from artist.parallel.graph import COMMUNICATION, Node, StepGraph
 from artist.perf.model import as_perf_model
@@ -178,7 +179,20 @@ def collective_answer(args, topology) -> dict:
             "shape": shape_to_text(placement.canonical_shape), "gpus": placement.size,
             "tier": placement.tier, "backend": args.backend, "algorithm": args.algorithm,
             "channels": args.channels, "calibrated": spec.calibration is not None,
-            "seconds": timing.node_seconds[0], **_provenance(timing.result, spec)}
+            "seconds": timing.node_seconds[0], **_nccl_choice(args, placement, nbytes),
+            **_provenance(timing.result, spec)}
+
+
+def _nccl_choice(args, placement, nbytes: int) -> dict:
+    """Algorithm nccl: what NCCL picks for this collective ({} otherwise, or for a point-to-point kind)."""
+    if args.algorithm != NCCL_CHOICE:
+        return {}
+    from artist.network.nccl.chosen import choice_on
+
+    choice = choice_on(placement, args.collective, nbytes)
+    if choice is None:
+        return {"nccl_choice": None}
+    return {"nccl_choice": {"algorithm": choice.algorithm, "protocol": choice.protocol, "channels": choice.channels}}
 
 
 def run_collective(args, topology) -> int:
@@ -190,6 +204,11 @@ def run_collective(args, topology) -> int:
           f"({answer['gpus']} GPUs, {answer['tier']} tier), backend {args.backend}, {args.algorithm} "
           f"x{args.channels}{', calibrated' if answer['calibrated'] else ''}")
     print(f"seconds              {answer['seconds']:.9f}")
+    if "nccl_choice" in answer:
+        choice = answer["nccl_choice"]
+        pick = (f"{choice['algorithm']} / {choice['protocol']}, {choice['channels']} channels" if choice else
+                "none (point-to-point: timed by its schedule)")
+        print(f"nccl choice          {pick}")
     _provenance_lines(answer)
     return 0
 

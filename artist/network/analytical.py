@@ -14,6 +14,12 @@ NVLink latency + inter-node hops x NET latency, plus size / bandwidth). It
 matches measurements: for 2 x 8 H100 the measured small-size all-reduce floor
 is ~123 µs (gcp_a3mega log), where charging the NIC latency on all 30 lock-step
 steps would give ~430 µs.
+
+Algorithm ``nccl``: all-reduces, all-gathers and reduce-scatters take the algorithm, protocol and channel
+count NCCL's own tuner picks at each size, and the time it predicts for them (artist/network/nccl/: its
+cost model with release 2.30.7's constants, fed by a simplified topology search of the placement's
+machines, NICs and NVLink); all-to-alls and send/recvs, point-to-point in NCCL, keep their ring-ordered
+schedules. The fabric above the NICs is the tuner's: one collective alone never fills it.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ from typing import Mapping
 import numpy as np
 
 from artist.network.base import CommResult, GraphTiming, time_node_by_node
-from artist.network.collectives import Schedule, channel_ring, collective_schedule
+from artist.network.collectives import NCCL_CHOICE, Schedule, channel_ring, collective_schedule
 from artist.network.links import NVLINK, link_bandwidth_bps, path
 from artist.memo import memoised
+from artist.network.nccl.chosen import TUNED_KINDS, NcclChosen
+from artist.network.nccl.fabric import inputs_of, machine_of
+from artist.network.nccl.releases import V2_30_7
 from artist.network.symmetry import fabric_form
 from artist.placement import Placement
 from artist.parallel.graph import StepGraph
@@ -182,6 +191,9 @@ class AnalyticalModel:
 
     def __init__(self, topology: Topology, algorithm: str = "ring", channels: int = 1,
                  latency: StartupLatency = StartupLatency()):
+        if algorithm == NCCL_CHOICE and channels != 1:
+            raise ValueError(f"algorithm {NCCL_CHOICE}: NCCL's own search sets the channels; leave channels at 1, "
+                             f"not {channels}")
         self.topology = topology
         self.algorithm = algorithm
         self.channels = channels
@@ -190,8 +202,11 @@ class AnalyticalModel:
         self._by_group: dict = {}  # (kind, GPUs) -> LinearCollective (time(): _linear without its fabric form)
 
     def identity(self) -> dict:
-        return {"backend": self.name, "version": ANALYTICAL_VERSION, "algorithm": self.algorithm,
-                "channels": self.channels, "latency": asdict(self.latency)}
+        identity = {"backend": self.name, "version": ANALYTICAL_VERSION, "algorithm": self.algorithm,
+                    "channels": self.channels, "latency": asdict(self.latency)}
+        if self.algorithm == NCCL_CHOICE:  # (the ring's identity, and so its cached answers, unchanged)
+            identity["nccl_release"] = V2_30_7.tag
+        return identity
 
     def collective_seconds(self, group: Placement, nbytes: int, kind: str = "all_reduce") -> float:
         """One collective of nbytes on this group. By symmetry of the topology the answer
@@ -200,8 +215,15 @@ class AnalyticalModel:
         spine it is timed from the lowest GPU id to the other (time() keeps the node's direction)."""
         return self._linear(group, kind).seconds(nbytes)
 
-    def _linear(self, group: Placement, kind: str) -> LinearCollective:
-        """The collective's time as fixed + bytes x per byte on this group, memoised per fabric form."""
+    def _linear(self, group: Placement, kind: str) -> LinearCollective | NcclChosen:
+        """The collective's time as fixed + bytes x per byte on this group, memoised per fabric form (algorithm
+        nccl, tuned kinds: NCCL's pick and time per size, memoised per machine description NCCL would see)."""
+        if self.algorithm == NCCL_CHOICE and kind in TUNED_KINDS:
+            key = (kind, *machine_of(group))
+            chosen = self._memo.get(key)
+            if chosen is None:
+                chosen = self._memo[key] = NcclChosen(inputs_of(group), kind)
+            return chosen
         form, canonical = fabric_form(group)
         # settings in the key too: the memo must not outlive a change of algorithm or channels
         key = (kind, form, self.algorithm, self.channels, self.latency)
@@ -210,7 +232,8 @@ class AnalyticalModel:
             if kind == "all_reduce" and self.algorithm == "ring":  # the simulator's hot path: no schedule
                 linear = ring_allreduce_linear(canonical, self.channels, self.latency)
             else:
-                schedule = collective_schedule(kind, self.algorithm, canonical,
+                algorithm = "ring" if self.algorithm == NCCL_CHOICE else self.algorithm  # NCCL's point-to-point
+                schedule = collective_schedule(kind, algorithm, canonical,
                                                _reference_bytes(canonical, self.channels), self.channels,
                                                dependencies=False)
                 linear = LinearCollective.of(schedule, group.topology, self.latency)

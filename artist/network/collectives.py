@@ -40,6 +40,20 @@ from artist.placement import Placement
 from artist.topology import Topology
 
 ALGORITHMS = ("ring", "hierarchical")
+# NCCL's own choice per size (tree, NVLS, ring, ... with their protocols), from its tuner's cost model:
+# an algorithm setting of the analytical backend only (artist/network/analytical.py), no schedule here
+NCCL_CHOICE = "nccl"
+ALGORITHM_CHOICES = ALGORITHMS + (NCCL_CHOICE,)
+
+
+def algorithm_refusal(backend: str, algorithm: str) -> str | None:
+    """Why this backend cannot run this algorithm setting (None: it can)."""
+    if algorithm == NCCL_CHOICE and backend not in ("analytical", "none"):
+        return (f"algorithm {NCCL_CHOICE} (NCCL's own choice of algorithm and protocol) is the analytical backend's; "
+                f"{backend} executes {' or '.join(ALGORITHMS)} schedules")
+    if algorithm not in ALGORITHM_CHOICES:
+        return f"unknown algorithm {algorithm!r}; known: {', '.join(ALGORITHM_CHOICES)}"
+    return None
 
 
 @dataclass(frozen=True)

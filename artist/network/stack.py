@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 from artist.calibration.profile import CalibrationProfile, load_profile
 from artist.network.cache import Cached, LatencyStore
 from artist.network.calibrated import Calibrated
+from artist.network.collectives import algorithm_refusal
 from artist.topology import Topology
 
 
@@ -85,6 +86,9 @@ class CommSpec:
         factory = BACKENDS.get(self.backend)
         if factory is None:
             raise ValueError(f"unknown comm backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+        refusal = algorithm_refusal(self.backend, self.algorithm)
+        if refusal:
+            raise ValueError(refusal)
         return factory(topology, algorithm=self.algorithm, channels=self.channels, **dict(self.options))
 
     def build(self, topology: Topology, profile: CalibrationProfile | None = None):

@@ -43,7 +43,7 @@ from artist import shipped
 from artist.errors import InputError, UnknownFieldError
 from artist.jsonkey import canonical_json
 from artist.limits import MAX_ARRIVAL_S, MAX_CHANNELS, MAX_GPUS, MAX_RESTORE_S, MIN_ROUND_INTERVAL_S
-from artist.network.collectives import ALGORITHMS
+from artist.network.collectives import ALGORITHM_CHOICES, NCCL_CHOICE, algorithm_refusal
 from artist.network.stack import BACKENDS, CommSpec
 from artist.report.spec import ReportSpec, check_against_policies, check_against_workloads, parse_report
 from artist.perf.model import CONTENTION_MODELS, CONTENTION_MODES
@@ -458,11 +458,17 @@ def _comm(f: Fields, backend_override: str | None) -> tuple[list[str], list[str]
             _check_ns3_available(f)
     algorithms = _listed(cf, "algorithm", "ring")
     for i, a in enumerate(algorithms):
-        if a not in ALGORITHMS:
+        if a not in ALGORITHM_CHOICES:
             raise InputError(f.source, f"field 'comm.algorithm[{i}]'",
-                             f"unknown algorithm {a!r}; known: {', '.join(ALGORITHMS)}")
+                             f"unknown algorithm {a!r}; known: {', '.join(ALGORITHM_CHOICES)}")
+        refusal = next(filter(None, (algorithm_refusal(b, a) for b in backends)), None)
+        if refusal:
+            raise InputError(f.source, f"field 'comm.algorithm[{i}]'", refusal)
     channels = [_integer(cf, "comm.channels", i, c, minimum=1, maximum=MAX_CHANNELS)
                 for i, c in enumerate(_listed(cf, "channels", 1))]
+    if NCCL_CHOICE in algorithms and channels != [1]:
+        raise cf.error("channels", f"algorithm {NCCL_CHOICE} takes the channels NCCL's own search sets: a sweep "
+                                   f"with it leaves channels at 1, got {channels}")
     for key, values in (("backend", backends), ("algorithm", algorithms), ("channels", channels)):
         if len(set(values)) != len(values):
             raise cf.error(key, f"a value is listed twice: {values}")
