@@ -52,7 +52,8 @@ def add_network_arguments(p, *, calibration: bool = True, cache: bool = True) ->
                    help="network backend: analytical (alpha-beta), flow (fluid max-min: jobs share links), ns3 "
                         "(packet level) or none (communication free: the network-less baseline)")
     p.add_argument("--algorithm", default="ring", choices=ALGORITHM_CHOICES,
-                   help="collective algorithm: ring, hierarchical, or nccl (analytical only: the algorithm, "
+                   help="all-reduce algorithm: ring, hierarchical, tree (NCCL's double binary tree), or nccl "
+                        "(analytical only: the algorithm, "
                         "protocol and channels NCCL's tuner picks per size)")
     p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")

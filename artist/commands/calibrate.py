@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("--topology", default=None, help="topology YAML (default with --check: the profile's)")
     p.add_argument("--backend", default="analytical", choices=BACKENDS, help="network backend to calibrate")
     p.add_argument("--algorithm", default="ring", choices=ALGORITHM_CHOICES,
-                   help="collective algorithm: ring, hierarchical, or nccl (analytical only: the algorithm, "
+                   help="all-reduce algorithm: ring, hierarchical, tree (NCCL's double binary tree), or nccl "
+                        "(analytical only: the algorithm, "
                         "protocol and channels NCCL's tuner picks per size)")
     p.add_argument("--channels", type=integer(1, MAX_CHANNELS), default=1,
                    help=f"parallel rings (NCCL channels), 1-{MAX_CHANNELS}")

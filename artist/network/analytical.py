@@ -24,6 +24,7 @@ schedules. The fabric above the NICs is the tuner's: one collective alone never 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import Mapping
@@ -183,6 +184,66 @@ def ring_allreduce_linear(placement: Placement, channels: int, latency: StartupL
     return LinearCollective(latency.base_s + float(ready_max), total / _reference_bytes(placement, channels))
 
 
+class TreeCollective:
+    """NCCL's Tree all-reduce on one placement (artist/network/tree.py) as a function of its size: NCCL's base
+    latency + the tree's latency path (up to the root and down to the farthest leaf, one chunk's journey:
+    the pipeline hides the rest) + per lock-step step the busiest link's chunk bytes over its bandwidth.
+    Its chunk count grows with the size (512 KiB chunks), so the time is not one line: with unit chunks
+    the steps' sum B(K) is computed for small counts, and from the count at which every transfer is in
+    flight in the pipeline's middle (2 x height + 1) it grows by the same middle step per chunk."""
+
+    def __init__(self, placement: Placement, channels: int, latency: StartupLatency):
+        from artist.network.tree import channel_trees
+
+        self.placement, self.channels = placement, channels
+        trees = channel_trees(placement, channels)
+        self.full = 2 * max(t.height[t.root] for t in trees) + 1
+        self._sums: dict[int, float] = {}
+        self.fixed = latency.base_s + max(_tree_latency(placement, t, latency) for t in trees)
+
+    def _sum(self, chunks: int) -> float:
+        """Σ over steps of the busiest link's seconds per byte, every chunk one byte (B(K) above)."""
+        from artist.network.tree import tree_allreduce
+
+        if chunks > self.full + 1:
+            first, second = self._sum(self.full), self._sum(self.full + 1)
+            return first + (chunks - self.full) * (second - first)
+        found = self._sums.get(chunks)
+        if found is None:
+            unit = tree_allreduce(self.placement, chunks * self.channels, self.channels, dependencies=False,
+                                  chunk_bytes=1)
+            found = self._sums[chunks] = bandwidth_seconds(unit, self.placement.topology)
+        return found
+
+    def seconds(self, nbytes: float) -> float:
+        from artist.network.tree import tree_chunks
+
+        if nbytes <= 0 or self.placement.size < 2:
+            return 0.0
+        share = math.ceil(nbytes / self.channels)  # the largest channel's share
+        chunks = tree_chunks(share)
+        return self.fixed + share / chunks * self._sum(chunks)
+
+
+def _tree_latency(placement: Placement, tree, latency: StartupLatency) -> float:
+    """The longest start-up-latency path of one chunk up a channel's tree to its root and down to a leaf."""
+    order = placement.ranks_in_ring_order()
+
+    def weight(a: int, b: int) -> float:
+        p = path(placement.topology, order[a], order[b])
+        return latency.per_step(p.kind) + p.latency_s
+
+    up = [0.0] * len(order)
+    for r in reversed(tree.order):
+        up[r] = max((up[c] + weight(c, r) for c in tree.children[r]), default=0.0)
+    down = [0.0] * len(order)
+    down[tree.root] = up[tree.root]
+    for r in tree.order:
+        for c in tree.children[r]:
+            down[c] = down[r] + weight(r, c)
+    return max(down)
+
+
 class AnalyticalModel:
     """FabricModel backed by the α-β timing of collectives.py's schedules; every job
     is timed alone (no contention between graphs: identity says so)."""
@@ -215,7 +276,7 @@ class AnalyticalModel:
         spine it is timed from the lowest GPU id to the other (time() keeps the node's direction)."""
         return self._linear(group, kind).seconds(nbytes)
 
-    def _linear(self, group: Placement, kind: str) -> LinearCollective | NcclChosen:
+    def _linear(self, group: Placement, kind: str) -> LinearCollective | TreeCollective | NcclChosen:
         """The collective's time as fixed + bytes x per byte on this group, memoised per fabric form (algorithm
         nccl, tuned kinds: NCCL's pick and time per size, memoised per machine description NCCL would see)."""
         if self.algorithm == NCCL_CHOICE and kind in TUNED_KINDS:
@@ -231,6 +292,8 @@ class AnalyticalModel:
         if linear is None:
             if kind == "all_reduce" and self.algorithm == "ring":  # the simulator's hot path: no schedule
                 linear = ring_allreduce_linear(canonical, self.channels, self.latency)
+            elif kind == "all_reduce" and self.algorithm == "tree":
+                linear = TreeCollective(canonical, self.channels, self.latency)
             else:
                 algorithm = "ring" if self.algorithm == NCCL_CHOICE else self.algorithm  # NCCL's point-to-point
                 schedule = collective_schedule(kind, algorithm, canonical,

@@ -16,6 +16,9 @@ Algorithms:
 - ``hierarchical``: reduce-scatter inside each machine, a ring all-reduce among
   the GPUs with the same local index across machines, all-gather inside each
   machine (needs the same GPU count on every machine).
+- ``tree``: NCCL's Tree: a double binary tree of machines with a chain of GPUs in
+  each, the payload pipelined up (reduce) and down (broadcast) in 512 KiB chunks
+  (artist/network/tree.py).
 
 The other collectives (payload conventions as nccl-tests' "size", see
 artist/parallel/graph.py) use the all-reduce's ring of rings and channels:
@@ -39,7 +42,7 @@ from artist.parallel.graph import COMMUNICATION
 from artist.placement import Placement
 from artist.topology import Topology
 
-ALGORITHMS = ("ring", "hierarchical")
+ALGORITHMS = ("ring", "hierarchical", "tree")
 # NCCL's own choice per size (tree, NVLS, ring, ... with their protocols), from its tuner's cost model:
 # an algorithm setting of the analytical backend only (artist/network/analytical.py), no schedule here
 NCCL_CHOICE = "nccl"
@@ -402,4 +405,8 @@ def allreduce_schedule(algorithm: str, placement: Placement, nbytes: int, channe
         return ring_allreduce(placement, nbytes, channels, dependencies)
     if algorithm == "hierarchical":
         return hierarchical_allreduce(placement, nbytes, channels, dependencies)
+    if algorithm == "tree":
+        from artist.network.tree import tree_allreduce  # (tree.py builds on this module)
+
+        return tree_allreduce(placement, nbytes, channels, dependencies)
     raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")

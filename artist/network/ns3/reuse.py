@@ -83,14 +83,14 @@ def overlapping(starts: Sequence[int], quiet: Sequence[int]) -> bool:
 
 def piece_key(schedule) -> tuple:
     """What an isolated answer depends on besides the model's identity and topology. A schedule is a
-    deterministic function of these (collectives.py; its "algorithm" names the kind too: ring, hierarchical,
+    deterministic function of these (collectives.py; its "algorithm" names the kind too: ring, hierarchical, tree,
     all_gather, reduce_scatter, all_to_all, send_recv); the transfer and step counts guard the rest."""
     return (schedule.algorithm, tuple(schedule.ranks), int(schedule.nbytes), int(schedule.channels),
             schedule.total_steps, len(schedule.transfers))
 
 
 # Schedule.algorithm -> the collective kind the analytical model times (for likely_overlap).
-_KIND_OF = {"ring": "all_reduce", "hierarchical": "all_reduce", "all_gather": "all_gather",
+_KIND_OF = {"ring": "all_reduce", "hierarchical": "all_reduce", "tree": "all_reduce", "all_gather": "all_gather",
             "reduce_scatter": "reduce_scatter", "all_to_all": "all_to_all", "send_recv": "send_recv"}
 
 
