@@ -339,7 +339,7 @@ def test_ctrl_c_without_cache_says_nothing_was_kept(tmp_path, monkeypatch, capsy
     (["--channels", str(MAX_CHANNELS + 1)], f"--channels: must be <= {MAX_CHANNELS}"),
     (["--min-bytes", "-1"], "--min-bytes: must be >= 0"),
     (["--max-bytes", "-5"], "--max-bytes: must be >= 0"),
-    (["--algorithm", "tree"], "--algorithm: invalid choice: 'tree'"),
+    (["--algorithm", "butterfly"], "--algorithm: invalid choice: 'butterfly'"),
 ])
 def test_numeric_options_are_bounded(tmp_path, capsys, extra, words):
     assert _fit(GOOD_LOG, tmp_path / "x.yaml", *extra) == 2

@@ -49,7 +49,7 @@ def write(tmp_path, name, text) -> Path:
     (["--racks", "0"], "argument --racks: must be >= 1, got 0"),
     (["--channels", "0"], "argument --channels: must be >= 1, got 0"),
     (["--channels", "65"], "argument --channels: must be <= 64, got 65"),
-    (["--algorithm", "tree"], "argument --algorithm: invalid choice: 'tree'"),
+    (["--algorithm", "butterfly"], "argument --algorithm: invalid choice: 'butterfly'"),
     (["--restore-seconds", "-1"], "argument --restore-seconds: must be >= 0, got -1"),
     (["--restore-seconds", "nan"], "argument --restore-seconds: must be a finite number"),
     (["--round-interval", "-5"], "argument --round-interval: must be >= 1, got -5"),

@@ -52,7 +52,8 @@ def comm(topology: str | Path | Topology = "dally-3tier", *, model: str | Path |
         racks: Replace the topology's rack count.
         models: A directory of model profiles; None: the shipped ones.
         backend: ``analytical``, ``flow``, ``ns3`` or ``none``.
-        algorithm: All-reduce algorithm.
+        algorithm: All-reduce algorithm: ``ring``, ``hierarchical``, ``tree`` (NCCL's double binary tree) or
+            ``nccl`` (analytical only: what NCCL's tuner picks per size; answers of one collective name it).
         channels: Parallel rings (NCCL channels).
         calibration: A calibration profile (path or shipped name) applied to the backend's answers.
         transport: ns3 only: ``window`` (message-level window transport) or ``tcp`` (DCTCP baseline).
@@ -125,7 +126,8 @@ def compute_latency_table(topology: str | Path | Topology = "dally-3tier", *, mo
         racks: Replace the topology's rack count.
         models: A directory of model profiles; None: the shipped ones.
         backend: ``analytical``, ``flow``, ``ns3`` or ``none``.
-        algorithm: All-reduce algorithm.
+        algorithm: All-reduce algorithm: ``ring``, ``hierarchical``, ``tree`` (NCCL's double binary tree) or
+            ``nccl`` (analytical only: what NCCL's tuner picks per size; answers of one collective name it).
         channels: Parallel rings (NCCL channels).
         calibration: A calibration profile (path or shipped name) applied to the backend's answers.
         fast_path: ns3 only: False makes every row a full packet run.

@@ -36,7 +36,8 @@ def plans(model: str, gpus: int, topology: str | Path | Topology = "dally-3tier"
         sequence_parallel: Megatron sequence parallelism.
         overlap_dp: All-reduce gradients per layer, overlapped with the backward pass.
         backend: ``analytical``, ``flow``, ``ns3`` or ``none``.
-        algorithm: All-reduce algorithm.
+        algorithm: All-reduce algorithm: ``ring``, ``hierarchical``, ``tree`` (NCCL's double binary tree) or
+            ``nccl`` (analytical only: what NCCL's tuner picks per size; answers of one collective name it).
         channels: Parallel rings (NCCL channels).
         calibration: A calibration profile (path or shipped name) applied to the backend's answers.
         cache: Read and write the latency cache.

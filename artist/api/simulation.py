@@ -90,7 +90,7 @@ def simulate(topology: str | Path | Topology = "dally-3tier", workload: str | Pa
         models: Model profiles: a directory, a mapping of name to profile, or None for the shipped ones.
         backend: Network backend: ``analytical`` (alpha-beta), ``flow`` (fluid max-min), ``ns3`` (packet level)
             or ``none`` (free communication).
-        algorithm: All-reduce algorithm (``ring``, ``tree``, ``hierarchical``, ...).
+        algorithm: All-reduce algorithm (``ring``, ``hierarchical``, ``tree``, or ``nccl``: analytical only).
         channels: Parallel rings (NCCL channels).
         calibration: A calibration profile (path or shipped name) applied to the backend's answers.
         contention: ``isolated`` (every job at its step time alone) or ``shared`` (jobs on common links re-rated
