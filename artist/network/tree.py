@@ -144,29 +144,49 @@ def tree_chunks(channel_bytes: int, chunk_bytes: int = TREE_CHUNK_BYTES) -> int:
     return max(1, math.ceil(int(channel_bytes) / chunk_bytes))
 
 
-def tree_rows(tree: ChannelTree, chunk_sizes, channel: int) -> tuple[np.ndarray, list[list[int]]]:
-    """One channel's transfers: rows (src, dst, nbytes, step, channel) and each row's dependencies (row
-    indices within this channel), in the order up-phase chunk by chunk, then down-phase."""
-    root, height, depth = tree.root, tree.height, tree.depth
+def tree_rows(tree: ChannelTree, chunk_sizes, channel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One channel's transfers: rows (src, dst, nbytes, step, channel), in the order up-phase chunk by chunk
+    (children before parents), then down-phase chunk by chunk (parents before children), and their
+    dependencies as row indices within this channel: per row a count, and the indices in row order.
+    Every chunk repeats chunk 0's pattern shifted by k steps, so chunk 0's rows are tiled (numpy)."""
+    root, height, depth, parent = tree.root, tree.height, tree.depth, tree.parent
     top = height[root]
-    rows, deps = [], []
-    up_index: dict[tuple[int, int], int] = {}  # (rank, chunk) -> its up row
-    for k, size in enumerate(chunk_sizes):
-        for r in reversed(tree.order):  # children before parents
-            if r == root:
-                continue
-            up_index[(r, k)] = len(rows)
-            rows.append((r, tree.parent[r], size, k + height[r], channel))
-            deps.append([up_index[(c, k)] for c in tree.children[r]])
-    down_index: dict[tuple[int, int], int] = {}  # (receiving rank, chunk) -> its down row
-    for k, size in enumerate(chunk_sizes):
-        for r in tree.order:  # parents before children
-            ready = ([up_index[(c, k)] for c in tree.children[r]] if r == root else [down_index[(r, k)]])
-            for c in tree.children[r]:
-                down_index[(c, k)] = len(rows)
-                rows.append((r, c, size, k + top + depth[r], channel))
-                deps.append(list(ready))
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 5), deps
+    up = [r for r in reversed(tree.order) if r != root]  # children before parents
+    at = {r: i for i, r in enumerate(up)}  # rank -> its up row in chunk 0
+    up_deps = [[at[c] for c in tree.children[r]] for r in up]
+    down, down_deps, down_from_up, into = [], [], [], {}
+    for r in tree.order:  # parents before children; the root's chunk comes up, the others' from above
+        ready = [at[c] for c in tree.children[r]] if r == root else [into[r]]
+        for c in tree.children[r]:
+            into[c] = len(down)
+            down.append((r, c))
+            down_deps.append(ready)
+            down_from_up.append(r == root)
+    width, chunks = len(up), len(chunk_sizes)
+    k = np.arange(chunks, dtype=np.int64)
+    sizes = np.asarray(chunk_sizes, dtype=np.int64)
+
+    def block(src, dst, first_step):
+        rows = np.empty((chunks, width, 5), dtype=np.int64)
+        rows[:, :, 0], rows[:, :, 1] = src, dst
+        rows[:, :, 2] = sizes[:, None]
+        rows[:, :, 3] = np.asarray(first_step, dtype=np.int64)[None, :] + k[:, None]
+        rows[:, :, 4] = channel
+        return rows.reshape(-1, 5)
+
+    rows = np.concatenate([
+        block(up, [parent[r] for r in up], [height[r] for r in up]),
+        block([a for a, _ in down], [b for _, b in down], [top + depth[a] for a, _ in down])])
+    up_idx = np.asarray([i for d in up_deps for i in d], dtype=np.int64)
+    down_idx = np.asarray([i for d in down_deps for i in d], dtype=np.int64)
+    down_up = np.repeat(np.asarray(down_from_up, dtype=bool), [len(d) for d in down_deps])
+    # chunk k's up rows start at k x width, its down rows at (chunks + k) x width
+    up_all = (up_idx[None, :] + (k * width)[:, None]).ravel()
+    down_all = (down_idx[None, :] + np.where(down_up[None, :], k[:, None] * width,
+                                             (chunks + k[:, None]) * width)).ravel()
+    counts = np.concatenate([np.tile([len(d) for d in up_deps], chunks),
+                             np.tile([len(d) for d in down_deps], chunks)]).astype(np.int64)
+    return rows, counts, np.concatenate([up_all, down_all]).astype(np.int64)
 
 
 def tree_allreduce(placement: Placement, nbytes: int, channels: int = 1, dependencies: bool = True,
@@ -174,25 +194,32 @@ def tree_allreduce(placement: Placement, nbytes: int, channels: int = 1, depende
     """NCCL's Tree all-reduce of nbytes per rank (module docstring), transfers sorted by (step, channel,
     src, dst) as the other schedules are."""
     order = placement.ranks_in_ring_order()
-    blocks, dep_lists, offset = [], [], 0
+    blocks, count_blocks, dep_blocks, offset = [], [], [], 0
     if len(order) > 1:
         for c, (tree, share) in enumerate(zip(channel_trees(placement, channels), split_bytes(nbytes, channels))):
-            rows, deps = tree_rows(tree, split_bytes(share, tree_chunks(share, chunk_bytes)), c)
+            rows, counts, deps = tree_rows(tree, split_bytes(share, tree_chunks(share, chunk_bytes)), c)
             blocks.append(rows)
-            dep_lists.extend([d + offset for d in ds] for ds in deps)
+            count_blocks.append(counts)
+            dep_blocks.append(deps + offset)
             offset += len(rows)
+    empty = np.zeros(0, dtype=np.int64)
     rows = np.concatenate(blocks) if blocks else np.zeros((0, 5), dtype=np.int64)
+    counts = np.concatenate(count_blocks) if count_blocks else empty
+    deps = np.concatenate(dep_blocks) if dep_blocks else empty
     src, dst, size, step, channel = (rows[:, i] for i in range(5))
     by = np.lexsort((dst, src, channel, step))  # (step, channel, src, dst), stable
     position = np.empty(len(by), dtype=np.int64)
     position[by] = np.arange(len(by))
-    if dependencies:
-        counts = np.fromiter((len(dep_lists[i]) for i in by), dtype=np.int64, count=len(by))
-        dep_idx = np.fromiter((position[d] for i in by for d in dep_lists[i]), dtype=np.int64,
-                              count=int(counts.sum()))
-    else:
-        counts, dep_idx = np.zeros(len(by), dtype=np.int64), np.zeros(0, dtype=np.int64)
     dep_off = np.zeros(len(by) + 1, dtype=np.int64)
-    np.cumsum(counts, out=dep_off[1:])
+    if dependencies:
+        old_off = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=old_off[1:])
+        new_counts = counts[by]
+        np.cumsum(new_counts, out=dep_off[1:])
+        # row i of the sorted table takes old row by[i]'s slice of deps, renumbered to sorted positions
+        gather = np.repeat(old_off[:-1][by] - dep_off[:-1], new_counts) + np.arange(dep_off[-1], dtype=np.int64)
+        dep_idx = position[deps[gather]]
+    else:
+        dep_idx = empty
     table = TransferTable(src[by], dst[by], size[by], step[by], channel[by], dep_off, dep_idx)
     return Schedule("tree", tuple(order), int(nbytes), channels, table)
