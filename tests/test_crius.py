@@ -281,16 +281,20 @@ def test_schedulers_never_see_the_network():
         assert not any(m.endswith(("truth", "commtable", "simulation")) for m in modules), name
 
 
+CRIUS_WORKLOADS = "workloads: ['crius:jobs=5,arrivals_per_hour=10']\n"
+
+
 @pytest.mark.parametrize("text,field", [
-    ("name: x\ncluster: nope\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\n", "cluster"),
-    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [nope]\n", "policies"),
-    ("name: x\ncluster: crius-testbed\njobs: -1\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\n", "jobs"),
-    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: []\npolicies: [crius]\n", "seeds"),
-    ("name: x\ncluster: crius-testbed\njobs: 5\narrivals_per_hour: 10\nseeds: [1]\npolicies: [crius]\nextra: 1\n",
-     "extra"),
+    ("name: x\ntopology: nope\n" + CRIUS_WORKLOADS + "seeds: [1]\npolicies: [crius]\n", "topology"),
+    ("name: x\ntopology: crius-testbed\n" + CRIUS_WORKLOADS + "seeds: [1]\npolicies: [nope]\n", "policies"),
+    ("name: x\ntopology: crius-testbed\nworkloads: ['crius:jobs=-1']\nseeds: [1]\npolicies: [crius]\n", "workloads"),
+    ("name: x\ntopology: crius-testbed\n" + CRIUS_WORKLOADS + "seeds: []\npolicies: [crius]\n", "seeds"),
+    ("name: x\ntopology: crius-testbed\n" + CRIUS_WORKLOADS + "seeds: [1]\npolicies: [crius]\nextra: 1\n", "extra"),
+    ("name: x\ncluster: crius-testbed\njobs: 5\nseeds: [1]\npolicies: [crius]\n", "cluster"),
 ])
 def test_sweep_spec_errors_name_file_and_field(tmp_path, capsys, text, field):
-    """A Crius spec (read as one by its fields, no `loop:` written) with a bad field: one line, non-zero exit."""
+    """A spec of Crius' jobs (read as one by its workloads, no `loop:` written) with a bad field: one line,
+    non-zero exit; a field of the older dialect says where it went."""
     from artist.cli import main
 
     path = tmp_path / "spec.yaml"

@@ -38,9 +38,9 @@ def _spec(loop: str, name: str, workload: str) -> str:
         return (f"name: every\nloop: elastic\ntopology: {ROOT / 'topologies/pollux-t4.yaml'}\npolicies: [{policy}]\n"
                 f"workloads:\n  - {{spec: '{text}', label: w}}\nseeds: [0]\ncomm: analytical\n")
     assert loop == CRIUS
-    trace = f"philly_log: {PHILLY}\n" if workload == "trace" else ""
-    return (f"name: every\nloop: crius\ncluster: crius-testbed\njobs: 4\narrivals_per_hour: 20\n{trace}seeds: [1]\n"
-            f"policies: [{name}]\ndepth: 1\n")
+    text = f"crius:jobs=4,philly_log={PHILLY}" if workload == "trace" else "crius:jobs=4,arrivals_per_hour=20"
+    policy = f"{{name: {name}, params: {{depth: 1}}}}" if name == "crius" else name
+    return (f"name: every\ntopology: crius-testbed\nworkloads: ['{text}']\nseeds: [1]\npolicies: [{policy}]\n")
 
 
 @pytest.mark.parametrize("workload", ["generator", "trace"])
@@ -77,8 +77,8 @@ def _simulate_args(name: str) -> list[str]:
     args = ["simulate", "--policy", name, "--quiet", "--no-cache"]
     dialect = dialect_of(name, "dally-3tier")
     if dialect == "crius":
-        return args + ["--topology", "crius-testbed", "--workload", "crius:jobs=4,arrivals_per_hour=20",
-                       "--policy-param", "depth=1"]
+        return args + ["--topology", "crius-testbed", "--workload", "crius:jobs=4,arrivals_per_hour=20"] + (
+            ["--policy-param", "depth=1"] if name == "crius" else [])
     if name == "pollux":
         args += ["--policy-param", "pop_size=6", "--policy-param", "generations=3"]
     if name == "gavel":
@@ -98,7 +98,8 @@ def test_artist_simulate_runs_every_policy_of_the_listing(tmp_path, capsys, name
 @pytest.mark.parametrize("name", ["crius", "fcfs", "elasticflow-ls", "gandiva-crius", "gavel"])
 def test_artist_simulate_runs_crius_policies_on_crius_cluster(tmp_path, capsys, name):
     args = ["simulate", "--policy", name, "--quiet", "--no-cache", "--topology", "crius-testbed", "--workload",
-            "crius:jobs=4,arrivals_per_hour=20", "--policy-param", "depth=1", "--out", str(tmp_path)]
+            "crius:jobs=4,arrivals_per_hour=20", "--out", str(tmp_path)]
+    args += ["--policy-param", "depth=1"] if name == "crius" else []
     assert main(args) == 0
     jobs = pd.read_csv(tmp_path / "jobs.csv")
     assert len(jobs) == 4 and jobs.filter(like="finish").notna().all().all()
@@ -154,9 +155,11 @@ def test_artist_simulate_runs_every_policy_on_every_shipped_cluster_file(tmp_pat
     assert len(jobs) == 5 and jobs.filter(like="finish").notna().all().all()
 
 
-@pytest.mark.parametrize("workload, where", [("crius:jobs=4,rate=2", "crius: takes jobs=N,arrivals_per_hour=R"),
-                                             ("poisson:n=4", "Crius' jobs come from"),
-                                             ("crius:jobs=4,arrivals_per_hour=-1", "arrivals_per_hour: must be > 0")])
+@pytest.mark.parametrize("workload, where", [
+    ("crius:jobs=4,rate=2", "crius: takes jobs, arrivals_per_hour, philly_log"),
+    ("poisson:n=4", "Crius' jobs come from"),
+    ("crius:jobs=4,arrivals_per_hour=-1", "arrivals_per_hour must be a number"),
+    ("crius:jobs=x", "jobs must be a whole number")])
 def test_a_bad_crius_workload_is_one_clear_line(capsys, workload, where):
     assert main(["simulate", "--policy", "crius", "--topology", "crius-testbed", "--workload", workload,
                  "--quiet"]) != 0

@@ -1,5 +1,5 @@
-"""`loop: crius` sweeps: Crius and its baselines through run_sweep give the numbers of one Crius run
-(artist/crius/simulation.py simulate) on the same drawn jobs, byte-identical for a seed; reduced versions and
+"""Sweeps of Crius' jobs (`crius:` workloads): Crius and its baselines through run_sweep give the numbers of one
+Crius run (artist/crius/simulation.py simulate) on the same drawn jobs, byte-identical for a seed; reduced versions and
 bad fields as other loops; the report sets the paper's other figures beside the results."""
 
 import filecmp
@@ -13,14 +13,11 @@ from artist.sweep.run import run_sweep
 from artist.sweep.spec import load_sweep_spec
 
 SPEC = """name: c
-loop: crius
-cluster: crius-testbed
-jobs: 5
-arrivals_per_hour: 30
+topology: crius-testbed
+workloads: ['crius:jobs=5,arrivals_per_hour=30']
 seeds: [1]
-policies: [crius, fcfs]
-depth: 2
-reduced: {jobs: 3, policies: [fcfs]}
+policies: [{name: crius, params: {depth: 2}}, fcfs]
+reduced: {workloads: ['crius:jobs=3,arrivals_per_hour=30'], policies: [fcfs]}
 """
 
 
@@ -83,11 +80,16 @@ def test_reduced_crius_spec(tmp_path):
 
 
 @pytest.mark.parametrize("old, new, field", [
-    ("policies: [crius, fcfs]", "policies: [crius, fifo]", "policies[1]"),
-    ("cluster: crius-testbed", "cluster: nowhere", "cluster"),
-    ("depth: 2", "depth: 2\ncomm: ns3", "comm"),
-    ("depth: 2", "depth: 2\ncomm: [none, none]", "comm"),
-    ("jobs: 5", "jobs: 0", "jobs"),
+    ("depth: 2}}, fcfs]", "depth: 2}}, fifo]", "policies[1]"),
+    ("{name: crius, params: {depth: 2}}", "{name: fcfs, params: {depth: 2}}", "policies[0].params.depth"),
+    ("topology: crius-testbed", "topology: nowhere", "topology"),
+    ("seeds: [1]", "seeds: [1]\ncomm: ns3", "comm"),
+    ("seeds: [1]", "seeds: [1]\ncomm: [none, none]", "comm"),
+    ("crius:jobs=5,", "crius:jobs=0,", "workloads[0].spec"),
+    ("crius:jobs=5,", "crius:", "workloads[0].spec"),
+    ("'crius:jobs=5,arrivals_per_hour=30'", "'crius:jobs=5,arrivals_per_hour=30', 'poisson:n=5'", "workloads[1].spec"),
+    ("topology: crius-testbed", "topology: crius-testbed\ndepth: 2", "depth"),
+    ("topology: crius-testbed", "cluster: crius-testbed", "cluster"),
 ])
 def test_bad_crius_specs_name_the_field(tmp_path, old, new, field):
     path = _spec(tmp_path, SPEC.replace(old, new))
@@ -97,7 +99,7 @@ def test_bad_crius_specs_name_the_field(tmp_path, old, new, field):
 
 
 def test_shipped_paper_specs_load_through_artist_sweep():
-    """sweeps/crius.yaml (loop: crius) and sweeps/sia.yaml (a cluster file) expand as their headers say."""
+    """sweeps/crius.yaml (Crius' jobs) and sweeps/sia.yaml (a cluster file) expand as their headers say."""
     from pathlib import Path
 
     sweeps = Path(__file__).resolve().parents[1] / "sweeps"
@@ -120,7 +122,7 @@ def test_crius_comm_axis_none_makes_communication_free(tmp_path):
     from artist.policies.crius.cluster import crius_cluster
 
     plain = load_sweep_spec(_spec(tmp_path))
-    both = load_sweep_spec(_spec(tmp_path, SPEC.replace("depth: 2", "depth: 2\ncomm: [none, analytical]")))
+    both = load_sweep_spec(_spec(tmp_path, SPEC.replace("seeds: [1]", "seeds: [1]\ncomm: [none, analytical]")))
     assert [r.axes["backend"] for r in both.runs] == ["none", "analytical"] * 2
     assert [r.run_id for r in both.runs if r.axes["backend"] == "analytical"] == [r.run_id for r in plain.runs]
     assert {r.elastic.backend for r in both.runs} == {"none", "analytical"}
@@ -145,15 +147,15 @@ def test_crius_backend_override_is_its_comm_axis(tmp_path):
         load_sweep_spec(_spec(tmp_path), backend_override="ns3")
 
 
-@pytest.mark.parametrize("extra, where", [
-    ("arrivals_per_hour: 1.0e-300\n", "field 'arrivals_per_hour': 5 jobs at 1e-300 per hour arrive over"),
-    ("philly_log: {trunc}\n", "line 9: not valid JSON"),
+@pytest.mark.parametrize("workload, where", [
+    ("crius:jobs=5,arrivals_per_hour=1.0e-300", "field 'workloads[0].spec': 5 jobs at 1e-300 per hour arrive over"),
+    ("crius:jobs=5,philly_log={trunc}", "line 9: not valid JSON"),
 ])
-def test_a_crius_spec_that_every_run_would_fail_on_is_refused_when_loaded(tmp_path, extra, where):
+def test_a_crius_spec_that_every_run_would_fail_on_is_refused_when_loaded(tmp_path, workload, where):
     """Both passed the spec check: the rate ran for ever, the truncated log failed in every run."""
     trunc = tmp_path / "trunc.json"
     trunc.write_bytes((Path(__file__).parent / "data" / "traces" / "philly_cluster_job_log.json").read_bytes()[:300])
-    text = SPEC.replace("arrivals_per_hour: 30\n", "") + extra.format(trunc=trunc)
+    text = SPEC.replace("crius:jobs=5,arrivals_per_hour=30", workload.format(trunc=trunc))
     with pytest.raises(InputError) as err:
         load_sweep_spec(_spec(tmp_path, text))
     assert where in str(err.value)

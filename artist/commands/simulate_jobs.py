@@ -102,9 +102,8 @@ def _elastic_spec(args, params: dict) -> dict:
 
 
 # the fields of the spec simulate writes that come from --topology or --workload (the rest: --policy)
-_OPTION_OF_FIELD = {"topology": "--topology", "cluster": "--topology", "racks": "--racks",
-                    "elastic.applications": "--topology", "workloads": "--workload", "jobs": "--workload",
-                    "arrivals_per_hour": "--workload", "philly_log": "--workload"}
+_OPTION_OF_FIELD = {"topology": "--topology", "racks": "--racks", "elastic.applications": "--topology",
+                    "workloads": "--workload"}
 
 
 def _option_of(where: str | None, policy: str) -> tuple[str, str | None]:
@@ -113,7 +112,7 @@ def _option_of(where: str | None, policy: str) -> tuple[str, str | None]:
     field = (where or "").removeprefix("field ").strip("'")
     for name, option in _OPTION_OF_FIELD.items():
         if field == name or field.startswith(name + "[") or field.startswith(name + "."):
-            return option, (None if name in ("topology", "cluster", "racks", "workloads") else field)
+            return option, (None if name in ("topology", "racks", "workloads") else field)
     return f"--policy {policy}", None
 
 
@@ -124,33 +123,32 @@ def _workload_text(text: str) -> str:
 
 def _crius_spec(args, params: dict) -> dict:
     from artist.policies.crius.cluster import CLUSTERS
+    from artist.sweep.crius import CRIUS_WORKLOAD
 
     path = None if args.topology in CLUSTERS else _topology_file(args.topology)
     cluster = args.topology if path is None else str(path.resolve())
-    unknown = sorted(set(params) - {"depth"})
+    unknown = sorted(set(params) - ({"depth"} if args.policy == "crius" else set()))
     if unknown:
-        raise InputError("command line", "--policy-param", f"{args.policy} in Crius' runs takes depth only, "
+        takes = "depth only" if args.policy == "crius" else "no parameters"
+        raise InputError("command line", "--policy-param", f"{args.policy} in Crius' runs takes {takes}, "
                                                            f"not {', '.join(unknown)}")
-    spec = {"name": f"simulate-{args.policy}", "loop": "crius", "cluster": cluster, **CRIUS_DEFAULT,
-            "seeds": [args.seed], "policies": [args.policy], "comm": args.backend}
-    if "depth" in params:
-        spec["depth"] = params["depth"]
+    policy = {"name": args.policy, "params": dict(params)} if params else args.policy
     text = args.workload
+    default = f"{CRIUS_WORKLOAD}jobs={CRIUS_DEFAULT['jobs']},arrivals_per_hour={CRIUS_DEFAULT['arrivals_per_hour']:g}"
     if text == str(shipped.DEFAULT_TRACE):
-        print(f"note: Crius' jobs come from its own generator: crius:jobs={CRIUS_DEFAULT['jobs']},"
-              f"arrivals_per_hour={CRIUS_DEFAULT['arrivals_per_hour']:g}", file=sys.stderr)
-    elif text.startswith("crius:"):
-        for item in filter(None, text.partition(":")[2].split(",")):
-            key, eq, value = item.partition("=")
-            if not eq or key not in CRIUS_DEFAULT:
-                raise InputError("command line", "--workload", f"crius: takes jobs=N,arrivals_per_hour=R; got {item!r}")
-            spec[key] = yaml.safe_load(value)
+        print(f"note: Crius' jobs come from its own generator: {default}", file=sys.stderr)
+        workload = default
+    elif text.startswith(CRIUS_WORKLOAD):
+        given = dict(item.partition("=")[::2] for item in filter(None, text[len(CRIUS_WORKLOAD):].split(",")))
+        workload = CRIUS_WORKLOAD + ",".join(f"{k}={v}" for k, v in {**CRIUS_DEFAULT, **given}.items())
     elif text.startswith("philly:path="):
-        spec["philly_log"] = str(Path(text.partition("=")[2]).resolve())
+        log = str(Path(text.partition("=")[2]).resolve())
+        workload = f"{CRIUS_WORKLOAD}jobs={CRIUS_DEFAULT['jobs']},philly_log={log}"
     else:
         raise InputError("command line", "--workload", f"Crius' jobs come from crius:jobs=N,arrivals_per_hour=R or a "
                                                        f"Philly log philly:path=FILE, not {text!r}")
-    return spec
+    return {"name": f"simulate-{args.policy}", "topology": cluster, "workloads": [workload], "seeds": [args.seed],
+            "policies": [policy], "comm": args.backend}
 
 
 # the rigid loop's options (dest -> option), which the elastic and Crius loops do not read

@@ -4,7 +4,7 @@ One event loop (artist/simulator.py) runs them all; what still differs is the ki
 (docs/pages/explanation/design.md): rigid jobs (artist/policies/registry.py: `artist simulate`, rigid sweep
 specs), elastic jobs (the allocators of artist/policies/pollux/registry.py, deciding every 60 s round: specs
 with `loop: elastic`, artist/elastic/exact.py) and Crius' jobs (artist/policies/crius/registry.py, 300 s
-rounds: `loop: crius`, artist/crius/). `artist simulate --policy P` runs any of them
+rounds: specs of `crius:` workloads, artist/crius/). `artist simulate --policy P` runs any of them
 (artist/commands/simulate_jobs.py) and a sweep spec reads the kind off its policies (sweep/spec.py
 kind_of_jobs). Each kind keeps its own table of constructors, because what a policy is built from differs
 with what a job is; this module is the one name space over them. A name in several kinds is one algorithm

@@ -149,17 +149,26 @@ def _policy_names(f: Fields) -> list[str]:
 
 def kind_of_jobs(f: Fields) -> tuple[str, str]:
     """(loop, why): the kind of jobs a spec's runs schedule, which picks its loader. `loop:` says it
-    outright (why is then ""); otherwise the fields and policies tell: a Crius-only field (cluster, jobs,
-    arrivals_per_hour, depth, philly_log) means Crius' jobs, an `elastic:` section or a policy that
-    schedules no rigid jobs (pollux, sia, gavel, crius, ...) elastic jobs, anything else rigid jobs. One event loop runs
-    all three (artist/simulator.py); the kinds differ in what a job is (docs: explanation/design.md)."""
+    outright (why is then ""); otherwise the workloads and policies tell: a workload of Crius' jobs
+    (`crius:jobs=N,...`) means Crius' jobs, an `elastic:` section or a policy that schedules no rigid jobs
+    (pollux, sia, gavel, crius, ...) elastic jobs, anything else rigid jobs. One event loop runs all three
+    (artist/simulator.py); the kinds differ in what a job is (docs: explanation/design.md). A field of the
+    older dialect of Crius' sweeps (cluster, jobs, ...) is one line saying where it went."""
+    from artist.sweep.crius import OLD_FIELDS, is_crius_workload
+
+    for key, instead in OLD_FIELDS.items():
+        if f.has(key):
+            raise f.error(key, f"sweeps of Crius' jobs take the fields every sweep has: {instead}")
     if f.has("loop"):
         return f.string("loop"), ""
-    from artist.sweep.crius import CRIUS_TOP_LEVEL
-
-    crius_only = sorted(k for k in f.data if k in CRIUS_TOP_LEVEL - TOP_LEVEL_FIELDS)
-    if crius_only:
-        return "crius", f"field {crius_only[0]!r} is Crius' (Crius' jobs)"
+    entries = []
+    for source in (f.data, f.data.get("reduced") if isinstance(f.data.get("reduced"), dict) else {}):
+        raw = source.get("workloads", [])
+        entries.extend(raw if isinstance(raw, list) else [raw])
+    crius = next((e for e in entries if is_crius_workload(e)), None)
+    if crius is not None:
+        text = crius.get("spec") if isinstance(crius, dict) else crius
+        return "crius", f"workload {text!r} is Crius' jobs"
     if f.has("elastic"):
         return "elastic", "its `elastic:` section makes the jobs elastic"
     from artist.policies.registry import policy_names
@@ -227,7 +236,7 @@ def _load_kind(f: Fields, path: Path, loop: str, base: Path, backend_override, c
 
         if calibration_override is not None:
             raise InputError("command line", "--calibration",
-                             "a Crius sweep (loop: crius) runs Crius' own network model (no calibration)")
+                             "a sweep of Crius' jobs runs Crius' own network model (no calibration)")
         if reduced:  # (load_crius_spec checks the top-level keys)
             f = _reduced_version(f, f.string("name", path.stem), CRIUS_TOP_LEVEL - {"name", "notes", "report",
                                                                                   "reduced", "loop"})
