@@ -18,8 +18,8 @@ SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 def test_a_shipped_spec_without_its_loop_field_gives_the_same_runs(name, loop):
     path = SWEEPS / f"{name}.yaml"
     data = yaml.safe_load(path.read_text())
-    assert data.get("loop", "rigid") == loop
-    written = load_sweep_spec(path)
+    assert data.get("loop", loop) == loop
+    written = load_sweep_spec(path, data={**data, "loop": loop})
     data.pop("loop", None)
     assert kind_of_jobs(Fields(data, str(path)))[0] == loop
     read_off = load_sweep_spec(path, data=data)
@@ -27,7 +27,8 @@ def test_a_shipped_spec_without_its_loop_field_gives_the_same_runs(name, loop):
     if "reduced" not in data:
         return
     reduced = load_sweep_spec(path, data=data, reduced=True)
-    assert [r.run_id for r in reduced.runs] == [r.run_id for r in load_sweep_spec(path, reduced=True).runs]
+    assert [r.run_id for r in reduced.runs] == [r.run_id for r in load_sweep_spec(path, data={**data, "loop": loop},
+                                                                                    reduced=True).runs]
 
 
 BASE = {"name": "mixed", "topology": "dally-3tier", "workloads": ["batch:n=4,gpus=1|2"]}
@@ -39,7 +40,8 @@ BASE = {"name": "mixed", "topology": "dally-3tier", "workloads": ["batch:n=4,gpu
     ({"policies": [{"name": "gavel"}]}, "elastic"),  # no rigid gavel: the elastic one (Crius' is on its cluster)
     ({"policies": ["fifo"], "elastic": {"round_seconds": 60}}, "elastic"),
     ({"policies": ["fifo"], "reduced": {"policies": ["sia"]}}, "elastic"),  # one kind for a spec and its reduced
-    ({"policies": ["crius"], "cluster": "crius-testbed"}, "crius"),
+    ({"policies": ["crius"], "workloads": ["crius:jobs=4"]}, "crius"),  # Crius' LLM jobs
+    ({"policies": ["fifo"], "reduced": {"workloads": [{"spec": "crius:jobs=4"}]}}, "crius"),
     ({"policies": ["pollux"], "loop": "rigid"}, "rigid"),  # written out, it is taken as written
 ])
 def test_the_kind_of_jobs_is_read_off_fields_and_policies(extra, loop):
@@ -69,3 +71,12 @@ def test_an_unknown_policy_still_names_the_known_ones(tmp_path):
     with pytest.raises(InputError) as exc:
         load_sweep_spec(tmp_path / "s.yaml", data={**BASE, "policies": ["nosuch"]})
     assert "unknown policy 'nosuch'" in str(exc.value) and "fifo" in str(exc.value)
+
+
+@pytest.mark.parametrize("field, where", [("cluster", "topology: NAME"), ("jobs", "crius:jobs=N"),
+                                          ("depth", "{name: crius, params: {depth: D}}")])
+def test_a_field_of_the_older_crius_dialect_says_where_it_went(tmp_path, field, where):
+    with pytest.raises(InputError) as exc:
+        load_sweep_spec(tmp_path / "s.yaml", data={**BASE, "policies": ["crius"], field: 3})
+    text = str(exc.value)
+    assert "\n" not in text and f"field '{field}'" in text and where in text
