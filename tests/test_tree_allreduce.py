@@ -161,3 +161,36 @@ def test_a_one_gpu_group_has_no_transfers():
     placement = Placement(make_topology(), (3,))
     assert len(tree_allreduce(placement, 1 << 20, 2).transfers) == 0
     assert AnalyticalModel(placement.topology, algorithm="tree").collective_seconds(placement, 1 << 20) == 0.0
+
+
+def test_the_phase_contention_model_refuses_trees_everywhere(tmp_path, capsys):
+    """The phase model is measured on rings; on trees its slowdowns are up to 60 % off the per-transfer flow
+    engine's (benchmarks/contention_accuracy.py --algorithm tree): shared contention with trees must
+    co-simulate, and says so in one line wherever it is asked for."""
+    from artist.cli import main
+    from artist.errors import InputError
+    from artist.network.flow import FlowModel
+    from artist.network.phase import PhaseContention
+    from artist.sweep.spec import load_sweep_spec
+
+    topology = make_topology()
+    with pytest.raises(ValueError, match="contention_model cosim"):
+        PhaseContention(FlowModel(topology, algorithm="tree"))
+    PhaseContention(FlowModel(topology, algorithm="ring"))
+    base = {"name": "t", "topology": "dally-3tier", "racks": [1], "policies": ["fifo"],
+            "workloads": ["batch:n=3,gpus=8|16,min_iter=50,max_iter=100"], "comm": {"backend": "flow",
+                                                                                    "algorithm": "tree"}}
+    with pytest.raises(InputError, match="simulator.contention_model"):
+        load_sweep_spec(tmp_path / "t.yaml", data={**base, "simulator": {"contention": "shared"}})
+    assert load_sweep_spec(tmp_path / "t.yaml", data={**base, "simulator": {"contention": "shared",
+                                                                            "contention_model": "cosim"}}).runs
+    assert load_sweep_spec(tmp_path / "t.yaml", data=base).runs  # isolated: no contention model asked
+    with pytest.raises(InputError, match="elastic.contention"):
+        load_sweep_spec(tmp_path / "t.yaml", data={**base, "topology": "pollux-t4", "racks": [1],
+                                                   "policies": ["pollux"], "workloads": ["poisson:n=3"],
+                                                   "elastic": {"contention": "shared"}})
+    code = main(["simulate", "--topology", "dally-3tier", "--racks", "1", "--workload", "batch:n=3,gpus=8",
+                 "--policy", "fifo", "--backend", "flow", "--algorithm", "tree", "--contention", "shared",
+                 "--quiet", "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "--contention-model" in err and "cosim" in err

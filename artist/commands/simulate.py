@@ -175,6 +175,12 @@ def simulate_rigid(args, params: dict | None = None, *, topology: Topology | Non
     spec = CommSpec(args.backend, args.algorithm, args.channels, ns3_options(args),
                     calibration=calibration_path(args.calibration), cache=cache_path_from_args(args)).resolved()
     comm = build_stack(spec, topology)
+    if args.contention == "shared" and args.contention_model == "phase":
+        from artist.network.phase.model import phase_refusal
+
+        refusal = phase_refusal(args.algorithm)
+        if refusal:
+            raise InputError("command line", "--contention-model", refusal)
     config = SimulatorConfig(round_interval_s=args.round_interval or None, restore_seconds=args.restore_seconds,
                              contention=args.contention, contention_model=args.contention_model)
     if args.backend == "ns3":

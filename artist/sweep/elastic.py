@@ -142,6 +142,8 @@ def load_elastic_spec(f: Fields, path: Path, backend_override: str | None):
     round_seconds = ef.number("round_seconds", 60.0, minimum=1.0, maximum=3600.0)
     identity_extra["round_seconds"] = round_seconds
     contention = rigid._contention(ef, "isolated")
+    if contention == "shared":  # the elastic loop's shared contention is the phase model's
+        rigid._check_phase_algorithms(f, "elastic.contention", algorithms)
     if contention != "isolated":  # enters only when shared, so that isolated runs keep their ids
         identity_extra["contention"] = contention
     rules = rules_from_fields(ef)

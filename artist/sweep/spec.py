@@ -268,6 +268,8 @@ def _load_kind(f: Fields, path: Path, loop: str, base: Path, backend_override, c
                                  swap_notes=notes if backend_override is not None and calibration_override is None
                                  else None)
     simulator = _simulator(f)
+    if simulator.contention == "shared" and simulator.contention_model == "phase":
+        _check_phase_algorithms(f, "simulator.contention_model", algorithms)
     workloads = _workloads(f, base)
     for t in topologies:
         t.topology.check_reference_gpu({m.reference_gpu for m in models.values()})
@@ -638,6 +640,15 @@ def _simulator(f: Fields) -> SimulatorConfig:
         raise sf.error("contention_model", f"unknown contention model {model!r}; known: {', '.join(CONTENTION_MODELS)}")
     return SimulatorConfig(round_interval_s=interval, restore_seconds=restore,
                            contention=_contention(sf, default.contention), contention_model=model)
+
+
+def _check_phase_algorithms(f: Fields, where: str, algorithms: Sequence[str]) -> None:
+    """Shared contention by the phase model: only on the all-reduce algorithms it is measured on."""
+    from artist.network.phase.model import phase_refusal
+
+    refusal = next(filter(None, (phase_refusal(a) for a in algorithms)), None)
+    if refusal:
+        raise InputError(f.source, f"field '{where}'", refusal)
 
 
 def _contention(f: Fields, default: str) -> str:
