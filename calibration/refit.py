@@ -2,6 +2,7 @@
 
     python calibration/refit.py [--backend analytical|ns3] [--only NAME ...] [--list] [--cache-dir DIR | --no-cache]
     python calibration/refit.py --loo [--backend analytical|ns3]   # the leave-one-out table of calibration/README.md
+    python calibration/refit.py --nccl     # the table of NCCL's own pick against the shipped settings (README)
 
 Runs in one process, so the ns-3 fits share one ns-3 worker (start-up ~20-50 s).
 Run from the repository root; the profiles are written to calibration/profiles/.
@@ -47,6 +48,8 @@ sys.path.insert(0, str(REPO))
 D = "calibration/data/"
 H100_LOGS = [D + "xxrjun_1node_8xH100_allcoll.txt", D + "xxrjun_2node_2xH100_1gpn_smoke.txt"]
 H100_HOLDOUT = [D + "xxrjun_10node_10xH100_1gpn_allcoll.txt"]
+# every 10-node log of that cluster (1, 2, 4, 8 GPUs per node): the held-out checks of the --nccl table
+H100_TEN_NODES = [D + f"xxrjun_10node_{10 * g}xH100_{g}gpn_allcoll.txt" for g in (1, 2, 4, 8)]
 GCP_NOTE = ("the log's network, GPUDirect-TCPXO (TCP over 8 x 200 Gb/s Ethernet NICs with a user-space receive path), "
             "is not modelled by either backend (analytical: NCCL's InfiniBand-class NET latencies; ns-3: a lossless "
             "window transport); the fitted hop latency absorbs its ~0.9 ms fixed cost per all-reduce at >= 16 MiB")
@@ -145,13 +148,59 @@ def leave_one_out(backends: list[str], cache_dir: str | None = None) -> str:
     return "\n".join(rows)
 
 
-def write_loo_table(table: str, readme: Path = REPO / "calibration" / "README.md") -> None:
+NCCL_BEGIN = "<!-- nccl table: begin (calibration/refit.py --nccl) -->"
+NCCL_END = "<!-- nccl table: end -->"
+TUNED = ("all_reduce", "all_gather", "reduce_scatter")  # the collectives NCCL chooses an algorithm for
+
+
+def nccl_table(cache_dir: str | None = None) -> str:
+    """Per shipped analytical fit's logs (and holdouts) and tuned collective: median |error| uncalibrated and
+    calibrated with the shipped settings, and with the analytical backend's `nccl` algorithm (NCCL's own pick
+    per size) fitted the same way on the same logs; the H100 fit is checked on every 10-node log."""
+    from artist.calibration.build import collect_points, error_rows, fit_profile
+    from artist.calibration.fit import parse_layout
+    from artist.network.stack import CommSpec
+    from artist.topology import load_topology
+
+    def errors(spec, topology, logs, holdout, layout):
+        model = spec.build(topology)
+        options = dict(layout=parse_layout(layout) if layout else None, min_bytes=1 << 20)
+        fitted = collect_points(model, topology, logs, **options)
+        held = collect_points(model, topology, holdout, **options) if holdout else None
+        _, points = fit_profile("nccl-table", topology, model.identity(), fitted, holdout=held or (), force=True)
+        return {(r["log"], r["collective"]): r for r in error_rows(points)}
+
+    lines = ["| log | collective | shipped uncal. | **nccl uncal.** | shipped cal. | nccl cal. |",
+             "|---|---|---|---|---|---|"]
+    for name, (backend, topology_path, logs, extra) in FITS.items():
+        if backend != "analytical":
+            continue
+        topology = load_topology(topology_path)
+        holdout = H100_TEN_NODES if logs == H100_LOGS else []
+        layout = _option(extra, "--layout")
+        algorithm = _option(extra, "--algorithm", "ring")
+        shipped = errors(CommSpec(backend, algorithm, int(_option(extra, "--channels", 1)), cache=cache_dir),
+                         topology, logs, holdout, layout)
+        nccl = errors(CommSpec(backend, "nccl", 1, cache=cache_dir), topology, logs, holdout, layout)
+        for (log, collective), r in shipped.items():
+            if collective not in TUNED:
+                continue
+            n = nccl[(log, collective)]
+            held = " (held out)" if any(Path(h).name == log for h in holdout) else ""
+            lines.append(f"| {log}{held} | {collective} | {r['median_err_uncalibrated_pct']:.1f} % ({algorithm} x"
+                         f"{_option(extra, '--channels', 1)}) | **{n['median_err_uncalibrated_pct']:.1f} %** | "
+                         f"{r['median_err_calibrated_pct']:.1f} % | {n['median_err_calibrated_pct']:.1f} % |")
+    return "\n".join(lines)
+
+
+def write_table(table: str, begin: str = LOO_BEGIN, end: str = LOO_END,
+                readme: Path = REPO / "calibration" / "README.md") -> None:
     text = readme.read_text()
-    if LOO_BEGIN not in text:
-        raise SystemExit(f"{readme}: no '{LOO_BEGIN}' marker to put the table under")
-    head, rest = text.split(LOO_BEGIN, 1)
-    tail = rest.split(LOO_END, 1)[1] if LOO_END in rest else ""
-    readme.write_text(f"{head}{LOO_BEGIN}\n{table}\n{LOO_END}{tail}")
+    if begin not in text:
+        raise SystemExit(f"{readme}: no '{begin}' marker to put the table under")
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1] if end in rest else ""
+    readme.write_text(f"{head}{begin}\n{table}\n{end}{tail}")
 
 
 def main(argv=None) -> int:
@@ -161,6 +210,9 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print the commands only")
     ap.add_argument("--loo", action="store_true",
                     help="re-make the leave-one-out table in calibration/README.md instead of the profiles")
+    ap.add_argument("--nccl", action="store_true",
+                    help="re-make the table of NCCL's own pick (analytical --algorithm nccl) against the shipped "
+                         "settings in calibration/README.md instead of the profiles")
     cache = ap.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None,
                        help="latency cache directory for the backend's answers (default: artist's default cache)")
@@ -178,12 +230,16 @@ def main(argv=None) -> int:
     if args.cache_dir:
         args.cache_dir = str(Path(args.cache_dir).resolve())
     os.chdir(REPO)
-    if args.loo:
+    if args.loo or args.nccl:
         from artist.network.cache.store import CACHE_FILE_NAME, default_cache_dir
 
         cache = None if args.no_cache else str(Path(args.cache_dir or default_cache_dir()) / CACHE_FILE_NAME)
-        table = leave_one_out([args.backend] if args.backend else ["analytical", "ns3"], cache)
-        write_loo_table(table)
+        if args.nccl:
+            table = nccl_table(cache)
+            write_table(table, NCCL_BEGIN, NCCL_END)
+        else:
+            table = leave_one_out([args.backend] if args.backend else ["analytical", "ns3"], cache)
+            write_table(table)
         print(table)
         return 0
     for n in names:
