@@ -158,7 +158,8 @@ def kind_of_jobs(f: Fields) -> tuple[str, str]:
 
     for key, instead in OLD_FIELDS.items():
         if f.has(key):
-            raise f.error(key, f"sweeps of Crius' jobs take the fields every sweep has: {instead}")
+            raise f.error(key, f"not a sweep field (older specs of Crius' jobs had it); Crius' sweeps now say "
+                               f"{instead}")
     if f.has("loop"):
         return f.string("loop"), ""
     entries = []
