@@ -84,17 +84,29 @@ def latency_chain_seconds(schedule: Schedule, topology: Topology, latency: Start
 
 
 def bandwidth_seconds(schedule: Schedule, topology: Topology) -> float:
-    """Sum over steps of the busiest link's bytes / bandwidth in that step."""
+    """Sum over steps of the busiest link's bytes / bandwidth in that step. Read from the schedule's columns,
+    each connection's route found once (a route depends on its ends and channel only)."""
     gpu_of = schedule.ranks
+    table = schedule.table
+    src, dst, nbytes, channel = (table.src.tolist(), table.dst.tolist(), table.nbytes.tolist(),
+                                 table.channel.tolist())
+    rows_of_step: list[list[int]] = [[] for _ in range(schedule.steps)]
+    for i, k in enumerate(table.step.tolist()):
+        rows_of_step[k].append(i)
+    routes: dict[tuple[int, int, int], tuple] = {}
     seen: dict[tuple, float] = {}  # a ring repeats one step pattern 2(N-1) times
     total = 0.0
-    for step in schedule.by_step():
-        key = tuple((t.src, t.dst, t.nbytes, t.channel) for t in step)
+    for rows in rows_of_step:
+        key = tuple((src[i], dst[i], nbytes[i], channel[i]) for i in rows)
         if key not in seen:
             load: dict = defaultdict(float)
-            for t in step:
-                for link in path(topology, gpu_of[t.src], gpu_of[t.dst], t.channel).links:
-                    load[link] += t.nbytes
+            for i in rows:
+                ends = (src[i], dst[i], channel[i])
+                links = routes.get(ends)
+                if links is None:
+                    links = routes[ends] = path(topology, gpu_of[src[i]], gpu_of[dst[i]], channel[i]).links
+                for link in links:
+                    load[link] += nbytes[i]
             seen[key] = max(8.0 * b / link_bandwidth_bps(topology, link) for link, b in load.items())
         total += seen[key]
     return total
