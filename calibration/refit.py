@@ -150,7 +150,6 @@ def leave_one_out(backends: list[str], cache_dir: str | None = None) -> str:
 
 NCCL_BEGIN = "<!-- nccl table: begin (calibration/refit.py --nccl) -->"
 NCCL_END = "<!-- nccl table: end -->"
-TUNED = ("all_reduce", "all_gather", "reduce_scatter")  # the collectives NCCL chooses an algorithm for
 
 
 def nccl_table(cache_dir: str | None = None) -> str:
@@ -159,6 +158,7 @@ def nccl_table(cache_dir: str | None = None) -> str:
     per size) fitted the same way on the same logs; the H100 fit is checked on every 10-node log."""
     from artist.calibration.build import collect_points, error_rows, fit_profile
     from artist.calibration.fit import parse_layout
+    from artist.network.nccl.chosen import TUNED_KINDS
     from artist.network.stack import CommSpec
     from artist.topology import load_topology
 
@@ -183,7 +183,7 @@ def nccl_table(cache_dir: str | None = None) -> str:
                          topology, logs, holdout, layout)
         nccl = errors(CommSpec(backend, "nccl", 1, cache=cache_dir), topology, logs, holdout, layout)
         for (log, collective), r in shipped.items():
-            if collective not in TUNED:
+            if collective not in TUNED_KINDS:
                 continue
             n = nccl[(log, collective)]
             held = " (held out)" if any(Path(h).name == log for h in holdout) else ""

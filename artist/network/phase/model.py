@@ -42,6 +42,8 @@ PHASE_VERSION = "13"  # bump when an answer changes (5: event budget; 6: latency
 # shared link that cannot end it last are not simulated (binding_bundles: exact), so the event budget covers
 # more simulated time, and past it a run stops once every job has ended one step, not two)
 MAX_MEMO = 100_000  # components and collectives kept per process (a bound, not a tuning)
+MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
+MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
 # The all-reduce algorithms the phase model is measured on (benchmarks/contention_accuracy.py against the
 # per-transfer flow engine and ns-3): rings. NCCL's tree is not one: its fan-in edges feed each other in ways
 # the model's independent edges miss (slowdowns up to 60 % off the flow engine's on the standard scenarios);
@@ -56,8 +58,6 @@ def phase_refusal(algorithm: str) -> str | None:
     return (f"the phase contention model is measured on {' and '.join(PHASE_ALGORITHMS)} all-reduces, not "
             f"{algorithm}; shared contention with algorithm {algorithm} needs contention_model cosim (the flow or "
             f"ns-3 backend co-simulating every transfer)")
-MAX_GRAPHS = 256  # graphs, and the forms derived from each, kept per process (a bound: LLM graphs are large)
-MAX_FORMS = 8  # phase-node forms kept per graph (one per set of shared links it crosses; a bound)
 
 
 @dataclass(frozen=True)
